@@ -1,0 +1,1 @@
+"""Building the embedded default data (run at build time, not by users)."""

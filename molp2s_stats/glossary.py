@@ -1,0 +1,56 @@
+"""Every column any output frame may have, and what it means.
+
+One word for one thing: the SQL views, the Python frames, the CLI and the reports
+use these names. ``check_columns`` lets tests reject a column that is not here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+COLUMNS: dict[str, str] = {
+    # keys
+    "model": "model identifier, as in the response files",
+    "channel": "property channel (or bundle) whose cohort the row is computed on",
+    "condition": "task condition: none (P0), source, shuffled or cf",
+    "model_a": "first model of a pair",
+    "model_b": "second model of a pair",
+    "from": "input channel compared from (X in X → Y)",
+    "to": "input channel compared to (Y in X → Y)",
+    "metric": "name of the statistic (see METRICS in molp2s_stats.metrics)",
+    # estimates
+    "estimate": "point estimate on the full cohort: rates in %, differences in pp",
+    "conf_low": "lower end of the interval (same unit as estimate)",
+    "conf_high": "upper end of the interval (same unit as estimate)",
+    "conf_level": "coverage the interval aims at, e.g. 0.95",
+    "n": "families that enter the estimate (its resampling units)",
+    "method": "how the interval was made, e.g. family_bootstrap_percentile; 'point' when no interval",
+    "draws": "bootstrap replicates drawn (0 when no interval)",
+    "draws_undefined": "replicates left out of the interval because the statistic was undefined in them",
+    "seed": "seed of the random stream; rerunning with it gives the same interval",
+    # comparisons
+    "tasks": "tasks in the comparison",
+    "families": "families in the comparison",
+    "both_correct": "both models (or both inputs) right: % of tasks for model pairs, a count for paired inputs",
+    "a_only": "only model A right, % of tasks",
+    "b_only": "only model B right, % of tasks",
+    "both_wrong": "both wrong: % of tasks for model pairs, a count for paired inputs",
+    "gain": "families wrong with input X and right with Y",
+    "loss": "families right with input X and wrong with Y",
+    "net": "accuracy of model B minus model A, pp",
+    "delta": "accuracy with input Y minus with X, pp",
+    # cohort
+    "families_total": "families with tasks in the channel",
+    "input_validated": "families whose verifiable candidate pairs are all at least the cutoff apart",
+    "complete_coverage": "families with a terminal response from every model to every required task",
+    "cohort": "families in the cohort: input-validated and complete coverage",
+    "family_id": "family identifier",
+    "drop_reason": "why the family is not in the channel's cohort",
+}
+
+
+def check_columns(columns: Iterable[str]) -> None:
+    """Raise ValueError naming any column that the glossary does not define."""
+    unknown = [c for c in columns if c not in COLUMNS]
+    if unknown:
+        raise ValueError(f"columns not in the glossary: {unknown}")

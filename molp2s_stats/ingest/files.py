@@ -1,0 +1,87 @@
+"""Reading one table file (.parquet, .jsonl, .csv) into a polars frame with positions.
+
+Every frame comes back with a ``_where`` column ("line 7" for JSONL, "row 7" for CSV
+and Parquet, both 1-based, CSV rows counted after the header) so that later checks
+can name the offending line.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import polars as pl
+
+from .errors import InputError
+
+FORMATS = {".parquet": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
+
+
+def file_format(path: Path) -> str:
+    """The format implied by the file's suffix, or an InputError."""
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise InputError(path, f"unknown file type {path.suffix!r}; expected .parquet, .jsonl or .csv")
+    return fmt
+
+
+def read_bytes(path: Path) -> bytes:
+    """The file's bytes; an empty file is an error."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(path, f"cannot read file ({exc.strerror})") from exc
+    if not data.strip():
+        raise InputError(path, "file is empty")
+    return data
+
+
+def check_utf8(path: Path, data: bytes) -> None:
+    """Text formats must be UTF-8; name the line of the first bad byte."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(
+            path, f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})", where=f"line {line}"
+        ) from None
+
+
+def json_lines(path: Path, data: bytes) -> list[tuple[int, object]]:
+    """Decode a small JSONL file line by line: (line number, JSON value); blank lines skipped."""
+    check_utf8(path, data)
+    records = []
+    for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append((number, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise InputError(path, f"malformed JSON ({exc.msg} at column {exc.colno})", where=f"line {number}") from None
+    return records
+
+
+def read_csv_text(path: Path, data: bytes) -> pl.DataFrame:
+    """A CSV file with every column read as text, so that no value is coerced unseen."""
+    check_utf8(path, data)
+    try:
+        frame = pl.read_csv(io.BytesIO(data), infer_schema=False)
+    except Exception as exc:  # polars raises several error types for malformed CSV
+        raise InputError(path, f"not a readable CSV file ({exc})") from None
+    return frame.with_row_index("_row", offset=1).with_columns(
+        ("row " + pl.col("_row").cast(pl.String)).alias("_where")
+    ).drop("_row")
+
+
+def read_parquet(path: Path) -> pl.DataFrame:
+    """A Parquet file as stored; a truncated or corrupt file is an InputError."""
+    try:
+        frame = pl.read_parquet(path)
+    except Exception as exc:  # polars/arrow raise several error types for corrupt files
+        raise InputError(path, f"not a readable Parquet file ({exc})") from None
+    if frame.height == 0:
+        raise InputError(path, "file has no rows")
+    return frame.with_row_index("_row", offset=1).with_columns(
+        ("row " + pl.col("_row").cast(pl.String)).alias("_where")
+    ).drop("_row")

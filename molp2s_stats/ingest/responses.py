@@ -1,0 +1,276 @@
+"""Loading response files (SPEC §2): JSONL, CSV or Parquet, many per benchmark.
+
+A file is read into one standard frame (``model, task_id, sample, attempt,
+response, choice, metadata``), checked row by row against the benchmark, its raw
+answers parsed, and appended to ``responses``. A file already loaded (same bytes)
+adds nothing. Every problem is an :class:`InputError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from ..parse import CandidateIndex, parse_answer
+from .errors import InputError, more
+from .files import check_utf8, file_format, read_bytes, read_csv_text, read_parquet
+
+REQUIRED = ("model", "task_id")
+KNOWN = ("model", "task_id", "sample", "attempt", "response", "choice")
+KEY = ("model", "task_id", "sample", "attempt")
+STANDARD_SCHEMA = {
+    "_where": pl.String, "_line": pl.Int64, "model": pl.String, "task_id": pl.String,
+    "sample": pl.Int64, "attempt": pl.Int64, "response": pl.String, "choice": pl.String,
+    "metadata": pl.String,
+}
+
+
+@dataclass(frozen=True)
+class FileSummary:
+    """What loading one response file did."""
+
+    path: str
+    rows: int
+    parsed: int
+    invalid: int
+    already_loaded: bool
+
+
+def _fail_first(path: Path, frame: pl.DataFrame, condition: pl.Expr, message: str | callable) -> None:
+    """Raise for the first row (in file order) where ``condition`` holds."""
+    bad = frame.filter(condition)
+    if bad.height:
+        first = bad.sort("_line").row(0, named=True)
+        text = message(first) if callable(message) else message
+        raise InputError(path, text + more(bad.height - 1), where=first["_where"])
+
+
+# JSONL is typed in DuckDB: it reports each field's JSON type per line, where polars
+# would silently coerce a number in a text column (or a text in a number column).
+_JSONL_SQL = """
+SELECT
+    line AS _line,
+    json,
+    json_valid(json) AS valid,
+    CASE WHEN json_valid(json) THEN json_type(json) END AS json_kind,
+    json_type(json, '$.model') AS model_type,
+    json_type(json, '$.task_id') AS task_id_type,
+    json_type(json, '$.sample') AS sample_type,
+    json_type(json, '$.attempt') AS attempt_type,
+    json_type(json, '$.response') AS response_type,
+    json_type(json, '$.choice') AS choice_type
+FROM raw_lines
+WHERE json IS NOT NULL AND trim(json) <> ''
+"""
+_INTEGER_TYPES = ("UBIGINT", "BIGINT")
+_EXTRACT_SQL = """
+SELECT
+    'line ' || _line AS _where,
+    _line,
+    json ->> '$.model' AS model,
+    json ->> '$.task_id' AS task_id,
+    coalesce(TRY_CAST(json ->> '$.sample' AS BIGINT), 0) AS sample,
+    coalesce(TRY_CAST(json ->> '$.attempt' AS BIGINT), 0) AS attempt,
+    json ->> '$.response' AS response,
+    json ->> '$.choice' AS choice,
+    nullif(json_merge_patch(json, '{"model":null,"task_id":null,"sample":null,"attempt":null,"response":null,"choice":null}')::VARCHAR, '{}') AS metadata
+FROM typed
+"""
+
+
+def _stage_jsonl(path: Path, data: bytes) -> pl.DataFrame:
+    check_utf8(path, data)
+    # One text column per line (NUL never occurs in valid JSON text), numbered from 1.
+    raw_lines = pl.read_csv(  # noqa: F841 (read by DuckDB below)
+        io.BytesIO(data), has_header=False, separator="\x00", quote_char=None,
+        new_columns=["json"], infer_schema=False,
+    ).with_row_index("line", offset=1)
+    con = duckdb.connect()
+    typed = con.sql(_JSONL_SQL).pl()
+    _fail_first(path, typed, ~pl.col("valid"), lambda r: f"malformed JSON ({_json_error(r['json'])})")
+    _fail_first(path, typed, pl.col("json_kind") != "OBJECT",
+                lambda r: f"expected a JSON object, got {r['json_kind'].lower()}")
+    for field in REQUIRED:
+        _fail_first(path, typed, pl.col(f"{field}_type").is_null() | (pl.col(f"{field}_type") == "NULL"),
+                    f"missing required field {field!r}")
+    _fail_first(path, typed, pl.col("model_type") != "VARCHAR",
+                lambda r: f"field 'model' must be text, got {r['model_type'].lower()}")
+    _fail_first(path, typed, ~pl.col("task_id_type").is_in(("VARCHAR",) + _INTEGER_TYPES),
+                lambda r: f"field 'task_id' must be text or an integer, got {r['task_id_type'].lower()}")
+    for field in ("sample", "attempt"):
+        kind = pl.col(f"{field}_type")
+        _fail_first(path, typed, kind.is_not_null() & (kind != "NULL") & ~kind.is_in(_INTEGER_TYPES),
+                    lambda r, f=field: f"field {f!r} must be a non-negative integer, got {r[f + '_type'].lower()}")
+    for field in ("response", "choice"):
+        kind = pl.col(f"{field}_type")
+        _fail_first(path, typed, kind.is_not_null() & ~kind.is_in(("VARCHAR", "NULL")),
+                    lambda r, f=field: f"field {f!r} must be text, got {r[f + '_type'].lower()}")
+    return con.sql(_EXTRACT_SQL).pl()
+
+
+def _json_error(line: str) -> str:
+    try:
+        json.loads(line)
+    except json.JSONDecodeError as exc:
+        return f"{exc.msg} at column {exc.colno}"
+    return "not accepted by the JSON reader"
+
+
+def _stage_table(path: Path, frame: pl.DataFrame, *, from_text: bool) -> pl.DataFrame:
+    """CSV (all text) or Parquet (typed) into the standard frame."""
+    missing = [c for c in REQUIRED if c not in frame.columns]
+    if missing:
+        raise InputError(path, f"missing required column {missing[0]!r}")
+    if "response" not in frame.columns and "choice" not in frame.columns:
+        raise InputError(path, "needs a 'response' or a 'choice' column")
+    frame = frame.with_columns(pl.col("_where").str.extract(r"(\d+)$").cast(pl.Int64).alias("_line"))
+    schema = frame.schema
+    for column in ("model", "response", "choice"):
+        if column in frame.columns and schema[column] not in (pl.String, pl.Categorical, pl.Null):
+            raise InputError(path, f"column {column!r} must hold text, has type {schema[column]}")
+    if not (schema["task_id"] == pl.String or schema["task_id"].is_integer()):
+        raise InputError(path, f"column 'task_id' must hold text or integers, has type {schema['task_id']}")
+    columns = []
+    for column in ("sample", "attempt"):
+        if column not in frame.columns:
+            columns.append(pl.lit(0, pl.Int64).alias(column))
+        elif from_text:
+            text = pl.col(column).str.strip_chars()
+            _fail_first(path, frame, text.is_not_null() & ~text.str.contains(r"^\d+$"),
+                        lambda r, c=column: f"column {c!r} must be a non-negative integer, got {r[c]!r}")
+            columns.append(text.cast(pl.Int64).fill_null(0).alias(column))
+        elif schema[column].is_integer() or schema[column] == pl.Null:
+            columns.append(pl.col(column).cast(pl.Int64).fill_null(0))
+        else:
+            raise InputError(path, f"column {column!r} must hold integers, has type {schema[column]}")
+    extras = [c for c in frame.columns if c not in KNOWN and not c.startswith("_")]
+    metadata = (pl.struct(extras).struct.json_encode() if extras else pl.lit(None, pl.String)).alias("metadata")
+    return frame.with_columns(
+        pl.col("model").cast(pl.String),
+        pl.col("task_id").cast(pl.String),
+        *[pl.col(c).cast(pl.String) if c in frame.columns else pl.lit(None, pl.String).alias(c)
+          for c in ("response", "choice")],
+        *columns,
+        metadata,
+    )
+
+
+def stage_file(path: Path, data: bytes | None = None) -> pl.DataFrame:
+    """Read one response file into the standard frame, with every type checked."""
+    fmt = file_format(path)
+    if fmt == "jsonl":
+        staged = _stage_jsonl(path, data if data is not None else read_bytes(path))
+    elif fmt == "csv":
+        staged = _stage_table(path, read_csv_text(path, data if data is not None else read_bytes(path)), from_text=True)
+    else:
+        staged = _stage_table(path, read_parquet(path), from_text=False)
+    if staged.height == 0:
+        raise InputError(path, "file has no rows")
+    staged = staged.select([pl.col(c).cast(t) for c, t in STANDARD_SCHEMA.items()])
+    _fail_first(path, staged, pl.col("model").is_null() | (pl.col("model").str.strip_chars() == ""),
+                "missing required field 'model'")
+    _fail_first(path, staged, pl.col("task_id").is_null() | (pl.col("task_id") == ""),
+                "missing required field 'task_id'")
+    _fail_first(path, staged, pl.col("response").is_null() & pl.col("choice").is_null(),
+                "needs a 'response' or a 'choice' (both are missing)")
+    for column in ("sample", "attempt"):
+        _fail_first(path, staged, pl.col(column) < 0,
+                    lambda r, c=column: f"{c!r} must be a non-negative integer, got {r[c]}")
+    return staged
+
+
+def _check_against_database(con: duckdb.DuckDBPyConnection, path: Path, staged: pl.DataFrame) -> pl.DataFrame:
+    """References and duplicates; returns the frame with each row's family_id."""
+    con.register("staged", staged)
+    try:
+        with_family = con.sql(
+            "SELECT s.*, t.family_id FROM staged AS s LEFT JOIN tasks AS t USING (task_id)"
+        ).pl()
+        _fail_first(path, with_family, pl.col("family_id").is_null(), lambda r: f"unknown task_id {r['task_id']!r}")
+        bad_choice = con.sql(
+            """SELECT s._where, s._line, s.choice, t.family_id
+               FROM staged AS s JOIN tasks AS t USING (task_id)
+               LEFT JOIN candidates AS c ON c.family_id = t.family_id AND c.label = s.choice
+               WHERE s.choice IS NOT NULL AND c.label IS NULL"""
+        ).pl()
+        _fail_first(path, bad_choice, pl.lit(True),
+                    lambda r: f"choice {r['choice']!r} is not a candidate of family {r['family_id']!r}")
+        dup = staged.filter(pl.struct(KEY).is_duplicated()).sort("_line")
+        if dup.height:
+            first = dup.row(0, named=True)
+            twin = dup.filter(pl.struct(KEY) == pl.struct([pl.lit(first[k]) for k in KEY])).row(1, named=True)
+            raise InputError(path, f"duplicate (model, task_id, sample, attempt) = {tuple(first[k] for k in KEY)!r}, "
+                             f"also at {twin['_where']}", where=first["_where"])
+        clash = con.sql(
+            """SELECT s._where, s._line, f.path, r.line, s.model, s.task_id, s.sample, s.attempt
+               FROM staged AS s
+               JOIN responses AS r USING (model, task_id, sample, attempt)
+               JOIN response_files AS f USING (file_id)"""
+        ).pl()
+        _fail_first(path, clash, pl.lit(True), lambda r: (
+            f"(model, task_id, sample, attempt) = {(r['model'], r['task_id'], r['sample'], r['attempt'])!r} "
+            f"was already loaded from {r['path']} (line/row {r['line']})"))
+    finally:
+        con.unregister("staged")
+    return with_family
+
+
+def _parse_responses(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> pl.DataFrame:
+    """Parse each distinct (family, response text) once; rows with a given choice keep it."""
+    todo = frame.filter(pl.col("choice").is_null()).select("family_id", "response").unique()
+    if todo.height == 0:
+        return frame.with_columns(pl.lit(None, pl.String).alias("invalid_reason"),
+                                  pl.lit("given").alias("choice_source"))
+    families = todo["family_id"].unique().to_list()
+    candidates = con.execute(
+        "SELECT family_id, label, fragment, molecule FROM candidates WHERE family_id IN (SELECT unnest(?))",
+        [families],
+    ).fetchall()
+    by_family: dict[str, dict[str, tuple[str, str]]] = {}
+    for family_id, label, fragment, molecule in candidates:
+        by_family.setdefault(family_id, {})[label] = (fragment, molecule)
+    indexes = {f: CandidateIndex(c) for f, c in by_family.items()}
+    parsed = [parse_answer(text, indexes[family]) for family, text in todo.iter_rows()]
+    answers = todo.with_columns(
+        pl.Series("parsed_choice", [p.choice for p in parsed], pl.String),
+        pl.Series("invalid_reason", [p.reason for p in parsed], pl.String),
+    )
+    joined = frame.join(answers, on=["family_id", "response"], how="left", nulls_equal=True)
+    given = pl.col("choice").is_not_null()
+    return joined.with_columns(
+        pl.when(given).then(pl.col("choice")).otherwise(pl.col("parsed_choice")).alias("choice"),
+        pl.when(given).then(None).otherwise(pl.col("invalid_reason")).alias("invalid_reason"),
+        pl.when(given).then(pl.lit("given")).otherwise(pl.lit("parsed")).alias("choice_source"),
+    ).drop("parsed_choice")
+
+
+def load_response_file(con: duckdb.DuckDBPyConnection, path: str | Path) -> FileSummary:
+    """Check, parse and append one response file; call inside a transaction."""
+    path = Path(path)
+    data = read_bytes(path)
+    sha256 = hashlib.sha256(data).hexdigest()
+    if con.execute("SELECT 1 FROM response_files WHERE sha256 = ?", [sha256]).fetchone():
+        return FileSummary(str(path), 0, 0, 0, already_loaded=True)
+    staged = stage_file(path, data if file_format(path) != "parquet" else None)
+    checked = _check_against_database(con, path, staged)
+    final = _parse_responses(con, checked)  # noqa: F841 (read by DuckDB below)
+    file_id = con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM response_files").fetchone()[0]
+    con.execute(
+        """INSERT INTO responses
+           SELECT model, task_id, sample::INTEGER, attempt::INTEGER, response, choice, invalid_reason,
+                  choice_source, metadata, ?, _line
+           FROM final""",
+        [file_id],
+    )
+    con.execute("INSERT INTO response_files VALUES (?, ?, ?, ?, ?, ?)",
+                [file_id, str(path), sha256, file_format(path), final.height, datetime.now(timezone.utc)])
+    parsed = int((final["choice_source"] == "parsed").sum())
+    invalid = int(final["choice"].is_null().sum())
+    return FileSummary(str(path), final.height, parsed, invalid, already_loaded=False)

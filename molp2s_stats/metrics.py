@@ -1,0 +1,208 @@
+"""The SPEC §4 metrics per model × channel, with family cluster bootstrap intervals.
+
+Every metric is a ratio of sums over the cohort's families, ``Σ a_f / Σ b_f``, read
+off the ``family_outcomes`` view (one row per model × channel × family):
+
+=================  ===========================================  ==========================
+metric             a_f                                          b_f
+=================  ===========================================  ==========================
+acc_p0             y(none_f)                                    1
+acc_source         y(source_f)                                  1
+acc_shuffled       y(shuffled_f)                                1
+reliance_margin    y(source_f) − y(shuffled_f)                  1
+cf_accuracy        Σ_k y(cf_f,k)                                number of cf tasks
+pgr                ½ y(source_f) + ½ mean_k y(cf_f,k)           1 if the family has a cf task
+cfr                y(source_f) · mean_k 1[choice = k]           y(source_f) if it has a cf task
+persist            y(source_f) · mean_k 1[choice = s_f]         same
+other              y(source_f) · mean_k 1[other or invalid]     same
+random_baseline    1 / K_f                                      1
+=================  ===========================================  ==========================
+
+so one weight vector per bootstrap replicate (family multiplicities) gives every
+metric of every model in two matrix products. Rates are in %, differences in pp.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import polars as pl
+
+from . import resample
+
+METRICS = (
+    "acc_p0", "acc_source", "acc_shuffled", "reliance_margin", "cf_accuracy",
+    "pgr", "cfr", "persist", "other", "random_baseline",
+)
+RESULT_SCHEMA = {
+    "model": pl.String, "channel": pl.String, "metric": pl.String, "estimate": pl.Float64,
+    "conf_low": pl.Float64, "conf_high": pl.Float64, "conf_level": pl.Float64, "n": pl.Int64,
+    "method": pl.String, "draws": pl.Int64, "draws_undefined": pl.Int64, "seed": pl.Int64,
+}
+DEFAULT_DRAWS = 2000
+
+
+def _components(metric: str) -> tuple[pl.Expr, pl.Expr]:
+    """(a_f, b_f) of the table above as polars expressions over family_outcomes."""
+    has_cf = (pl.col("cf_tasks") > 0).cast(pl.Float64)
+    src = pl.col("y_source")
+    weighted = lambda share: (src * pl.col(share).fill_null(0.0), src * has_cf)  # noqa: E731
+    return {
+        "acc_p0": (pl.col("y_p0"), pl.lit(1.0)),
+        "acc_source": (src, pl.lit(1.0)),
+        "acc_shuffled": (pl.col("y_shuffled"), pl.lit(1.0)),
+        "reliance_margin": (src - pl.col("y_shuffled"), pl.lit(1.0)),
+        "cf_accuracy": (pl.col("cf_correct"), pl.col("cf_tasks").cast(pl.Float64)),
+        "pgr": (has_cf * (0.5 * src + 0.5 * pl.col("cf_recovery").fill_null(0.0)), has_cf),
+        "cfr": weighted("cf_recovery"),
+        "persist": weighted("cf_persist"),
+        "other": weighted("cf_other"),
+        "random_baseline": (1.0 / pl.col("n_candidates"), pl.lit(1.0)),
+    }[metric]
+
+
+def read_family_outcomes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """The ``family_outcomes`` view plus cohort channels with no family (so they are reported)."""
+    outcomes = con.sql("SELECT * FROM family_outcomes").pl()
+    channels = con.sql(
+        """SELECT s.channel FROM cohort_summary AS s
+           LEFT JOIN channels AS c USING (channel) ORDER BY c.position NULLS LAST, s.channel"""
+    ).pl()["channel"]
+    models = con.sql("SELECT model FROM stg_models ORDER BY model").pl()["model"]
+    return outcomes, list(channels), list(models)
+
+
+def compute_metrics(
+    outcomes: pl.DataFrame,
+    *,
+    channels: list[str] | None = None,
+    models: list[str] | None = None,
+    metrics: tuple[str, ...] = METRICS,
+    draws: int = DEFAULT_DRAWS,
+    seed: int = 0,
+    conf_level: float = 0.95,
+) -> pl.DataFrame:
+    """Point estimates and family-bootstrap intervals from per-family outcomes.
+
+    Parameters
+    ----------
+    outcomes
+        One row per model × channel × cohort family, with the columns of the
+        ``family_outcomes`` view.
+    channels, models
+        Rows to report, in this order; default: those present in ``outcomes``. A
+        channel with an empty cohort gets rows with a null estimate and n = 0.
+    metrics
+        Names from ``METRICS``.
+    draws
+        Bootstrap replicates; 0 gives point estimates only (``method = 'point'``).
+    seed
+        Seed of the resampling; each channel draws from its own stream keyed by its
+        name, and every model of a channel shares the same replicates.
+    conf_level
+        Coverage of the percentile interval.
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per model × channel × metric: ``model, channel, metric, estimate,
+        conf_low, conf_high, conf_level, n, method, draws, draws_undefined, seed``.
+
+    Examples
+    --------
+    Two families, one model: source right in F1 only, shuffled wrong in both.
+
+    >>> outcomes = pl.DataFrame({
+    ...     "model": ["m", "m"], "channel": ["ir", "ir"], "family_id": ["F1", "F2"],
+    ...     "y_p0": [0.0, 1.0], "y_source": [1.0, 0.0], "y_shuffled": [0.0, 0.0],
+    ...     "cf_tasks": [2, 1], "cf_correct": [1.0, 1.0], "cf_recovery": [0.5, 1.0],
+    ...     "cf_persist": [0.5, 0.0], "cf_other": [0.0, 0.0], "n_candidates": [3, 2]})
+    >>> compute_metrics(outcomes, draws=0, metrics=("reliance_margin", "cf_accuracy", "cfr")).select(
+    ...     "metric", "estimate", "n")
+    shape: (3, 3)
+    ┌─────────────────┬───────────┬─────┐
+    │ metric          ┆ estimate  ┆ n   │
+    │ ---             ┆ ---       ┆ --- │
+    │ str             ┆ f64       ┆ i64 │
+    ╞═════════════════╪═══════════╪═════╡
+    │ reliance_margin ┆ 50.0      ┆ 2   │
+    │ cf_accuracy     ┆ 66.666667 ┆ 2   │
+    │ cfr             ┆ 50.0      ┆ 1   │
+    └─────────────────┴───────────┴─────┘
+    """
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; choose from {', '.join(METRICS)}")
+    if not 0 < conf_level < 1:
+        raise ValueError(f"conf_level must be between 0 and 1, got {conf_level}")
+    if draws < 0:
+        raise ValueError(f"draws must be >= 0, got {draws}")
+    channels = channels if channels is not None else outcomes["channel"].unique(maintain_order=True).to_list()
+    models = models if models is not None else sorted(outcomes["model"].unique().to_list())
+    parts = [
+        expr.alias(f"{metric}:{side}")
+        for metric in metrics
+        for side, expr in zip(("a", "b"), _components(metric))
+    ]
+    values = outcomes.select("model", "channel", "family_id", *parts)
+    rows = []
+    for channel in channels:
+        rows.append(_channel_metrics(values.filter(pl.col("channel") == channel), channel, models,
+                                     metrics, draws, seed, conf_level))
+    return pl.concat(rows) if rows else pl.DataFrame(schema=RESULT_SCHEMA)
+
+
+def _channel_metrics(values: pl.DataFrame, channel: str, models: list[str], metrics: tuple[str, ...],
+                     draws: int, seed: int, conf_level: float) -> pl.DataFrame:
+    # Families sorted by id, so the result does not depend on input row order.
+    families = sorted(values["family_id"].unique().to_list())
+    n_fam = len(families)
+    # (families, models × metrics) matrices of a_f and b_f; a family missing for a model
+    # contributes nothing (cannot happen for a cohort, which every model covers).
+    cells = [(model, metric) for model in models for metric in metrics]
+    a = np.zeros((n_fam, len(cells)))
+    b = np.zeros((n_fam, len(cells)))
+    row_of = {f: i for i, f in enumerate(families)}
+    for j, model in enumerate(models):
+        part = values.filter(pl.col("model") == model)
+        idx = np.array([row_of[f] for f in part["family_id"]], dtype=int)
+        for k, metric in enumerate(metrics):
+            col = j * len(metrics) + k
+            a[idx, col] = part[f"{metric}:a"].to_numpy()
+            b[idx, col] = part[f"{metric}:b"].to_numpy()
+    estimate = resample.ratio_of_sums(np.ones((1, n_fam)), a, b)[0] * 100.0
+    n = (b > 0).sum(axis=0)
+    if draws > 0 and n_fam > 0:
+        weights = resample.family_weights(n_fam, draws, resample.rng_for(seed, channel))
+        replicates = resample.ratio_of_sums(weights, a, b) * 100.0
+        low, high, undefined = resample.percentile_interval(replicates, conf_level)
+        method = resample.METHOD
+    else:
+        low = high = np.full(len(cells), np.nan)
+        undefined = np.zeros(len(cells), dtype=int)
+        method, draws = "point", 0
+    return pl.DataFrame(
+        {
+            "model": [c[0] for c in cells],
+            "channel": [channel] * len(cells),
+            "metric": [c[1] for c in cells],
+            "estimate": estimate,
+            "conf_low": low,
+            "conf_high": high,
+            "conf_level": [conf_level] * len(cells),
+            "n": n.astype(np.int64),
+            "method": [method] * len(cells),
+            "draws": [draws] * len(cells),
+            "draws_undefined": undefined.astype(np.int64),
+            "seed": [seed] * len(cells),
+        },
+        schema=RESULT_SCHEMA,
+    ).with_columns(pl.col(pl.Float64).fill_nan(None))
+
+
+def metrics_from_db(con: duckdb.DuckDBPyConnection, **options) -> pl.DataFrame:
+    """``compute_metrics`` on the database's cohorts; options as for compute_metrics."""
+    outcomes, channels, models = read_family_outcomes(con)
+    options.setdefault("channels", channels)
+    options.setdefault("models", models)
+    return compute_metrics(outcomes, **options)

@@ -1,0 +1,96 @@
+"""The DuckDB database file: schema, views, transactions and read-only access.
+
+The database holds the benchmark tables under their SPEC names, every loaded
+response row in ``responses``, and the views from ``sql/`` (staging, then marts),
+so a user can open the file in the DuckDB CLI and query ``cohort`` or
+``family_outcomes`` by name.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import duckdb
+
+SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+DEFAULT_DB = "molp2s.duckdb"
+DB_ENV_VAR = "MOLP2S_DB"
+
+# Views in dependency order: staging reads tables, marts read staging and each other.
+VIEW_FILES = (
+    "staging/stg_channels.sql",
+    "staging/stg_families.sql",
+    "staging/stg_tasks.sql",
+    "staging/stg_models.sql",
+    "staging/stg_terminal_responses.sql",
+    "marts/pair_separation.sql",
+    "marts/input_validation.sql",
+    "marts/task_outcomes.sql",
+    "marts/coverage.sql",
+    "marts/cohort.sql",
+    "marts/cohort_summary.sql",
+    "marts/family_outcomes.sql",
+)
+
+
+class StoreError(RuntimeError):
+    """The database cannot be opened or does not hold what a command needs."""
+
+
+def default_db_path() -> str:
+    """``$MOLP2S_DB`` when set, else ``molp2s.duckdb`` in the current folder."""
+    return os.environ.get(DB_ENV_VAR, DEFAULT_DB)
+
+
+def _read_sql(name: str) -> str:
+    return (SQL_DIR / name).read_text(encoding="utf-8")
+
+
+def initialise(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the tables (if absent) and (re)create every view."""
+    con.execute(_read_sql("schema.sql"))
+    for name in VIEW_FILES:
+        con.execute(_read_sql(name))
+
+
+def connect(path: str | os.PathLike[str], *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open the database file; a writable connection also makes sure the schema exists.
+
+    A read-only connection refuses every write, which is what ``molp2s sql`` and the
+    reports use.
+    """
+    path = str(path)
+    if read_only and not Path(path).exists():
+        raise StoreError(f"{path}: no such database; create it with `molp2s load`")
+    try:
+        con = duckdb.connect(path, read_only=read_only)
+    except duckdb.IOException as exc:
+        raise StoreError(f"{path}: cannot open the database ({exc})") from exc
+    if not read_only:
+        initialise(con)
+    return con
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """All-or-nothing: commit when the block finishes, roll back on any exception."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def require_benchmark(con: duckdb.DuckDBPyConnection, path: str) -> None:
+    """Raise StoreError unless a benchmark has been loaded into the database."""
+    try:
+        loaded = con.execute("SELECT count(*) FROM benchmark").fetchone()[0]
+    except duckdb.CatalogException:
+        loaded = 0
+    if not loaded:
+        raise StoreError(f"{path}: no benchmark loaded; run `molp2s load --benchmark DIR`")

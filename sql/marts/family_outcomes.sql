@@ -1,0 +1,54 @@
+-- family_outcomes: one row per model × channel × cohort family.
+-- Key: (model, channel, family_id).
+-- The per-family quantities every SPEC §4 metric aggregates:
+--   y_p0, y_source, y_shuffled   correctness of the P0, source and shuffled tasks
+--   cf_tasks, cf_correct         number of cf tasks and the sum of their correctness
+--   cf_recovery                  mean over cf tasks of 1[choice = k] (NULL without cf tasks)
+--   cf_persist, cf_other         mean over cf tasks of 1[choice = source], of anything else
+--   n_candidates                 K_f
+CREATE OR REPLACE VIEW family_outcomes AS
+WITH cohort_families AS (
+    SELECT family_id, channel FROM cohort WHERE in_cohort
+),
+p0 AS (
+    SELECT model, family_id, avg(y) AS y_p0
+    FROM task_outcomes
+    WHERE condition = 'none'
+    GROUP BY model, family_id
+),
+by_condition AS (
+    SELECT
+        model,
+        channel,
+        family_id,
+        avg(y) FILTER (WHERE condition = 'source') AS y_source,
+        avg(y) FILTER (WHERE condition = 'shuffled') AS y_shuffled,
+        count(*) FILTER (WHERE condition = 'cf') AS cf_tasks,
+        coalesce(sum(y) FILTER (WHERE condition = 'cf'), 0) AS cf_correct,
+        avg(y) FILTER (WHERE condition = 'cf') AS cf_recovery,
+        avg(chose_source) FILTER (WHERE condition = 'cf') AS cf_persist,
+        avg(chose_other) FILTER (WHERE condition = 'cf') AS cf_other
+    FROM task_outcomes
+    WHERE condition <> 'none'
+    GROUP BY model, channel, family_id
+),
+final AS (
+    SELECT
+        b.model,
+        cf.channel,
+        cf.family_id,
+        p0.y_p0,
+        b.y_source,
+        b.y_shuffled,
+        b.cf_tasks,
+        b.cf_correct,
+        b.cf_recovery,
+        b.cf_persist,
+        b.cf_other,
+        fs.n_candidates
+    FROM cohort_families AS cf
+    JOIN by_condition AS b USING (family_id, channel)
+    JOIN p0 ON p0.model = b.model AND p0.family_id = cf.family_id
+    JOIN stg_families AS fs ON fs.family_id = cf.family_id
+)
+SELECT * FROM final;

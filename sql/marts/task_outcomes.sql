@@ -1,0 +1,25 @@
+-- task_outcomes: one row per model × task that has a terminal response.
+-- Key: (model, task_id).
+-- Shares are means over the task's terminal responses (one per sample); an invalid
+-- answer (choice NULL) counts as wrong and as "other".
+CREATE OR REPLACE VIEW task_outcomes AS
+WITH final AS (
+    SELECT
+        r.model,
+        t.task_id,
+        t.family_id,
+        t.channel,
+        t.condition,
+        t.target,
+        t.source_label,
+        count(*) AS samples,
+        avg(CASE WHEN r.choice = t.target THEN 1.0 ELSE 0.0 END) AS y,
+        avg(CASE WHEN r.choice = t.source_label THEN 1.0 ELSE 0.0 END) AS chose_source,
+        avg(CASE WHEN r.choice IS NULL OR r.choice NOT IN (t.target, t.source_label)
+                 THEN 1.0 ELSE 0.0 END) AS chose_other,
+        avg(CASE WHEN r.choice IS NULL THEN 1.0 ELSE 0.0 END) AS invalid
+    FROM stg_terminal_responses AS r
+    JOIN stg_tasks AS t USING (task_id)
+    GROUP BY r.model, t.task_id, t.family_id, t.channel, t.condition, t.target, t.source_label
+)
+SELECT * FROM final;

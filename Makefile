@@ -1,0 +1,30 @@
+# Two entry points, each self-contained on a machine with only Python 3.11:
+#   make demo   set up .venv, build the demo database from data/default, print the PGR leaderboard
+#   make test   set up .venv, run the whole test suite (doctests included)
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip uv
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/molp2s demo
+
+# pytest exits 5 when it collects no test; that must fail CI, not pass it silently.
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_load_and_metrics.py
+
+clean:
+	rm -rf $(VENV) molp2s-demo.duckdb

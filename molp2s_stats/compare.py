@@ -1,0 +1,191 @@
+"""Paired comparisons: one model across two inputs, and two models on the same tasks.
+
+Both pair outcomes within a family and resample families (SPEC §4), sharing one
+replicate matrix across all models so that rows are comparable.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import duckdb
+import numpy as np
+import polars as pl
+
+from . import resample
+from .metrics import DEFAULT_DRAWS
+
+CONDITION_COLUMN = {"none": "y_p0", "source": "y_source", "shuffled": "y_shuffled", "cf": "cf_recovery"}
+DEFAULT_PAIRED_DRAWS = 10_000
+
+PAIRED_INPUT_SCHEMA = {
+    "model": pl.String, "from": pl.String, "to": pl.String, "condition": pl.String, "n": pl.Int64,
+    "both_correct": pl.Float64, "gain": pl.Float64, "loss": pl.Float64, "both_wrong": pl.Float64,
+    "delta": pl.Float64, "conf_low": pl.Float64, "conf_high": pl.Float64, "conf_level": pl.Float64,
+    "method": pl.String, "draws": pl.Int64, "draws_undefined": pl.Int64, "seed": pl.Int64,
+}
+TRANSITION_SCHEMA = {
+    "channel": pl.String, "condition": pl.String, "model_a": pl.String, "model_b": pl.String,
+    "tasks": pl.Int64, "families": pl.Int64, "both_correct": pl.Float64, "a_only": pl.Float64,
+    "b_only": pl.Float64, "both_wrong": pl.Float64, "net": pl.Float64, "conf_low": pl.Float64,
+    "conf_high": pl.Float64, "conf_level": pl.Float64, "method": pl.String, "draws": pl.Int64,
+    "draws_undefined": pl.Int64, "seed": pl.Int64,
+}
+
+
+def _interval(diffs: np.ndarray, counts: np.ndarray, draws: int, rng_key: str, seed: int,
+              conf_level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, str, int]:
+    """Percentile interval of Σ d_f / Σ c_f (×100) per column of ``diffs`` (families × columns)."""
+    n_fam, cols = diffs.shape
+    if draws <= 0 or n_fam == 0:
+        nan = np.full(cols, np.nan)
+        return nan, nan, np.zeros(cols, dtype=int), "point", 0
+    weights = resample.family_weights(n_fam, draws, resample.rng_for(seed, rng_key))
+    replicates = resample.ratio_of_sums(weights, diffs, counts) * 100.0
+    low, high, undefined = resample.percentile_interval(replicates, conf_level)
+    return low, high, undefined, resample.METHOD, draws
+
+
+def paired_inputs(
+    outcomes: pl.DataFrame,
+    *,
+    from_channel: str,
+    to_channel: str,
+    condition: str = "source",
+    models: list[str] | None = None,
+    draws: int = DEFAULT_PAIRED_DRAWS,
+    seed: int = 0,
+    conf_level: float = 0.95,
+) -> pl.DataFrame:
+    """One model, inputs X → Y, over the families in both cohorts (the paper's Table 12).
+
+    ``outcomes`` has the columns of the ``family_outcomes`` view. With several samples
+    per task the counts are expected counts (sums of per-family shares).
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per model: ``model, from, to, condition, n, both_correct, gain, loss,
+        both_wrong, delta, conf_low, conf_high, conf_level, method, draws,
+        draws_undefined, seed``; both_correct + gain + loss + both_wrong = n.
+
+    Examples
+    --------
+    Three families: right → right, wrong → right (a gain), wrong → wrong.
+
+    >>> outcomes = pl.DataFrame({"model": ["m"] * 6, "channel": ["ir"] * 3 + ["all"] * 3,
+    ...     "family_id": ["F1", "F2", "F3"] * 2, "y_source": [1.0, 0.0, 0.0, 1.0, 1.0, 0.0]})
+    >>> paired_inputs(outcomes, from_channel="ir", to_channel="all", draws=0).select(
+    ...     "n", "both_correct", "gain", "loss", "both_wrong", "delta")
+    shape: (1, 6)
+    ┌─────┬──────────────┬──────┬──────┬────────────┬───────────┐
+    │ n   ┆ both_correct ┆ gain ┆ loss ┆ both_wrong ┆ delta     │
+    │ --- ┆ ---          ┆ ---  ┆ ---  ┆ ---        ┆ ---       │
+    │ i64 ┆ f64          ┆ f64  ┆ f64  ┆ f64        ┆ f64       │
+    ╞═════╪══════════════╪══════╪══════╪════════════╪═══════════╡
+    │ 3   ┆ 1.0          ┆ 1.0  ┆ 0.0  ┆ 1.0        ┆ 33.333333 │
+    └─────┴──────────────┴──────┴──────┴────────────┴───────────┘
+    """
+    column = CONDITION_COLUMN[condition]
+    models = models if models is not None else sorted(outcomes["model"].unique().to_list())
+    wide = (
+        outcomes.filter(pl.col("channel").is_in([from_channel, to_channel]))
+        .select("model", "family_id", "channel", column)
+        .pivot(on="channel", index=["model", "family_id"], values=column)
+    )
+    for name in (from_channel, to_channel):
+        if name not in wide.columns:
+            wide = wide.with_columns(pl.lit(None, pl.Float64).alias(name))
+    both = wide.drop_nulls([from_channel, to_channel])
+    families = sorted(both["family_id"].unique().to_list())
+    row_of = {f: i for i, f in enumerate(families)}
+    x = np.zeros((len(families), len(models)))
+    y = np.zeros((len(families), len(models)))
+    present = np.zeros((len(families), len(models)))
+    for j, model in enumerate(models):
+        part = both.filter(pl.col("model") == model)
+        idx = np.array([row_of[f] for f in part["family_id"]], dtype=int)
+        x[idx, j] = part[from_channel].to_numpy()
+        y[idx, j] = part[to_channel].to_numpy()
+        present[idx, j] = 1.0
+    low, high, undefined, method, used = _interval(
+        y - x, present, draws, f"{from_channel}->{to_channel}:{condition}", seed, conf_level)
+    n = present.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        delta = np.where(n > 0, (y - x).sum(axis=0) / np.where(n > 0, n, 1) * 100.0, np.nan)
+    return pl.DataFrame({
+        "model": models, "from": from_channel, "to": to_channel, "condition": condition,
+        "n": n.astype(np.int64),
+        "both_correct": (x * y).sum(axis=0), "gain": ((1 - x) * y * present).sum(axis=0),
+        "loss": (x * (1 - y) * present).sum(axis=0), "both_wrong": ((1 - x) * (1 - y) * present).sum(axis=0),
+        "delta": delta, "conf_low": low, "conf_high": high, "conf_level": conf_level,
+        "method": method, "draws": used, "draws_undefined": undefined.astype(np.int64), "seed": seed,
+    }, schema=PAIRED_INPUT_SCHEMA).with_columns(pl.col(pl.Float64).fill_nan(None))
+
+
+def read_task_outcomes(con: duckdb.DuckDBPyConnection, *, channel: str, condition: str) -> pl.DataFrame:
+    """Per-model outcomes of one channel's cohort tasks of one condition (P0: the cohort's P0 tasks)."""
+    return con.sql(
+        """SELECT o.model, o.task_id, o.family_id, o.y
+           FROM task_outcomes AS o
+           JOIN cohort AS c ON c.family_id = o.family_id AND c.channel = $channel AND c.in_cohort
+           WHERE o.condition = $condition AND (o.channel = $channel OR $condition = 'none')""",
+        params={"channel": channel, "condition": condition},
+    ).pl()
+
+
+def model_transitions(
+    task_outcomes: pl.DataFrame,
+    *,
+    channel: str,
+    condition: str,
+    pairs: list[tuple[str, str]] | None = None,
+    draws: int = DEFAULT_DRAWS,
+    seed: int = 0,
+    conf_level: float = 0.95,
+) -> pl.DataFrame:
+    """Model-pair transitions on the same tasks (the paper's Figure 2).
+
+    Parameters
+    ----------
+    task_outcomes
+        One row per model × task: ``model, task_id, family_id, y``.
+    pairs
+        (model_a, model_b) pairs; default every pair of models in name order.
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per pair: shares of tasks (%) both correct, A only, B only, both
+        wrong; ``net`` = Acc_B − Acc_A (pp) with a family-bootstrap interval.
+    """
+    models = sorted(task_outcomes["model"].unique().to_list())
+    pairs = pairs if pairs is not None else list(itertools.combinations(models, 2))
+    wide = task_outcomes.pivot(on="model", index=["task_id", "family_id"], values="y").sort("task_id")
+    families = sorted(wide["family_id"].unique().to_list())
+    family_index = wide["family_id"].replace_strict({f: i for i, f in enumerate(families)}, return_dtype=pl.Int64).to_numpy()
+    task_counts = np.bincount(family_index, minlength=len(families)).astype(float)
+    rows, diffs = [], []
+    for a_name, b_name in pairs:
+        for name in (a_name, b_name):
+            if name not in wide.columns:
+                raise ValueError(f"model {name!r} has no outcomes in channel {channel!r}, condition {condition!r}")
+        a = wide[a_name].to_numpy()
+        b = wide[b_name].to_numpy()
+        tasks = len(a)
+        share = lambda v: float(v.sum() / tasks * 100.0) if tasks else float("nan")  # noqa: E731
+        rows.append({"channel": channel, "condition": condition, "model_a": a_name, "model_b": b_name,
+                     "tasks": tasks, "families": len(families),
+                     "both_correct": share(a * b), "a_only": share(a * (1 - b)),
+                     "b_only": share((1 - a) * b), "both_wrong": share((1 - a) * (1 - b)),
+                     "net": share(b - a)})
+        diffs.append(np.bincount(family_index, weights=b - a, minlength=len(families)))
+    if not rows:
+        return pl.DataFrame(schema=TRANSITION_SCHEMA)
+    diff_matrix = np.column_stack(diffs)
+    counts = np.repeat(task_counts[:, None], len(rows), axis=1)
+    low, high, undefined, method, used = _interval(diff_matrix, counts, draws, f"{channel}:{condition}", seed, conf_level)
+    for row, lo, hi, und in zip(rows, low, high, undefined):
+        row.update(conf_low=lo, conf_high=hi, conf_level=conf_level, method=method, draws=used,
+                   draws_undefined=int(und), seed=seed)
+    return pl.DataFrame(rows, schema=TRANSITION_SCHEMA).with_columns(pl.col(pl.Float64).fill_nan(None))

@@ -1,0 +1,84 @@
+"""Writing result frames: terminal tables, CSV, JSON, Parquet. Formatting lives only here."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+
+import polars as pl
+from rich.console import Console
+from rich.table import Table
+
+
+class Format(str, Enum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+    parquet = "parquet"
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.1f}" if abs(value) >= 0.1 or value == 0 else f"{value:.3g}"
+    return str(value)
+
+
+def rich_table(frame: pl.DataFrame, title: str | None = None) -> Table:
+    table = Table(title=title, show_lines=False)
+    for name, dtype in frame.schema.items():
+        table.add_column(name, justify="right" if dtype.is_numeric() else "left")
+    for row in frame.iter_rows():
+        table.add_row(*(_cell(v) for v in row))
+    return table
+
+
+def emit(frame: pl.DataFrame, fmt: Format, out: Path | None, *, title: str | None = None) -> None:
+    """Print or write ``frame``; Parquet needs a file."""
+    if fmt is Format.parquet:
+        if out is None:
+            raise ValueError("--format parquet needs --out FILE")
+        frame.write_parquet(out)
+        return
+    if fmt is Format.table:
+        console = Console(file=open(out, "w", encoding="utf-8") if out else sys.stdout, width=max(Console().width, 160))
+        console.print(rich_table(frame, title))
+        return
+    text = frame.write_csv() if fmt is Format.csv else frame.write_json()
+    if out is not None:
+        Path(out).write_text(text + ("" if text.endswith("\n") else "\n"), encoding="utf-8")
+    else:
+        sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
+
+
+def with_interval(frame: pl.DataFrame, value: str = "estimate") -> pl.Expr:
+    """'61.2 [48.0, 73.1]' from a value column and conf_low/conf_high (terminal only)."""
+    def fmt(col: str) -> pl.Expr:
+        return pl.col(col).round(1).cast(pl.String).fill_null("—")
+
+    return (
+        pl.when(pl.col("conf_low").is_null())
+        .then(fmt(value))
+        .otherwise(pl.format("{} [{}, {}]", fmt(value), fmt("conf_low"), fmt("conf_high")))
+    )
+
+
+def leaderboard(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
+    """One row per channel, one column per model ('estimate [low, high]'), and the random baseline."""
+    part = metrics.filter(pl.col("metric") == metric)
+    models = part["model"].unique(maintain_order=True).to_list()
+    wide = (
+        part.with_columns(with_interval(part).alias("cell"))
+        .pivot(on="model", index="channel", values="cell")
+        .select("channel", *models)
+    )
+    baseline = metrics.filter(pl.col("metric") == "random_baseline")
+    if metric != "random_baseline" and baseline.height:
+        per_channel = baseline.group_by("channel", maintain_order=True).agg(pl.col("estimate").first())
+        wide = wide.join(
+            per_channel.select("channel", pl.col("estimate").round(1).cast(pl.String).alias("random baseline")),
+            on="channel", how="left",
+        )
+    return wide

@@ -21,7 +21,7 @@ DB_ENV_VAR = "MOLP2S_DB"
 
 # Views in dependency order: staging reads tables, marts read staging and each other.
 VIEW_FILES = (
-    "staging/stg_channels.sql",
+    "staging/stg_channel_components.sql",
     "staging/stg_families.sql",
     "staging/stg_tasks.sql",
     "staging/stg_models.sql",

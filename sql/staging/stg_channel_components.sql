@@ -1,4 +1,4 @@
--- stg_channels: one row per channel, with its components.
+-- stg_channel_components: one row per channel × component single channel.
 -- Key: (channel, component). A single channel is its own only component;
 -- a bundle lists the single channels it combines ('*' means every single channel).
 CREATE OR REPLACE VIEW stg_channel_components AS

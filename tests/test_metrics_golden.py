@@ -1,0 +1,185 @@
+"""Golden values for every metric on the tiny benchmark of tiny_benchmark.py.
+
+Cohort (dipole_norm): F1, F2, F4. F3 is not input-validated (0.6 − 0.5 = 0.1 D < 0.30 D);
+F5 lacks m2's answer to its cf task. Per cohort family (y = 1 when right):
+
+  m1   p0  src  shuf  cf tasks (choice)           m2   p0  src  shuf  cf tasks (choice)
+  F1   1   1    0     B→B ✓, C→A (persist)        F1   0   1    1     B→A (persist), C→C ✓
+  F2   0   1    1     A→A ✓, C→invalid (other)    F2   1   0    0     A→B (persist), C→C ✓   (src: retry A is terminal)
+  F4   1   0    1     A→B (persist)               F4   0   1    0     A→A ✓
+"""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+import pytest
+
+from molp2s_stats import compare, metrics, store
+from molp2s_stats.ingest import load
+
+from tiny_benchmark import write_benchmark, write_responses
+
+GOLDEN = {
+    # m1
+    ("m1", "acc_p0"): 100 * 2 / 3,            # (1 + 0 + 1) / 3
+    ("m1", "acc_source"): 100 * 2 / 3,        # (1 + 1 + 0) / 3
+    ("m1", "acc_shuffled"): 100 * 2 / 3,      # (0 + 1 + 1) / 3
+    ("m1", "reliance_margin"): 0.0,           # 66.7 − 66.7
+    ("m1", "cf_accuracy"): 100 * 2 / 5,       # cf pairs F1B ✓ F1C ✗ F2A ✓ F2C ✗ F4A ✗
+    ("m1", "pgr"): 100 * 1.5 / 3,             # F1 ½·1+½·½ = .75, F2 .75, F4 0
+    ("m1", "cfr"): 50.0,                      # w = (1, 1, 0): (½ + ½) / 2
+    ("m1", "persist"): 25.0,                  # (½ + 0) / 2
+    ("m1", "other"): 25.0,                    # (0 + ½) / 2
+    ("m1", "random_baseline"): 100 * 7 / 18,  # (⅓ + ⅓ + ½) / 3
+    # m2
+    ("m2", "acc_p0"): 100 / 3,                # (0 + 1 + 0) / 3
+    ("m2", "acc_source"): 100 * 2 / 3,        # (1 + 0 + 1) / 3
+    ("m2", "acc_shuffled"): 100 / 3,          # (1 + 0 + 0) / 3
+    ("m2", "reliance_margin"): 100 / 3,       # 66.7 − 33.3
+    ("m2", "cf_accuracy"): 100 * 3 / 5,       # F1B ✗ F1C ✓ F2A ✗ F2C ✓ F4A ✓
+    ("m2", "pgr"): 100 * 2 / 3,               # F1 .75, F2 ½·0+½·½ = .25, F4 ½+½ = 1
+    ("m2", "cfr"): 75.0,                      # w = (1, 0, 1): (½ + 1) / 2
+    ("m2", "persist"): 25.0,                  # (½ + 0) / 2
+    ("m2", "other"): 0.0,
+    ("m2", "random_baseline"): 100 * 7 / 18,
+}
+N = {m: {"m1": 2, "m2": 2} for m in ("cfr", "persist", "other")}  # families with a correct source answer
+
+
+@pytest.fixture(scope="module")
+def tiny_db(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny")
+    bench = write_benchmark(root / "bench")
+    files = write_responses(root / "responses")
+    con = store.connect(root / "tiny.duckdb")
+    load(con, benchmark=bench, responses=files)
+    yield con
+    con.close()
+
+
+def test_cohort_is_validated_and_complete_families(tiny_db):
+    cohort = tiny_db.sql("SELECT family_id, in_cohort, drop_reason FROM cohort ORDER BY family_id").pl()
+    assert cohort["in_cohort"].to_list() == [True, True, False, True, False]
+    reasons = dict(zip(cohort["family_id"], cohort["drop_reason"]))
+    assert reasons["F3"] == "not input-validated: 1 of 1 verifiable pairs below the cutoff"
+    assert reasons["F5"] == "incomplete coverage: 1 model(s) lack 1 terminal response(s)"
+    summary = tiny_db.sql("SELECT * FROM cohort_summary").pl().row(0, named=True)
+    assert summary == {"channel": "dipole_norm", "families_total": 5, "input_validated": 4,
+                       "complete_coverage": 4, "cohort": 3}
+
+
+def test_raw_answers_are_parsed(tiny_db):
+    rows = dict(tiny_db.execute(
+        "SELECT task_id, coalesce(choice, invalid_reason) FROM responses WHERE choice_source = 'parsed'"
+    ).fetchall())
+    assert rows == {"F1-dipole_norm-cf-B": "B", "F2-dipole_norm-cf-C": "no_answer"}
+
+
+@pytest.mark.parametrize(("model", "metric"), sorted(GOLDEN))
+def test_point_estimates(tiny_db, model, metric):
+    result = metrics.metrics_from_db(tiny_db, draws=0)
+    row = result.filter((pl.col("model") == model) & (pl.col("metric") == metric)).row(0, named=True)
+    assert row["estimate"] == pytest.approx(GOLDEN[(model, metric)])
+    assert row["channel"] == "dipole_norm"
+    assert row["method"] == "point" and row["conf_low"] is None
+    assert row["n"] == N.get(metric, {}).get(model, 3)
+
+
+def test_cfr_persist_other_sum_to_100(tiny_db):
+    result = metrics.metrics_from_db(tiny_db, draws=0, metrics=("cfr", "persist", "other"))
+    sums = result.group_by("model").agg(pl.col("estimate").sum())
+    assert sums["estimate"].to_list() == pytest.approx([100.0, 100.0])
+
+
+def test_bootstrap_interval_contains_estimate_and_is_seeded(tiny_db):
+    first = metrics.metrics_from_db(tiny_db, draws=500, seed=3)
+    again = metrics.metrics_from_db(tiny_db, draws=500, seed=3)
+    other = metrics.metrics_from_db(tiny_db, draws=500, seed=4)
+    assert first.equals(again)
+    assert not first.equals(other)
+    assert (first["seed"] == 3).all() and (first["draws"] == 500).all()
+    defined = first.filter(pl.col("conf_low").is_not_null())
+    assert (defined["conf_low"] <= defined["estimate"] + 1e-9).all()
+    assert (defined["estimate"] <= defined["conf_high"] + 1e-9).all()
+    # m1's CFR is undefined in a replicate that draws only F4 (its one wrong source):
+    # P = (1/3)^3 per replicate, so about 500/27 ≈ 18.5 of 500 are left out.
+    cfr = first.filter((pl.col("model") == "m1") & (pl.col("metric") == "cfr")).row(0, named=True)
+    assert 5 <= cfr["draws_undefined"] <= 40
+
+
+def test_paired_input_comparison_counts(tiny_db):
+    # dipole_norm → dipole_norm: every family both right or both wrong, Δ = 0.
+    outcomes, _, _ = metrics.read_family_outcomes(tiny_db)
+    same = compare.paired_inputs(outcomes, from_channel="dipole_norm", to_channel="dipole_norm", draws=100)
+    m1 = same.filter(pl.col("model") == "m1").row(0, named=True)
+    assert (m1["n"], m1["both_correct"], m1["gain"], m1["loss"], m1["both_wrong"]) == (3, 2, 0, 0, 1)
+    assert m1["delta"] == 0.0 and m1["conf_low"] == 0.0 and m1["conf_high"] == 0.0
+
+
+def test_model_transitions_golden(tiny_db):
+    # source tasks of F1, F2, F4: m1 = (1, 1, 0), m2 = (1, 0, 1)
+    # both 1/3, m1 only 1/3, m2 only 1/3, both wrong 0; net = 66.7 − 66.7 = 0
+    outcomes = compare.read_task_outcomes(tiny_db, channel="dipole_norm", condition="source")
+    row = compare.model_transitions(outcomes, channel="dipole_norm", condition="source", draws=0).row(0, named=True)
+    assert (row["model_a"], row["model_b"], row["tasks"], row["families"]) == ("m1", "m2", 3, 3)
+    assert [row[k] for k in ("both_correct", "a_only", "b_only", "both_wrong", "net")] == pytest.approx(
+        [100 / 3, 100 / 3, 100 / 3, 0.0, 0.0])
+    # cf tasks (5): m1 = (1, 0, 1, 0, 0), m2 = (0, 1, 0, 1, 1): never both right.
+    cf = compare.read_task_outcomes(tiny_db, channel="dipole_norm", condition="cf")
+    row = compare.model_transitions(cf, channel="dipole_norm", condition="cf", draws=0).row(0, named=True)
+    assert [row[k] for k in ("tasks", "both_correct", "a_only", "b_only", "both_wrong", "net")] == pytest.approx(
+        [5, 0.0, 40.0, 60.0, 0.0, 20.0])
+
+
+def test_paper_check_figure_paired_bootstrap():
+    """SPEC §4: 136 paired families, 9 gains and 16 losses → Δ = −5.1 pp, 95% [−12.5, 2.2].
+
+    Δ = (9 − 16) / 136 = −5.147 pp. The interval is a Monte Carlo quantity; with
+    10,000 draws its ends move by a few tenths of a pp from seed to seed.
+    """
+    x = [1.0] * 16 + [0.0] * 9 + [1.0] * 60 + [0.0] * 51   # 16 losses, 9 gains, 60 both right, 51 both wrong
+    y = [0.0] * 16 + [1.0] * 9 + [1.0] * 60 + [0.0] * 51
+    families = [f"F{i:03d}" for i in range(136)]
+    outcomes = pl.DataFrame({
+        "model": ["m"] * 272, "channel": ["X"] * 136 + ["Y"] * 136,
+        "family_id": families * 2, "y_source": x + y,
+    })
+    row = compare.paired_inputs(outcomes, from_channel="X", to_channel="Y", seed=0).row(0, named=True)
+    assert (row["n"], row["gain"], row["loss"], row["both_correct"], row["both_wrong"]) == (136, 9, 16, 60, 51)
+    assert row["delta"] == pytest.approx(-700 / 136)
+    assert row["conf_low"] == pytest.approx(-12.5, abs=0.8)
+    assert row["conf_high"] == pytest.approx(2.2, abs=0.8)
+    assert row["draws"] == 10_000
+
+
+def test_family_bootstrap_matches_scipy_percentile():
+    """For a per-family mean the family bootstrap is scipy's ordinary bootstrap over families."""
+    import numpy as np
+    from scipy import stats
+
+    rng = np.random.default_rng(11)
+    y = (rng.uniform(size=80) < 0.6).astype(float)
+    outcomes = pl.DataFrame({
+        "model": ["m"] * 80, "channel": ["ir"] * 80, "family_id": [f"F{i:02d}" for i in range(80)],
+        "y_p0": y, "y_source": y, "y_shuffled": y, "cf_tasks": [1] * 80, "cf_correct": y,
+        "cf_recovery": y, "cf_persist": 1 - y, "cf_other": [0.0] * 80, "n_candidates": [4] * 80,
+    })
+    ours = metrics.compute_metrics(outcomes, metrics=("acc_source",), draws=20_000, seed=5).row(0, named=True)
+    ref = stats.bootstrap((y * 100,), np.mean, method="percentile", n_resamples=20_000,
+                          random_state=np.random.default_rng(6)).confidence_interval
+    # Monte Carlo error of a 2.5% quantile with 20,000 draws is about 0.2 pp here.
+    assert ours["conf_low"] == pytest.approx(ref.low, abs=1.0)
+    assert ours["conf_high"] == pytest.approx(ref.high, abs=1.0)
+
+
+def test_empty_cohort_channel_is_reported_not_dropped():
+    outcomes = pl.DataFrame(schema={"model": pl.String, "channel": pl.String, "family_id": pl.String,
+                                    "y_p0": pl.Float64, "y_source": pl.Float64, "y_shuffled": pl.Float64,
+                                    "cf_tasks": pl.Int64, "cf_correct": pl.Float64, "cf_recovery": pl.Float64,
+                                    "cf_persist": pl.Float64, "cf_other": pl.Float64, "n_candidates": pl.Int64})
+    result = metrics.compute_metrics(outcomes, channels=["gap"], models=["m"], metrics=("pgr",))
+    row = result.row(0, named=True)
+    assert row["estimate"] is None and row["n"] == 0 and row["channel"] == "gap"
+    assert not math.isnan(row["conf_level"])

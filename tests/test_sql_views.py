@@ -1,0 +1,92 @@
+"""Every view states its grain in its header; here each key is tested unique and not null,
+and a few invariants of the marts are written as SQL expressions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from molp2s_stats import store
+from molp2s_stats.ingest import load
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "default"
+
+KEYS = {
+    "stg_channel_components": ("channel", "component"),
+    "stg_families": ("family_id",),
+    "stg_tasks": ("task_id",),
+    "stg_models": ("model",),
+    "stg_terminal_responses": ("model", "task_id", "sample"),
+    "pair_separation": ("family_id", "channel", "label_a", "label_b"),
+    "input_validation": ("family_id", "channel"),
+    "task_outcomes": ("model", "task_id"),
+    "coverage": ("family_id", "channel"),
+    "cohort": ("family_id", "channel"),
+    "cohort_summary": ("channel",),
+    "family_outcomes": ("model", "channel", "family_id"),
+}
+
+# Each query returns the rows that break the invariant; all must be empty.
+INVARIANTS = {
+    "a cohort family is input-validated and completely covered":
+        "SELECT * FROM cohort WHERE in_cohort AND NOT (input_validated AND complete_coverage)",
+    "task shares add up to one":
+        "SELECT * FROM task_outcomes WHERE abs(y + chose_other + CASE WHEN target <> source_label "
+        "THEN chose_source ELSE 0 END - 1) > 1e-9",
+    "cf shares add up to one":
+        "SELECT * FROM family_outcomes WHERE cf_tasks > 0 AND abs(cf_recovery + cf_persist + cf_other - 1) > 1e-9",
+    "every model has every cohort family":
+        "SELECT channel, family_id FROM family_outcomes GROUP BY ALL "
+        "HAVING count(*) <> (SELECT count(*) FROM stg_models)",
+    "cohort_summary counts the cohort view":
+        "SELECT * FROM cohort_summary AS s WHERE cohort <> "
+        "(SELECT count(*) FROM cohort AS c WHERE c.channel = s.channel AND c.in_cohort)",
+    "terminal response is the highest attempt":
+        "SELECT * FROM stg_terminal_responses AS t WHERE attempt < (SELECT max(attempt) FROM responses AS r "
+        "WHERE r.model = t.model AND r.task_id = t.task_id AND r.sample = t.sample)",
+    "a single channel's pair distance is stored once":
+        "SELECT * FROM pair_separation WHERE channel IN (SELECT channel FROM channels WHERE components IS NULL) "
+        "AND distance IS NULL",
+}
+
+
+@pytest.fixture(scope="module")
+def default_db(tmp_path_factory):
+    con = store.connect(tmp_path_factory.mktemp("views") / "default.duckdb")
+    load(con, benchmark=DATA, responses=sorted((DATA / "responses").iterdir()))
+    yield con
+    con.close()
+
+
+@pytest.mark.parametrize("view", sorted(KEYS))
+def test_view_key_is_unique_and_not_null(default_db, view):
+    key = ", ".join(KEYS[view])
+    total, distinct = default_db.execute(
+        f"SELECT count(*), count(DISTINCT ({key})) FROM {view}").fetchone()
+    assert total > 0, f"{view} is empty on the default data"
+    assert total == distinct, f"{view}: key ({key}) is not unique"
+    nulls = " OR ".join(f"{c} IS NULL" for c in KEYS[view])
+    assert default_db.execute(f"SELECT count(*) FROM {view} WHERE {nulls}").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("name", sorted(INVARIANTS))
+def test_invariant(default_db, name):
+    assert default_db.execute(INVARIANTS[name]).fetchall() == [], name
+
+
+def test_every_view_file_states_its_grain_and_key():
+    for name in store.VIEW_FILES:
+        head = (store.SQL_DIR / name).read_text().splitlines()[:3]
+        assert any("one row per" in line for line in head), name
+        assert any("Key:" in line for line in head), name
+
+
+def test_bundle_pairs_separate_when_any_component_does(default_db):
+    # F08's IR pair A–B is identical (distance 0), but Raman separates it, so the
+    # vibrational bundle keeps the pair separated.
+    rows = default_db.execute(
+        """SELECT channel, separated FROM pair_separation
+           WHERE family_id = 'F08' AND label_a = 'A' AND label_b = 'B'
+             AND channel IN ('ir', 'raman', 'vibrational_bundle') ORDER BY channel""").fetchall()
+    assert rows == [("ir", False), ("raman", True), ("vibrational_bundle", True)]

@@ -86,10 +86,20 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
     con.execute("COMMIT")
 
 
+def fetch_one(con: duckdb.DuckDBPyConnection, query: str, params: list | None = None) -> tuple | None:
+    """The first row of a query, reading the result to its end.
+
+    DuckDB 2 refuses further work on a connection whose last result was not read
+    to the end, so ``execute(...).fetchone()`` must not be used.
+    """
+    rows = con.execute(query, params or []).fetchall()
+    return rows[0] if rows else None
+
+
 def require_benchmark(con: duckdb.DuckDBPyConnection, path: str) -> None:
     """Raise StoreError unless a benchmark has been loaded into the database."""
     try:
-        loaded = con.execute("SELECT count(*) FROM benchmark").fetchone()[0]
+        loaded = fetch_one(con, "SELECT count(*) FROM benchmark")[0]
     except duckdb.CatalogException:
         loaded = 0
     if not loaded:

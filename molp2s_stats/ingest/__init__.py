@@ -9,6 +9,7 @@ import duckdb
 
 from ..store import transaction
 from .benchmark import BenchmarkSummary, load_benchmark, read_benchmark
+from ..store import fetch_one
 from .errors import InputError
 from .responses import FileSummary, load_response_file, stage_file
 
@@ -29,7 +30,7 @@ def load(con: duckdb.DuckDBPyConnection, *, benchmark: str | Path | None = None,
     """
     with transaction(con):
         summary = load_benchmark(con, benchmark) if benchmark is not None else None
-        if responses and con.execute("SELECT count(*) FROM benchmark").fetchone()[0] == 0:
+        if responses and fetch_one(con, "SELECT count(*) FROM benchmark")[0] == 0:
             raise InputError(str(responses[0]), "no benchmark in the database yet; pass --benchmark DIR")
         files = [load_response_file(con, p) for p in responses]
     return LoadSummary(summary, files)

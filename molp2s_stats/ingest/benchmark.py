@@ -20,6 +20,7 @@ import polars as pl
 
 from .. import chem
 from ..distances import DISTANCES, PropertyValueError, family_pair_distances, parse_value
+from ..store import fetch_one
 from .errors import InputError, more
 from .files import file_format, json_lines, read_bytes, read_csv_text, read_parquet
 
@@ -305,12 +306,12 @@ def load_benchmark(con: duckdb.DuckDBPyConnection, directory: str | Path) -> Ben
     directory = Path(directory)
     tables = read_benchmark(directory)
     digest = fingerprint(tables)
-    previous = con.execute("SELECT path, fingerprint FROM benchmark").fetchone()
+    previous = fetch_one(con, "SELECT path, fingerprint FROM benchmark")
     counts = dict(families=tables["families"].height, tasks=tables["tasks"].height, channels=tables["channels"].height)
     if previous is not None:
         if previous[1] != digest:
             raise InputError(directory, f"the database already holds a different benchmark (loaded from {previous[0]}); use another --db")
-        n_pairs = con.execute("SELECT count(*) FROM pair_distances").fetchone()[0]
+        n_pairs = fetch_one(con, "SELECT count(*) FROM pair_distances")[0]
         return BenchmarkSummary(str(directory), digest, **counts, pair_distances=n_pairs, already_loaded=True)
     distances = pair_distances(tables, _find_table(directory, "properties", required=True))
     for name, frame in {**tables, "pair_distances": distances}.items():

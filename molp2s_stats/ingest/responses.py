@@ -19,6 +19,7 @@ import duckdb
 import polars as pl
 
 from ..parse import CandidateIndex, parse_answer
+from ..store import fetch_one
 from .errors import InputError, more
 from .files import check_utf8, file_format, read_bytes, read_csv_text, read_parquet
 
@@ -256,12 +257,12 @@ def load_response_file(con: duckdb.DuckDBPyConnection, path: str | Path) -> File
     path = Path(path)
     data = read_bytes(path)
     sha256 = hashlib.sha256(data).hexdigest()
-    if con.execute("SELECT 1 FROM response_files WHERE sha256 = ?", [sha256]).fetchone():
+    if fetch_one(con, "SELECT 1 FROM response_files WHERE sha256 = ?", [sha256]):
         return FileSummary(str(path), 0, 0, 0, already_loaded=True)
     staged = stage_file(path, data if file_format(path) != "parquet" else None)
     checked = _check_against_database(con, path, staged)
     final = _parse_responses(con, checked)  # noqa: F841 (read by DuckDB below)
-    file_id = con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM response_files").fetchone()[0]
+    file_id = fetch_one(con, "SELECT coalesce(max(file_id), 0) + 1 FROM response_files")[0]
     con.execute(
         """INSERT INTO responses
            SELECT model, task_id, sample::INTEGER, attempt::INTEGER, response, choice, invalid_reason,

@@ -1,0 +1,113 @@
+"""The molp2s commands end to end on the tiny benchmark."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from molp2s_stats.cli import app
+
+from tiny_benchmark import write_benchmark, write_responses
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    bench = write_benchmark(root / "bench")
+    files = write_responses(root / "responses")
+    path = root / "cli.duckdb"
+    args = ["load", "--benchmark", str(bench), "--db", str(path)]
+    for f in files:
+        args += ["--responses", str(f)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "m1.jsonl: 22 rows (2 parsed from text, 1 invalid)" in result.output
+    again = runner.invoke(app, args)
+    assert "already loaded, nothing added" in again.output
+    return path
+
+
+def test_metrics_csv_and_json(db, tmp_path):
+    result = runner.invoke(app, ["metrics", "--db", str(db), "--metric", "pgr", "--bootstrap", "50",
+                                 "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    frame = pl.read_csv(result.stdout.encode())
+    assert frame.columns == ["model", "channel", "metric", "estimate", "conf_low", "conf_high", "conf_level",
+                             "n", "method", "draws", "draws_undefined", "seed"]
+    assert frame["estimate"].to_list() == pytest.approx([50.0, 200 / 3])
+    out = tmp_path / "m.json"
+    result = runner.invoke(app, ["metrics", "--db", str(db), "--bootstrap", "0", "--format", "json", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(out.read_text())) == 2 * 10
+
+
+def test_metrics_parquet_needs_out_file(db, tmp_path):
+    out = tmp_path / "m.parquet"
+    assert runner.invoke(app, ["metrics", "--db", str(db), "--bootstrap", "0", "--format", "parquet",
+                               "--out", str(out)]).exit_code == 0
+    assert pl.read_parquet(out).height == 20
+
+
+def test_env_var_names_the_database(db, monkeypatch):
+    monkeypatch.setenv("MOLP2S_DB", str(db))
+    result = runner.invoke(app, ["cohort", "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    assert "dipole_norm,5,4,4,3" in result.stdout
+
+
+def test_cohort_dropped_lists_reasons(db):
+    result = runner.invoke(app, ["cohort", "--db", str(db), "--dropped", "--format", "csv"])
+    frame = pl.read_csv(result.stdout.encode())
+    assert frame["family_id"].to_list() == ["F3", "F5"]
+    assert frame["drop_reason"][1].startswith("incomplete coverage")
+
+
+def test_compare_inputs_and_transitions(db):
+    result = runner.invoke(app, ["compare-inputs", "--db", str(db), "--from", "dipole_norm", "--to", "dipole_norm",
+                                 "--model", "m2", "--bootstrap", "100", "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    row = pl.read_csv(result.stdout.encode()).row(0, named=True)
+    assert (row["model"], row["n"], row["delta"]) == ("m2", 3, 0.0)
+    result = runner.invoke(app, ["transitions", "--db", str(db), "--channel", "dipole_norm", "--condition", "cf",
+                                 "--bootstrap", "0", "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    row = pl.read_csv(result.stdout.encode()).row(0, named=True)
+    assert (row["a_only"], row["b_only"], row["net"]) == (40.0, 60.0, 20.0)
+
+
+def test_unknown_channel_is_a_clear_error(db):
+    result = runner.invoke(app, ["compare-inputs", "--db", str(db), "--from", "ir", "--to", "dipole_norm"])
+    assert result.exit_code == 2
+    assert "unknown channel 'ir'" in result.output
+
+
+def test_missing_database_is_a_clear_error(tmp_path):
+    result = runner.invoke(app, ["metrics", "--db", str(tmp_path / "nope.duckdb")])
+    assert result.exit_code == 2
+    assert "no such database" in result.output
+
+
+def test_table_output_shows_intervals(db):
+    result = runner.invoke(app, ["metrics", "--db", str(db), "--metric", "acc_source", "--bootstrap", "100"])
+    assert result.exit_code == 0
+    assert "acc_source" in result.output and "66.7" in result.output
+
+
+@pytest.mark.parametrize("command", ["load", "metrics", "compare-inputs", "transitions", "cohort", "sql", "demo"])
+def test_every_command_has_help_with_an_example(command):
+    result = runner.invoke(app, [command, "--help"])
+    assert result.exit_code == 0
+    assert "Example: molp2s" in result.output
+
+
+def test_demo_prints_the_pgr_leaderboard(tmp_path):
+    result = runner.invoke(app, ["demo", "--db", str(tmp_path / "demo.duckdb"), "--bootstrap", "100"])
+    assert result.exit_code == 0, result.output
+    assert "PGR leaderboard" in result.output
+    for model in ("sim-alpha", "sim-beta", "sim-gamma", "random baseline"):
+        assert model in result.output

@@ -33,7 +33,8 @@ Measured and printed:
    into a database that already holds the benchmark (median of 3 fresh databases).
 7. ``compare.paired_inputs`` with 10,000 draws (ir -> raman, every model; median of 3).
 
-Timings depend on the machine (cores, disk); the script prints what it ran on.
+Timings depend on the machine (cores, disk, other load); the script prints what it ran
+on. It exits 1 when a target is missed, 0 otherwise.
 """
 
 from __future__ import annotations
@@ -271,7 +272,7 @@ def _timed(fn, repeats: int) -> tuple[float, list[float], object]:
 def child_load_and_metrics(db: str, benchmark: str, responses: list[str]) -> dict:
     """(1), (2) and (4), run in a spawned process so that only its own memory counts."""
     start = time.perf_counter()
-    con = store.connect(db)
+    con = _connect(db)
     connect_s = time.perf_counter() - start
     start = time.perf_counter()
     summary = ingest.load(con, benchmark=benchmark, responses=responses)
@@ -292,6 +293,13 @@ def child_load_and_metrics(db: str, benchmark: str, responses: list[str]) -> dic
     }
 
 
+def _connect(db: str | Path):
+    """``store.connect``, without DuckDB's progress bar (it would garble the printed figures)."""
+    con = store.connect(db)
+    con.execute("SET enable_progress_bar = false")
+    return con
+
+
 def _fresh_db(path: Path) -> Path:
     for suffix in ("", ".wal"):
         Path(str(path) + suffix).unlink(missing_ok=True)
@@ -303,7 +311,7 @@ def measure_bootstrap_and_paired(work: Path, benchmark: Path, tasks: pl.DataFram
     """(5) and (7) on a paper-size database with one sample per task."""
     files = write_single_sample_responses(work / "responses-single", tasks, rng)
     db = _fresh_db(work / "paper-size.duckdb")
-    con = store.connect(db)
+    con = _connect(db)
     ingest.load(con, benchmark=benchmark, responses=files)
     boot_s, boot_runs, boot = _timed(lambda: metrics.metrics_from_db(con, draws=2000), REPEATS)
     outcomes = metrics.read_family_outcomes(con)[0]
@@ -322,7 +330,7 @@ def measure_jsonl(work: Path, benchmark: Path, jsonl: Path) -> dict:
     times, summary = [], None
     for run in range(REPEATS):
         db = _fresh_db(work / f"jsonl-{run}.duckdb")
-        con = store.connect(db)
+        con = _connect(db)
         ingest.load(con, benchmark=benchmark)
         start = time.perf_counter()
         summary = ingest.load(con, responses=[jsonl]).files[0]

@@ -61,12 +61,14 @@ def _components(metric: str) -> tuple[pl.Expr, pl.Expr]:
     }[metric]
 
 
-def read_family_outcomes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """The ``family_outcomes`` view plus cohort channels with no family (so they are reported)."""
+def read_family_outcomes(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, list[str], list[str]]:
+    """The ``family_outcomes`` view, the channels with tasks (a channel with an empty cohort is
+    still reported), and the models."""
     outcomes = con.sql("SELECT * FROM family_outcomes").pl()
+    # Channels with tasks, in display order; read off the tables, not the (costly) cohort views.
     channels = con.sql(
-        """SELECT s.channel FROM cohort_summary AS s
-           LEFT JOIN channels AS c USING (channel) ORDER BY c.position NULLS LAST, s.channel"""
+        """SELECT DISTINCT t.channel, c.position FROM tasks AS t JOIN channels AS c USING (channel)
+           ORDER BY c.position"""
     ).pl()["channel"]
     models = con.sql("SELECT model FROM stg_models ORDER BY model").pl()["model"]
     return outcomes, list(channels), list(models)

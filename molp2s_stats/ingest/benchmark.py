@@ -26,6 +26,7 @@ from .files import file_format, json_lines, read_bytes, read_csv_text, read_parq
 
 DEFAULT_CHANNELS = Path(__file__).resolve().parent.parent / "channels.csv"
 CONDITIONS = ("none", "source", "shuffled", "cf")
+MIN_CANDIDATES, MAX_CANDIDATES = 2, 6
 
 # column -> (kind, required). Kinds: id (text, integers accepted as ids), text,
 # number, json (any JSON value; text in CSV/Parquet), list (JSON list or 'a;b' text).
@@ -204,11 +205,24 @@ def _check_channel(path: Path, row: dict[str, Any], names: set[str]) -> None:
         )
 
 
-def _check_smiles(path: Path, frame: pl.DataFrame, columns: tuple[str, ...]) -> None:
+def _check_smiles(path: Path, frame: pl.DataFrame, columns: tuple[str, ...], *, masked: tuple[str, ...] = ()) -> None:
+    """Every SMILES parses; the ``masked`` columns (scaffold, fragment) carry an attachment point."""
     for row in frame.iter_rows(named=True):
         for column in columns:
             if not chem.is_valid_smiles(row[column]):
                 raise InputError(path, f"column {column!r} is not a valid SMILES: {row[column]!r}", where=row["_where"])
+            if column in masked and chem.attachment_points(row[column]) == 0:
+                raise InputError(path, f"column {column!r} has no [*] attachment point: {row[column]!r}",
+                                 where=row["_where"])
+
+
+def _check_family_sizes(path: Path, candidates: pl.DataFrame) -> None:
+    """SPEC §1: a candidate set has 2–6 labelled fragments."""
+    sizes = candidates.group_by("family_id").len().filter(~pl.col("len").is_between(MIN_CANDIDATES, MAX_CANDIDATES))
+    if sizes.height:
+        family_id, size = sizes.sort("family_id").row(0)
+        raise InputError(path, f"family {family_id!r} has {size} candidates; a family needs "
+                         f"{MIN_CANDIDATES} to {MAX_CANDIDATES}{more(sizes.height - 1)}")
 
 
 def read_benchmark(directory: str | Path) -> dict[str, pl.DataFrame]:
@@ -230,8 +244,9 @@ def read_benchmark(directory: str | Path) -> dict[str, pl.DataFrame]:
     _check_in(paths["candidates"], candidates, families, ["family_id"], "unknown family_id")
     _check_in(paths["families"], families.rename({"source": "label"}), candidates, ["family_id", "label"],
               "source is not a candidate of the family")
-    _check_smiles(paths["families"], families, ("scaffold",))
-    _check_smiles(paths["candidates"], candidates, ("fragment", "molecule"))
+    _check_family_sizes(paths["candidates"], candidates)
+    _check_smiles(paths["families"], families, ("scaffold",), masked=("scaffold",))
+    _check_smiles(paths["candidates"], candidates, ("fragment", "molecule"), masked=("fragment",))
 
     singles = channels.filter(pl.col("components").is_null())
     _check_in(paths["properties"], properties, candidates, ["family_id", "label"], "not a candidate")

@@ -7,6 +7,7 @@ can name the offending line.
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 from pathlib import Path
@@ -52,7 +53,8 @@ def json_lines(path: Path, data: bytes) -> list[tuple[int, object]]:
     """Decode a small JSONL file line by line: (line number, JSON value); blank lines skipped."""
     check_utf8(path, data)
     records = []
-    for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
+    # split on "\n" only: str.splitlines() would also break at U+2028, legal inside JSON strings
+    for number, line in enumerate(data.decode("utf-8").split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -62,9 +64,22 @@ def json_lines(path: Path, data: bytes) -> list[tuple[int, object]]:
     return records
 
 
+def check_no_nul(path: Path, data: bytes) -> None:
+    """A NUL byte has no place in a text table; name its line."""
+    position = data.find(b"\x00")
+    if position >= 0:
+        line = data.count(b"\n", 0, position) + 1
+        raise InputError(path, "contains a NUL byte", where=f"line {line}")
+
+
 def read_csv_text(path: Path, data: bytes) -> pl.DataFrame:
     """A CSV file with every column read as text, so that no value is coerced unseen."""
     check_utf8(path, data)
+    check_no_nul(path, data)
+    header = next(csv.reader(io.StringIO(data.decode("utf-8-sig").split("\n", 1)[0])), [])
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:
+        raise InputError(path, f"column {repeated[0]!r} appears more than once in the header", where="line 1")
     try:
         frame = pl.read_csv(io.BytesIO(data), infer_schema=False)
     except Exception as exc:  # polars raises several error types for malformed CSV

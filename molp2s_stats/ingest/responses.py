@@ -21,7 +21,7 @@ import polars as pl
 from ..parse import CandidateIndex, parse_answer
 from ..store import fetch_one
 from .errors import InputError, more
-from .files import check_utf8, file_format, read_bytes, read_csv_text, read_parquet
+from .files import check_no_nul, check_utf8, file_format, read_bytes, read_csv_text, read_parquet
 
 REQUIRED = ("model", "task_id")
 KNOWN = ("model", "task_id", "sample", "attempt", "response", "choice")
@@ -55,30 +55,37 @@ def _fail_first(path: Path, frame: pl.DataFrame, condition: pl.Expr, message: st
 
 # JSONL is typed in DuckDB: it reports each field's JSON type per line, where polars
 # would silently coerce a number in a text column (or a text in a number column).
+_LINES_SQL = """
+SELECT line AS _line, 'line ' || line AS _where, json, json_valid(json) AS valid
+FROM raw_lines
+WHERE json IS NOT NULL AND NOT regexp_full_match(json, '\\s*')
+"""
+# Run only once every line is valid JSON: DuckDB evaluates these on every row.
 _JSONL_SQL = """
 SELECT
-    line AS _line,
+    _line,
+    _where,
     json,
-    json_valid(json) AS valid,
-    CASE WHEN json_valid(json) THEN json_type(json) END AS json_kind,
+    json_type(json) AS json_kind,
     json_type(json, '$.model') AS model_type,
     json_type(json, '$.task_id') AS task_id_type,
     json_type(json, '$.sample') AS sample_type,
     json_type(json, '$.attempt') AS attempt_type,
     json_type(json, '$.response') AS response_type,
     json_type(json, '$.choice') AS choice_type
-FROM raw_lines
-WHERE json IS NOT NULL AND trim(json) <> ''
+FROM lines
 """
 _INTEGER_TYPES = ("UBIGINT", "BIGINT")
 _EXTRACT_SQL = """
 SELECT
-    'line ' || _line AS _where,
+    _where,
     _line,
     json ->> '$.model' AS model,
     json ->> '$.task_id' AS task_id,
-    coalesce(TRY_CAST(json ->> '$.sample' AS BIGINT), 0) AS sample,
-    coalesce(TRY_CAST(json ->> '$.attempt' AS BIGINT), 0) AS attempt,
+    TRY_CAST(json ->> '$.sample' AS BIGINT) AS sample,
+    TRY_CAST(json ->> '$.attempt' AS BIGINT) AS attempt,
+    sample_type,
+    attempt_type,
     json ->> '$.response' AS response,
     json ->> '$.choice' AS choice,
     nullif(json_merge_patch(json, '{"model":null,"task_id":null,"sample":null,"attempt":null,"response":null,"choice":null}')::VARCHAR, '{}') AS metadata
@@ -88,14 +95,16 @@ FROM typed
 
 def _stage_jsonl(path: Path, data: bytes) -> pl.DataFrame:
     check_utf8(path, data)
+    check_no_nul(path, data)
     # One text column per line (NUL never occurs in valid JSON text), numbered from 1.
     raw_lines = pl.read_csv(  # noqa: F841 (read by DuckDB below)
         io.BytesIO(data), has_header=False, separator="\x00", quote_char=None,
         new_columns=["json"], infer_schema=False,
     ).with_row_index("line", offset=1)
     con = duckdb.connect()
+    lines = con.sql(_LINES_SQL).pl()
+    _fail_first(path, lines, ~pl.col("valid"), lambda r: f"malformed JSON ({_json_error(r['json'])})")
     typed = con.sql(_JSONL_SQL).pl()
-    _fail_first(path, typed, ~pl.col("valid"), lambda r: f"malformed JSON ({_json_error(r['json'])})")
     _fail_first(path, typed, pl.col("json_kind") != "OBJECT",
                 lambda r: f"expected a JSON object, got {r['json_kind'].lower()}")
     for field in REQUIRED:
@@ -113,7 +122,11 @@ def _stage_jsonl(path: Path, data: bytes) -> pl.DataFrame:
         kind = pl.col(f"{field}_type")
         _fail_first(path, typed, kind.is_not_null() & ~kind.is_in(("VARCHAR", "NULL")),
                     lambda r, f=field: f"field {f!r} must be text, got {r[f + '_type'].lower()}")
-    return con.sql(_EXTRACT_SQL).pl()
+    extracted = con.sql(_EXTRACT_SQL).pl()
+    for field in ("sample", "attempt"):
+        given = pl.col(f"{field}_type").is_not_null() & (pl.col(f"{field}_type") != "NULL")
+        _fail_first(path, extracted, given & pl.col(field).is_null(), f"{field!r} is too large")
+    return extracted.with_columns(pl.col("sample", "attempt").fill_null(0))
 
 
 def _json_error(line: str) -> str:
@@ -144,14 +157,22 @@ def _stage_table(path: Path, frame: pl.DataFrame, *, from_text: bool) -> pl.Data
             columns.append(pl.lit(0, pl.Int64).alias(column))
         elif from_text:
             text = pl.col(column).str.strip_chars()
-            _fail_first(path, frame, text.is_not_null() & ~text.str.contains(r"^\d+$"),
+            _fail_first(path, frame, text.is_not_null() & ~text.str.contains(r"^[0-9]+$"),
                         lambda r, c=column: f"column {c!r} must be a non-negative integer, got {r[c]!r}")
+            _fail_first(path, frame, text.is_not_null() & text.cast(pl.Int64, strict=False).is_null(),
+                        lambda r, c=column: f"column {c!r} is too large, got {r[c]!r}")
             columns.append(text.cast(pl.Int64).fill_null(0).alias(column))
         elif schema[column].is_integer() or schema[column] == pl.Null:
+            _fail_first(path, frame, pl.col(column).is_not_null() & pl.col(column).cast(pl.Int64, strict=False).is_null(),
+                        lambda r, c=column: f"{c!r} is too large, got {r[c]}")
             columns.append(pl.col(column).cast(pl.Int64).fill_null(0))
         else:
             raise InputError(path, f"column {column!r} must hold integers, has type {schema[column]}")
     extras = [c for c in frame.columns if c not in KNOWN and not c.startswith("_")]
+    for column in extras:
+        if schema[column] in (pl.Binary, pl.Object) or schema[column].is_decimal():
+            raise InputError(path, f"column {column!r} has type {schema[column]}, which cannot be kept as "
+                             "JSON metadata; store it as text or numbers")
     metadata = (pl.struct(extras).struct.json_encode() if extras else pl.lit(None, pl.String)).alias("metadata")
     return frame.with_columns(
         pl.col("model").cast(pl.String),
@@ -184,6 +205,8 @@ def stage_file(path: Path, data: bytes | None = None) -> pl.DataFrame:
     for column in ("sample", "attempt"):
         _fail_first(path, staged, pl.col(column) < 0,
                     lambda r, c=column: f"{c!r} must be a non-negative integer, got {r[c]}")
+        _fail_first(path, staged, pl.col(column) > 2**31 - 1,
+                    lambda r, c=column: f"{c!r} is too large (at most 2147483647), got {r[c]}")
     return staged
 
 
@@ -206,7 +229,8 @@ def _check_against_database(con: duckdb.DuckDBPyConnection, path: Path, staged: 
         dup = staged.filter(pl.struct(KEY).is_duplicated()).sort("_line")
         if dup.height:
             first = dup.row(0, named=True)
-            twin = dup.filter(pl.struct(KEY) == pl.struct([pl.lit(first[k]) for k in KEY])).row(1, named=True)
+            same_key = pl.all_horizontal([pl.col(k) == first[k] for k in KEY])
+            twin = dup.filter(same_key).row(1, named=True)
             raise InputError(path, f"duplicate (model, task_id, sample, attempt) = {tuple(first[k] for k in KEY)!r}, "
                              f"also at {twin['_where']}", where=first["_where"])
         clash = con.sql(
@@ -255,11 +279,12 @@ def _parse_responses(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> pl.
 def load_response_file(con: duckdb.DuckDBPyConnection, path: str | Path) -> FileSummary:
     """Check, parse and append one response file; call inside a transaction."""
     path = Path(path)
+    fmt = file_format(path)  # an unknown type is refused even when its bytes were loaded before
     data = read_bytes(path)
     sha256 = hashlib.sha256(data).hexdigest()
     if fetch_one(con, "SELECT 1 FROM response_files WHERE sha256 = ?", [sha256]):
         return FileSummary(str(path), 0, 0, 0, already_loaded=True)
-    staged = stage_file(path, data if file_format(path) != "parquet" else None)
+    staged = stage_file(path, data if fmt != "parquet" else None)
     checked = _check_against_database(con, path, staged)
     final = _parse_responses(con, checked)  # noqa: F841 (read by DuckDB below)
     file_id = fetch_one(con, "SELECT coalesce(max(file_id), 0) + 1 FROM response_files")[0]
@@ -271,7 +296,7 @@ def load_response_file(con: duckdb.DuckDBPyConnection, path: str | Path) -> File
         [file_id],
     )
     con.execute("INSERT INTO response_files VALUES (?, ?, ?, ?, ?, ?)",
-                [file_id, str(path), sha256, file_format(path), final.height, datetime.now(timezone.utc)])
+                [file_id, str(path), sha256, fmt, final.height, datetime.now(timezone.utc)])
     parsed = int((final["choice_source"] == "parsed").sum())
     invalid = int(final["choice"].is_null().sum())
     return FileSummary(str(path), final.height, parsed, invalid, already_loaded=False)

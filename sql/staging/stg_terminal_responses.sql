@@ -1,15 +1,17 @@
 -- stg_terminal_responses: one row per model × task × sample. Key: (model, task_id, sample).
--- The terminal response is the one with the highest attempt (SPEC §2).
+-- The terminal response is the one with the highest attempt (SPEC §2). arg_max_null
+-- keeps a NULL choice (an invalid terminal answer) rather than skipping to an older one;
+-- attempts are unique per (model, task_id, sample), the loader makes sure of that.
 CREATE OR REPLACE VIEW stg_terminal_responses AS
-WITH ranked AS (
+WITH final AS (
     SELECT
-        model, task_id, sample, attempt, choice, invalid_reason,
-        row_number() OVER (PARTITION BY model, task_id, sample ORDER BY attempt DESC) AS attempt_rank
+        model,
+        task_id,
+        sample,
+        max(attempt) AS attempt,
+        arg_max_null(choice, attempt) AS choice,
+        arg_max_null(invalid_reason, attempt) AS invalid_reason
     FROM responses
-),
-final AS (
-    SELECT model, task_id, sample, attempt, choice, invalid_reason
-    FROM ranked
-    WHERE attempt_rank = 1
+    GROUP BY model, task_id, sample
 )
 SELECT * FROM final;

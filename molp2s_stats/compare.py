@@ -33,19 +33,6 @@ TRANSITION_SCHEMA = {
 }
 
 
-def _interval(diffs: np.ndarray, counts: np.ndarray, draws: int, rng_key: str, seed: int,
-              conf_level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, str, int]:
-    """Percentile interval of Σ d_f / Σ c_f (×100) per column of ``diffs`` (families × columns)."""
-    n_fam, cols = diffs.shape
-    if draws <= 0 or n_fam == 0:
-        nan = np.full(cols, np.nan)
-        return nan, nan, np.zeros(cols, dtype=int), "point", 0
-    weights = resample.family_weights(n_fam, draws, resample.rng_for(seed, rng_key))
-    replicates = resample.ratio_of_sums(weights, diffs, counts) * 100.0
-    low, high, undefined = resample.percentile_interval(replicates, conf_level)
-    return low, high, undefined, resample.METHOD, draws
-
-
 def paired_inputs(
     outcomes: pl.DataFrame,
     *,
@@ -108,8 +95,9 @@ def paired_inputs(
         x[idx, j] = part[from_channel].to_numpy()
         y[idx, j] = part[to_channel].to_numpy()
         present[idx, j] = 1.0
-    low, high, undefined, method, used = _interval(
-        y - x, present, draws, f"{from_channel}->{to_channel}:{condition}", seed, conf_level)
+    low, high, undefined, method, used = resample.bootstrap_ratio(
+        y - x, present, draws=draws, seed=seed, key=f"{from_channel}->{to_channel}:{condition}",
+        conf_level=conf_level)
     n = present.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         delta = np.where(n > 0, (y - x).sum(axis=0) / np.where(n > 0, n, 1) * 100.0, np.nan)
@@ -184,7 +172,8 @@ def model_transitions(
         return pl.DataFrame(schema=TRANSITION_SCHEMA)
     diff_matrix = np.column_stack(diffs)
     counts = np.repeat(task_counts[:, None], len(rows), axis=1)
-    low, high, undefined, method, used = _interval(diff_matrix, counts, draws, f"{channel}:{condition}", seed, conf_level)
+    low, high, undefined, method, used = resample.bootstrap_ratio(
+        diff_matrix, counts, draws=draws, seed=seed, key=f"{channel}:{condition}", conf_level=conf_level)
     for row, lo, hi, und in zip(rows, low, high, undefined):
         row.update(conf_low=lo, conf_high=hi, conf_level=conf_level, method=method, draws=used,
                    draws_undefined=int(und), seed=seed)

@@ -135,10 +135,7 @@ def compute_metrics(
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
         raise ValueError(f"unknown metric(s) {unknown}; choose from {', '.join(METRICS)}")
-    if not 0 < conf_level < 1:
-        raise ValueError(f"conf_level must be between 0 and 1, got {conf_level}")
-    if draws < 0:
-        raise ValueError(f"draws must be >= 0, got {draws}")
+    resample.check_options(draws=draws, conf_level=conf_level)
     channels = channels if channels is not None else outcomes["channel"].unique(maintain_order=True).to_list()
     models = models if models is not None else sorted(outcomes["model"].unique().to_list())
     parts = [
@@ -174,15 +171,8 @@ def _channel_metrics(values: pl.DataFrame, channel: str, models: list[str], metr
             b[idx, col] = part[f"{metric}:b"].to_numpy()
     estimate = resample.ratio_of_sums(np.ones((1, n_fam)), a, b)[0] * 100.0
     n = (b > 0).sum(axis=0)
-    if draws > 0 and n_fam > 0:
-        weights = resample.family_weights(n_fam, draws, resample.rng_for(seed, channel))
-        replicates = resample.ratio_of_sums(weights, a, b) * 100.0
-        low, high, undefined = resample.percentile_interval(replicates, conf_level)
-        method = resample.METHOD
-    else:
-        low = high = np.full(len(cells), np.nan)
-        undefined = np.zeros(len(cells), dtype=int)
-        method, draws = "point", 0
+    low, high, undefined, method, draws = resample.bootstrap_ratio(
+        a, b, draws=draws, seed=seed, key=channel, conf_level=conf_level)
     return pl.DataFrame(
         {
             "model": [c[0] for c in cells],
@@ -195,7 +185,7 @@ def _channel_metrics(values: pl.DataFrame, channel: str, models: list[str], metr
             "n": n.astype(np.int64),
             "method": [method] * len(cells),
             "draws": [draws] * len(cells),
-            "draws_undefined": undefined.astype(np.int64),
+            "draws_undefined": undefined,
             "seed": [seed] * len(cells),
         },
         schema=RESULT_SCHEMA,

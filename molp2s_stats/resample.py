@@ -71,3 +71,37 @@ def percentile_interval(replicates: np.ndarray, conf_level: float) -> tuple[np.n
     if defined.any():
         low[defined], high[defined] = np.nanquantile(replicates[:, defined], [alpha, 1.0 - alpha], axis=0)
     return low, high, undefined
+
+
+def check_options(*, draws: int, conf_level: float) -> None:
+    """Refuse a negative number of draws or a coverage outside (0, 1)."""
+    if not 0 < conf_level < 1:
+        raise ValueError(f"conf_level must be between 0 and 1, got {conf_level}")
+    if draws < 0:
+        raise ValueError(f"draws must be >= 0, got {draws}")
+
+
+def bootstrap_ratio(
+    numerators: np.ndarray,
+    denominators: np.ndarray,
+    *,
+    draws: int,
+    seed: int,
+    key: str,
+    conf_level: float,
+    scale: float = 100.0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, str, int]:
+    """Family-bootstrap percentile interval of ``scale · Σ a / Σ b`` for every column.
+
+    Returns (low, high, undefined_count, method, draws_used); with ``draws = 0`` or no
+    family the interval is NaN and the method is ``'point'``.
+    """
+    check_options(draws=draws, conf_level=conf_level)
+    n_families, columns = numerators.shape
+    if draws == 0 or n_families == 0:
+        nan = np.full(columns, np.nan)
+        return nan, nan.copy(), np.zeros(columns, dtype=np.int64), "point", 0
+    weights = family_weights(n_families, draws, rng_for(seed, key))
+    replicates = ratio_of_sums(weights, numerators, denominators) * scale
+    low, high, undefined = percentile_interval(replicates, conf_level)
+    return low, high, undefined.astype(np.int64), METHOD, draws

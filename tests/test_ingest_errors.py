@@ -629,7 +629,12 @@ def break_ir_shape(folder: Path):
 
 
 def break_property_json(folder: Path):
-    edit_text(folder / "properties.jsonl", '"value":"3.487"', '"value":"{3.487"')
+    path = folder / "properties.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    row = json.loads(lines[0])
+    row["value"] = "{" + row["value"]  # the JSON text loses its balance
+    lines[0] = json.dumps(row)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return folder / "properties.jsonl", "line 1", r"column 'value' is not valid JSON"
 
 
@@ -670,7 +675,14 @@ def test_benchmark_folder_missing(fresh, tmp_path):
 
 
 def test_different_benchmark_into_database_with_one(con, bench):
-    edit_text(bench / "properties.jsonl", '"value":"3.487"', '"value":"3.488"')
+    # one candidate's dipole moves by 0.001 D: a different benchmark
+    path = bench / "properties.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    row = json.loads(lines[0])
+    assert row["channel"] == "dipole_norm"
+    row["value"] = json.dumps(float(row["value"]) + 0.001)
+    lines[0] = json.dumps(row)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     refused(con, msg(bench, None, r"the database already holds a different benchmark \(loaded from "
                      + re.escape(str(DEFAULT)) + r"\); use another --db$"), benchmark=bench)
 

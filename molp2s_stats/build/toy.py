@@ -55,7 +55,7 @@ GROUP = {**{c: "electronic" for c in ("dipole_norm", "dipole_vector", "gap", "uv
 
 def _property(channel: str, rng: np.random.Generator) -> object:
     if channel == "dipole_norm":
-        return round(float(rng.uniform(0, 5)), 3)
+        return round(float(rng.uniform(0, 12)), 3)
     if channel == "dipole_vector":
         return [round(float(v), 3) for v in rng.normal(0, 2, 3)]
     if channel == "gap":

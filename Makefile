@@ -1,5 +1,5 @@
 # Two entry points, each self-contained on a machine with only Python 3.11:
-#   make demo   set up .venv, build the demo database from data/default, print the PGR leaderboard
+#   make demo   set up .venv, build the demo database from data/benchmark and data/responses, print the PGR leaderboard
 #   make test   set up .venv, run the whole test suite (doctests included)
 PYTHON ?= python3
 VENV := .venv

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -10,12 +11,15 @@ import duckdb
 import polars as pl
 import typer
 
-from . import compare, metrics, store
-from .ingest import InputError, load
+from . import compare, metrics, simulate, store
+from .ingest import InputError, load, read_benchmark
 from .output import Format, emit, leaderboard
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = REPO / "data" / "default"
+# A wheel carries data/ inside the package; a checkout has it at the top of the repository.
+_PACKAGE = Path(__file__).resolve().parent
+DATA = _PACKAGE / "data" if (_PACKAGE / "data").is_dir() else _PACKAGE.parent / "data"
+DEFAULT_BENCHMARK = DATA / "benchmark"
+DEFAULT_RESPONSES = DATA / "responses"
 
 app = typer.Typer(
     help="MolP2SBench statistics: load responses, build cohorts, report metrics with family-level uncertainty.",
@@ -37,6 +41,19 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+def command(name: str):
+    """Register a command whose bad-argument errors print as one line, not a traceback."""
+    def register(function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            try:
+                return function(*args, **kwargs)
+            except (ValueError, InputError, store.StoreError) as exc:
+                _fail(str(exc))
+        return app.command(name)(wrapper)
+    return register
+
+
 def _open(db: Path, *, read_only: bool = True) -> duckdb.DuckDBPyConnection:
     try:
         con = store.connect(db, read_only=read_only)
@@ -46,25 +63,34 @@ def _open(db: Path, *, read_only: bool = True) -> duckdb.DuckDBPyConnection:
     return con
 
 
-@app.command("load")
+@command("load")
 def load_command(
+    more_files: Annotated[Optional[list[Path]], typer.Argument(
+        help="More response files: `--responses a.jsonl b.csv` and `--responses a --responses b` both work.",
+        metavar="FILE...", show_default=False)] = None,
     responses: Annotated[Optional[list[Path]], typer.Option("--responses", help="Response files (.jsonl, .csv, .parquet).")] = None,
     benchmark: Annotated[Optional[Path], typer.Option("--benchmark", help="Benchmark folder (families, candidates, properties, tasks[, channels]).")] = None,
     db: DbOption = Path(store.DEFAULT_DB),
 ) -> None:
     """Load a benchmark and response files into the database, all or nothing.
 
-    Example: molp2s load --benchmark data/default --responses data/default/responses/sim-alpha.jsonl --db runs.duckdb
+    Example: molp2s load --benchmark data/benchmark --responses data/responses/*.parquet --db runs.duckdb
     """
-    if benchmark is None and not responses:
+    files = list(responses or []) + list(more_files or [])
+    if benchmark is None and not files:
         _fail("nothing to load: give --benchmark DIR and/or --responses FILE ...")
+    existed = Path(db).exists()
     try:
         con = store.connect(db)
     except store.StoreError as exc:
         _fail(str(exc))
     try:
-        summary = load(con, benchmark=benchmark, responses=list(responses or []))
+        summary = load(con, benchmark=benchmark, responses=files)
     except InputError as exc:
+        con.close()
+        if not existed:  # leave no half-made database behind
+            for leftover in (Path(db), Path(f"{db}.wal")):
+                leftover.unlink(missing_ok=True)
         _fail(f"{exc}\nnothing was loaded; the database is unchanged")
     if summary.benchmark is not None:
         b = summary.benchmark
@@ -78,7 +104,7 @@ def load_command(
             typer.echo(f"{f.path}: {f.rows} rows ({f.parsed} parsed from text, {f.invalid} invalid)")
 
 
-@app.command("metrics")
+@command("metrics")
 def metrics_command(
     db: DbOption = Path(store.DEFAULT_DB),
     metric: Annotated[Optional[list[str]], typer.Option("--metric", help=f"One of: {', '.join(metrics.METRICS)}; repeat for several. Default: all.")] = None,
@@ -109,7 +135,7 @@ def metrics_command(
     emit(result, fmt, out, title="Metrics (rates in %, differences in pp)")
 
 
-@app.command("compare-inputs")
+@command("compare-inputs")
 def compare_inputs_command(
     from_channel: Annotated[str, typer.Option("--from", help="Input X (a channel or bundle).")],
     to_channel: Annotated[str, typer.Option("--to", help="Input Y.")],
@@ -126,23 +152,24 @@ def compare_inputs_command(
 
     Example: molp2s compare-inputs --from vibrational_bundle --to all --model sim-alpha
     """
-    if condition not in compare.CONDITION_COLUMN:
-        _fail(f"--condition must be one of {', '.join(compare.CONDITION_COLUMN)}")
+    if condition not in compare.CONDITIONS:
+        _fail(f"--condition must be one of {', '.join(compare.CONDITIONS)}")
     con = _open(db)
-    outcomes, channels, models = metrics.read_family_outcomes(con)
+    channels, models = metrics.read_channels_and_models(con)
     for name in (from_channel, to_channel):
         if name not in channels:
             _fail(f"unknown channel {name!r}; known: {', '.join(channels)}")
     for name in model or []:
         if name not in models:
             _fail(f"unknown model {name!r}; known: {', '.join(models)}")
+    outcomes = compare.read_condition_outcomes(con, channels=[from_channel, to_channel], condition=condition)
     result = compare.paired_inputs(outcomes, from_channel=from_channel, to_channel=to_channel,
                                    condition=condition, models=model or models, draws=bootstrap,
                                    seed=seed, conf_level=conf_level)
     emit(result, fmt, out, title=f"Paired input comparison {from_channel} → {to_channel} ({condition} tasks)")
 
 
-@app.command("transitions")
+@command("transitions")
 def transitions_command(
     channel: Annotated[str, typer.Option("--channel", help="Channel whose cohort tasks are compared.")],
     db: DbOption = Path(store.DEFAULT_DB),
@@ -159,24 +186,21 @@ def transitions_command(
 
     Example: molp2s transitions --channel ir --condition source --model-a sim-alpha --model-b sim-beta
     """
-    if condition not in compare.CONDITION_COLUMN:
-        _fail(f"--condition must be one of {', '.join(compare.CONDITION_COLUMN)}")
+    if condition not in compare.CONDITIONS:
+        _fail(f"--condition must be one of {', '.join(compare.CONDITIONS)}")
     if (model_a is None) != (model_b is None):
         _fail("give both --model-a and --model-b, or neither")
     con = _open(db)
-    outcomes = compare.read_task_outcomes(con, channel=channel, condition=condition)
+    outcomes = compare.read_condition_outcomes(con, channels=[channel], condition=condition)
     if outcomes.height == 0:
         _fail(f"no cohort tasks for channel {channel!r} and condition {condition!r}")
     pairs = [(model_a, model_b)] if model_a else None
-    try:
-        result = compare.model_transitions(outcomes, channel=channel, condition=condition, pairs=pairs,
-                                           draws=bootstrap, seed=seed, conf_level=conf_level)
-    except ValueError as exc:
-        _fail(str(exc))
+    result = compare.model_transitions(outcomes, channel=channel, condition=condition, pairs=pairs,
+                                       draws=bootstrap, seed=seed, conf_level=conf_level)
     emit(result, fmt, out, title=f"Model-pair transitions, {channel} / {condition} (% of tasks; net in pp)")
 
 
-@app.command("cohort")
+@command("cohort")
 def cohort_command(
     db: DbOption = Path(store.DEFAULT_DB),
     dropped: Annotated[bool, typer.Option("--dropped", help="List the families left out, with the reason.")] = False,
@@ -199,7 +223,46 @@ def cohort_command(
         emit(con.sql("SELECT * FROM cohort_summary").pl(), fmt, out, title="Cohort per channel")
 
 
-@app.command("sql")
+@command("separability")
+def separability_command(
+    db: DbOption = Path(store.DEFAULT_DB),
+    fmt: FormatOption = Format.table,
+    out: OutOption = None,
+) -> None:
+    """How far each source candidate lies from its nearest distractor, per channel (Table 6).
+
+    Example: molp2s separability --format csv --out separability.csv
+    """
+    con = _open(db)
+    emit(con.sql("SELECT * FROM separability").pl(), fmt, out,
+         title="Separability of source candidates (nearest distractor; UV-Vis and bundles over the cutoff)")
+
+
+@command("simulate")
+def simulate_command(
+    out: Annotated[Path, typer.Option("--out", help="Folder for the response files; the truth and parameters go to its simulation/ subfolder.")],
+    benchmark: Annotated[Path, typer.Option("--benchmark", help="Benchmark folder to answer.")] = DEFAULT_BENCHMARK,
+    params: Annotated[Optional[Path], typer.Option("--params", help="simulation.json-style file with the models; default: the 7 built-in profiles.")] = None,
+    samples: Annotated[int, typer.Option("--samples", help="Sampled answers per task.")] = 1,
+    seed: SeedOption = simulate.DEFAULT_SEED,
+) -> None:
+    """Write responses of simulated models with known reliance and responsiveness.
+
+    Example: molp2s simulate --benchmark data/benchmark --out runs/simulated --seed 7
+    """
+    try:
+        tables = read_benchmark(benchmark)
+    except InputError as exc:
+        _fail(str(exc))
+    models = simulate.load_models(params) if params else simulate.DEFAULT_MODELS
+    responses, truth = simulate.simulate(tables, models=models, seed=seed, samples=samples)
+    paths = simulate.write(responses, truth, out, models=models, seed=seed, samples=samples)
+    for path in paths:
+        typer.echo(f"wrote {path}")
+    typer.echo(f"wrote {out / 'simulation'}: truth.parquet and simulation.json (seed {seed})")
+
+
+@command("sql")
 def sql_command(
     query: Annotated[str, typer.Argument(help="SQL to run (read-only).")],
     db: DbOption = Path(store.DEFAULT_DB),
@@ -227,7 +290,7 @@ def sql_command(
     emit(result.pl(), fmt, out)
 
 
-@app.command("demo")
+@command("demo")
 def demo_command(
     db: DbOption = Path("molp2s-demo.duckdb"),
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates.")] = metrics.DEFAULT_DRAWS,
@@ -239,20 +302,18 @@ def demo_command(
 
     Example: molp2s demo --db demo.duckdb
     """
-    responses = sorted(p for p in (DEFAULT_DATA / "responses").iterdir() if p.suffix in (".jsonl", ".csv", ".parquet"))
-    try:
-        con = store.connect(db)
-        load(con, benchmark=DEFAULT_DATA, responses=responses)
-    except (InputError, store.StoreError) as exc:
-        _fail(str(exc))
-    typer.echo(f"database: {db} (default data from {DEFAULT_DATA})")
-    emit(con.sql("SELECT * FROM cohort_summary").pl(), Format.table, None, title="Cohort per channel")
+    responses = sorted(p for p in DEFAULT_RESPONSES.iterdir()
+                       if p.suffix in (".jsonl", ".csv", ".parquet"))
+    con = store.connect(db)
+    load(con, benchmark=DEFAULT_BENCHMARK, responses=responses)
     result = metrics.metrics_from_db(con, metrics=("pgr", "random_baseline"), draws=bootstrap, seed=seed)
-    if fmt is Format.table:
-        emit(leaderboard(result, "pgr"), fmt, out,
-             title=f"PGR leaderboard, % [95% family-bootstrap interval, {bootstrap} draws, seed {seed}]")
-    else:
+    if fmt is not Format.table:  # machine-readable output: the frame alone on stdout
         emit(result, fmt, out)
+        return
+    typer.echo(f"database: {db} (benchmark {DEFAULT_BENCHMARK}, responses {DEFAULT_RESPONSES})")
+    emit(con.sql("SELECT * FROM cohort_summary").pl(), Format.table, None, title="Cohort per channel")
+    emit(leaderboard(result, "pgr"), fmt, out,
+         title=f"PGR leaderboard, % [95% family-bootstrap interval, {bootstrap} draws, seed {seed}]")
 
 
 def main() -> None:  # pragma: no cover

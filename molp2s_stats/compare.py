@@ -15,12 +15,12 @@ import polars as pl
 from . import resample
 from .metrics import DEFAULT_DRAWS
 
-CONDITION_COLUMN = {"none": "y_p0", "source": "y_source", "shuffled": "y_shuffled", "cf": "cf_recovery"}
+CONDITIONS = ("none", "source", "shuffled", "cf")
 DEFAULT_PAIRED_DRAWS = 10_000
 
 PAIRED_INPUT_SCHEMA = {
     "model": pl.String, "from": pl.String, "to": pl.String, "condition": pl.String, "n": pl.Int64,
-    "both_correct": pl.Float64, "gain": pl.Float64, "loss": pl.Float64, "both_wrong": pl.Float64,
+    "tasks": pl.Int64, "both_correct": pl.Float64, "gain": pl.Float64, "loss": pl.Float64, "both_wrong": pl.Float64,
     "delta": pl.Float64, "conf_low": pl.Float64, "conf_high": pl.Float64, "conf_level": pl.Float64,
     "method": pl.String, "draws": pl.Int64, "draws_undefined": pl.Int64, "seed": pl.Int64,
 }
@@ -34,7 +34,7 @@ TRANSITION_SCHEMA = {
 
 
 def paired_inputs(
-    outcomes: pl.DataFrame,
+    task_outcomes: pl.DataFrame,
     *,
     from_channel: str,
     to_channel: str,
@@ -46,22 +46,30 @@ def paired_inputs(
 ) -> pl.DataFrame:
     """One model, inputs X → Y, over the families in both cohorts (the paper's Table 12).
 
-    ``outcomes`` has the columns of the ``family_outcomes`` view. With several samples
-    per task the counts are expected counts (sums of per-family shares).
+    Tasks are paired across the two inputs by family and target, so a cf task for
+    candidate k under X meets the cf task for k under Y. With several samples per task
+    the counts are expected counts (products of the two inputs' shares).
+
+    Parameters
+    ----------
+    task_outcomes
+        One row per model × channel × task of one condition over that channel's cohort:
+        ``model, channel, family_id, target, y`` (``read_condition_outcomes``).
 
     Returns
     -------
     polars.DataFrame
-        One row per model: ``model, from, to, condition, n, both_correct, gain, loss,
-        both_wrong, delta, conf_low, conf_high, conf_level, method, draws,
-        draws_undefined, seed``; both_correct + gain + loss + both_wrong = n.
+        One row per model: ``model, from, to, condition, n, tasks, both_correct, gain,
+        loss, both_wrong, delta, conf_low, conf_high, conf_level, method, draws,
+        draws_undefined, seed``; both_correct + gain + loss + both_wrong = tasks (= n for
+        source tasks, one per family).
 
     Examples
     --------
     Three families: right → right, wrong → right (a gain), wrong → wrong.
 
     >>> outcomes = pl.DataFrame({"model": ["m"] * 6, "channel": ["ir"] * 3 + ["all"] * 3,
-    ...     "family_id": ["F1", "F2", "F3"] * 2, "y_source": [1.0, 0.0, 0.0, 1.0, 1.0, 0.0]})
+    ...     "family_id": ["F1", "F2", "F3"] * 2, "target": ["A"] * 6, "y": [1.0, 0.0, 0.0, 1.0, 1.0, 0.0]})
     >>> paired_inputs(outcomes, from_channel="ir", to_channel="all", draws=0).select(
     ...     "n", "both_correct", "gain", "loss", "both_wrong", "delta")
     shape: (1, 6)
@@ -73,52 +81,66 @@ def paired_inputs(
     │ 3   ┆ 1.0          ┆ 1.0  ┆ 0.0  ┆ 1.0        ┆ 33.333333 │
     └─────┴──────────────┴──────┴──────┴────────────┴───────────┘
     """
-    column = CONDITION_COLUMN[condition]
-    models = models if models is not None else sorted(outcomes["model"].unique().to_list())
-    wide = (
-        outcomes.filter(pl.col("channel").is_in([from_channel, to_channel]))
-        .select("model", "family_id", "channel", column)
-        .pivot(on="channel", index=["model", "family_id"], values=column)
+    models = models if models is not None else sorted(task_outcomes["model"].unique().to_list())
+    if from_channel == to_channel:
+        paired = task_outcomes.filter(pl.col("channel") == from_channel).with_columns(
+            pl.col("y").alias("x")).select("model", "family_id", "target", "x", "y")
+    else:
+        paired = (
+            task_outcomes.filter(pl.col("channel").is_in([from_channel, to_channel]))
+            .pivot(on="channel", index=["model", "family_id", "target"], values="y")
+            .rename({from_channel: "x", to_channel: "y"}, strict=False)
+        )
+        for name in ("x", "y"):
+            if name not in paired.columns:
+                paired = paired.with_columns(pl.lit(None, pl.Float64).alias(name))
+        paired = paired.drop_nulls(["x", "y"])
+    per_family = paired.group_by("model", "family_id").agg(
+        pl.len().alias("tasks"),
+        (pl.col("x") * pl.col("y")).sum().alias("both_correct"),
+        ((1 - pl.col("x")) * pl.col("y")).sum().alias("gain"),
+        (pl.col("x") * (1 - pl.col("y"))).sum().alias("loss"),
+        ((1 - pl.col("x")) * (1 - pl.col("y"))).sum().alias("both_wrong"),
+        (pl.col("y") - pl.col("x")).sum().alias("diff"),
     )
-    for name in (from_channel, to_channel):
-        if name not in wide.columns:
-            wide = wide.with_columns(pl.lit(None, pl.Float64).alias(name))
-    both = wide.drop_nulls([from_channel, to_channel])
-    families = sorted(both["family_id"].unique().to_list())
+    families = sorted(per_family["family_id"].unique().to_list())
     row_of = {f: i for i, f in enumerate(families)}
-    x = np.zeros((len(families), len(models)))
-    y = np.zeros((len(families), len(models)))
-    present = np.zeros((len(families), len(models)))
+    columns = ("tasks", "both_correct", "gain", "loss", "both_wrong", "diff")
+    arrays = {c: np.zeros((len(families), len(models))) for c in columns}
     for j, model in enumerate(models):
-        part = both.filter(pl.col("model") == model)
+        part = per_family.filter(pl.col("model") == model)
         idx = np.array([row_of[f] for f in part["family_id"]], dtype=int)
-        x[idx, j] = part[from_channel].to_numpy()
-        y[idx, j] = part[to_channel].to_numpy()
-        present[idx, j] = 1.0
+        for c in columns:
+            arrays[c][idx, j] = part[c].to_numpy()
     low, high, undefined, method, used = resample.bootstrap_ratio(
-        y - x, present, draws=draws, seed=seed, key=f"{from_channel}->{to_channel}:{condition}",
-        conf_level=conf_level)
-    n = present.sum(axis=0)
+        arrays["diff"], arrays["tasks"], draws=draws, seed=seed,
+        key=f"{from_channel}->{to_channel}:{condition}", conf_level=conf_level)
+    tasks = arrays["tasks"].sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        delta = np.where(n > 0, (y - x).sum(axis=0) / np.where(n > 0, n, 1) * 100.0, np.nan)
+        delta = np.where(tasks > 0, arrays["diff"].sum(axis=0) / np.where(tasks > 0, tasks, 1) * 100.0, np.nan)
     return pl.DataFrame({
         "model": models, "from": from_channel, "to": to_channel, "condition": condition,
-        "n": n.astype(np.int64),
-        "both_correct": (x * y).sum(axis=0), "gain": ((1 - x) * y * present).sum(axis=0),
-        "loss": (x * (1 - y) * present).sum(axis=0), "both_wrong": ((1 - x) * (1 - y) * present).sum(axis=0),
+        "n": (arrays["tasks"] > 0).sum(axis=0).astype(np.int64), "tasks": tasks.astype(np.int64),
+        **{c: arrays[c].sum(axis=0) for c in ("both_correct", "gain", "loss", "both_wrong")},
         "delta": delta, "conf_low": low, "conf_high": high, "conf_level": conf_level,
-        "method": method, "draws": used, "draws_undefined": undefined.astype(np.int64), "seed": seed,
+        "method": method, "draws": used, "draws_undefined": undefined, "seed": seed,
     }, schema=PAIRED_INPUT_SCHEMA).with_columns(pl.col(pl.Float64).fill_nan(None))
 
 
-def read_task_outcomes(con: duckdb.DuckDBPyConnection, *, channel: str, condition: str) -> pl.DataFrame:
-    """Per-model outcomes of one channel's cohort tasks of one condition (P0: the cohort's P0 tasks)."""
+def read_condition_outcomes(con: duckdb.DuckDBPyConnection, *, channels: list[str], condition: str) -> pl.DataFrame:
+    """Per-model outcomes of the cohort tasks of one condition in each channel.
+
+    One row per model × channel × task: ``model, channel, task_id, family_id, target, y``.
+    P0 tasks belong to no channel; for ``condition = 'none'`` each channel gets its
+    cohort's P0 tasks.
+    """
     return con.sql(
-        """SELECT o.model, o.task_id, o.family_id, o.y
+        """SELECT o.model, c.channel, o.task_id, o.family_id, o.target, o.y
            FROM task_outcomes AS o
-           JOIN cohort AS c ON c.family_id = o.family_id AND c.channel = $channel AND c.in_cohort
-           WHERE o.condition = $condition AND (o.channel = $channel OR $condition = 'none')""",
-        params={"channel": channel, "condition": condition},
+           JOIN cohort AS c ON c.family_id = o.family_id AND c.in_cohort
+                            AND (o.channel = c.channel OR o.condition = 'none')
+           WHERE o.condition = $condition AND list_contains($channels, c.channel)""",
+        params={"channels": channels, "condition": condition},
     ).pl()
 
 

@@ -46,6 +46,14 @@ COLUMNS: dict[str, str] = {
     "cohort": "families in the cohort: input-validated and complete coverage",
     "family_id": "family identifier",
     "drop_reason": "why the family is not in the channel's cohort",
+    # separability
+    "source_tasks": "source tasks in the channel (every family, not only the cohort)",
+    "verifiable": "source tasks with at least one distractor that has a value to compare",
+    "separated": "% of source tasks whose source is at least the cutoff away from every distractor",
+    "nearest_median": "median distance from the source to its nearest distractor",
+    "nearest_q1": "first quartile of that distance",
+    "nearest_q3": "third quartile of that distance",
+    "scale": "raw distance, or over_cutoff (distance divided by the cutoff: UV-Vis and bundles)",
 }
 
 

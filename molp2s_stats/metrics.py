@@ -61,17 +61,23 @@ def _components(metric: str) -> tuple[pl.Expr, pl.Expr]:
     }[metric]
 
 
-def read_family_outcomes(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, list[str], list[str]]:
-    """The ``family_outcomes`` view, the channels with tasks (a channel with an empty cohort is
-    still reported), and the models."""
-    outcomes = con.sql("SELECT * FROM family_outcomes").pl()
-    # Channels with tasks, in display order; read off the tables, not the (costly) cohort views.
+def read_channels_and_models(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str]]:
+    """The channels with tasks, in display order, and the models with responses, by name.
+
+    Read off the tables, not the (costlier) cohort views; a channel whose cohort is
+    empty is still listed, so that it is reported rather than dropped.
+    """
     channels = con.sql(
         """SELECT DISTINCT t.channel, c.position FROM tasks AS t JOIN channels AS c USING (channel)
            ORDER BY c.position"""
     ).pl()["channel"]
     models = con.sql("SELECT model FROM stg_models ORDER BY model").pl()["model"]
-    return outcomes, list(channels), list(models)
+    return list(channels), list(models)
+
+
+def read_family_outcomes(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, list[str], list[str]]:
+    """The ``family_outcomes`` view, with the channels and models to report."""
+    return con.sql("SELECT * FROM family_outcomes").pl(), *read_channels_and_models(con)
 
 
 def compute_metrics(

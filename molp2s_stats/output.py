@@ -66,19 +66,21 @@ def with_interval(frame: pl.DataFrame, value: str = "estimate") -> pl.Expr:
 
 
 def leaderboard(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
-    """One row per channel, one column per model ('estimate [low, high]'), and the random baseline."""
+    """The paper's leaderboard layout: one row per model, one column per channel
+    ('estimate [low, high]'), and a closing random-baseline row."""
     part = metrics.filter(pl.col("metric") == metric)
-    models = part["model"].unique(maintain_order=True).to_list()
+    channels = part["channel"].unique(maintain_order=True).to_list()
     wide = (
         part.with_columns(with_interval(part).alias("cell"))
-        .pivot(on="model", index="channel", values="cell")
-        .select("channel", *models)
+        .pivot(on="channel", index="model", values="cell")
+        .select("model", *channels)
     )
     baseline = metrics.filter(pl.col("metric") == "random_baseline")
     if metric != "random_baseline" and baseline.height:
-        per_channel = baseline.group_by("channel", maintain_order=True).agg(pl.col("estimate").first())
-        wide = wide.join(
-            per_channel.select("channel", pl.col("estimate").round(1).cast(pl.String).alias("random baseline")),
-            on="channel", how="left",
+        row = (
+            baseline.group_by("channel", maintain_order=True).agg(pl.col("estimate").first())
+            .with_columns(pl.col("estimate").round(1).cast(pl.String), pl.lit("random baseline").alias("model"))
+            .pivot(on="channel", index="model", values="estimate")
         )
+        wide = pl.concat([wide, row.select("model", *channels)])
     return wide

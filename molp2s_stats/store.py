@@ -15,7 +15,10 @@ from typing import Iterator
 
 import duckdb
 
-SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+# A wheel carries sql/ inside the package; a checkout (and an editable install) has it
+# at the top of the repository.
+_PACKAGE = Path(__file__).resolve().parent
+SQL_DIR = _PACKAGE / "sql" if (_PACKAGE / "sql").is_dir() else _PACKAGE.parent / "sql"
 DEFAULT_DB = "molp2s.duckdb"
 DB_ENV_VAR = "MOLP2S_DB"
 
@@ -33,6 +36,7 @@ VIEW_FILES = (
     "marts/cohort.sql",
     "marts/cohort_summary.sql",
     "marts/family_outcomes.sql",
+    "marts/separability.sql",
 )
 
 

@@ -26,7 +26,7 @@ from molp2s_stats.cli import app
 from molp2s_stats.ingest import InputError, load
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT = REPO / "data" / "default"
+DEFAULT = REPO / "tests" / "fixtures" / "toy"
 ALPHA = DEFAULT / "responses" / "sim-alpha.jsonl"
 BETA = DEFAULT / "responses" / "sim-beta.csv"
 GAMMA = DEFAULT / "responses" / "sim-gamma.parquet"

@@ -111,23 +111,33 @@ def test_bootstrap_interval_contains_estimate_and_is_seeded(tiny_db):
 
 def test_paired_input_comparison_counts(tiny_db):
     # dipole_norm → dipole_norm: every family both right or both wrong, Δ = 0.
-    outcomes, _, _ = metrics.read_family_outcomes(tiny_db)
+    outcomes = compare.read_condition_outcomes(tiny_db, channels=["dipole_norm"], condition="source")
     same = compare.paired_inputs(outcomes, from_channel="dipole_norm", to_channel="dipole_norm", draws=100)
     m1 = same.filter(pl.col("model") == "m1").row(0, named=True)
     assert (m1["n"], m1["both_correct"], m1["gain"], m1["loss"], m1["both_wrong"]) == (3, 2, 0, 0, 1)
     assert m1["delta"] == 0.0 and m1["conf_low"] == 0.0 and m1["conf_high"] == 0.0
 
 
+def test_paired_cf_tasks_meet_their_counterpart_by_target():
+    # One family, cf tasks for k1 and k2. Under X, k1 right and k2 wrong; under Y the
+    # reverse: one gain and one loss (not four quarter-counts), Δ = 0.
+    outcomes = pl.DataFrame({"model": ["m"] * 4, "channel": ["X", "X", "Y", "Y"], "family_id": ["F1"] * 4,
+                             "target": ["B", "C", "B", "C"], "y": [1.0, 0.0, 0.0, 1.0]})
+    row = compare.paired_inputs(outcomes, from_channel="X", to_channel="Y", condition="cf", draws=0).row(0, named=True)
+    assert (row["n"], row["tasks"], row["both_correct"], row["gain"], row["loss"], row["both_wrong"], row["delta"]) == (
+        1, 2, 0.0, 1.0, 1.0, 0.0, 0.0)
+
+
 def test_model_transitions_golden(tiny_db):
     # source tasks of F1, F2, F4: m1 = (1, 1, 0), m2 = (1, 0, 1)
     # both 1/3, m1 only 1/3, m2 only 1/3, both wrong 0; net = 66.7 − 66.7 = 0
-    outcomes = compare.read_task_outcomes(tiny_db, channel="dipole_norm", condition="source")
+    outcomes = compare.read_condition_outcomes(tiny_db, channels=["dipole_norm"], condition="source")
     row = compare.model_transitions(outcomes, channel="dipole_norm", condition="source", draws=0).row(0, named=True)
     assert (row["model_a"], row["model_b"], row["tasks"], row["families"]) == ("m1", "m2", 3, 3)
     assert [row[k] for k in ("both_correct", "a_only", "b_only", "both_wrong", "net")] == pytest.approx(
         [100 / 3, 100 / 3, 100 / 3, 0.0, 0.0])
     # cf tasks (5): m1 = (1, 0, 1, 0, 0), m2 = (0, 1, 0, 1, 1): never both right.
-    cf = compare.read_task_outcomes(tiny_db, channel="dipole_norm", condition="cf")
+    cf = compare.read_condition_outcomes(tiny_db, channels=["dipole_norm"], condition="cf")
     row = compare.model_transitions(cf, channel="dipole_norm", condition="cf", draws=0).row(0, named=True)
     assert [row[k] for k in ("tasks", "both_correct", "a_only", "b_only", "both_wrong", "net")] == pytest.approx(
         [5, 0.0, 40.0, 60.0, 0.0, 20.0])
@@ -144,7 +154,7 @@ def test_paper_check_figure_paired_bootstrap():
     families = [f"F{i:03d}" for i in range(136)]
     outcomes = pl.DataFrame({
         "model": ["m"] * 272, "channel": ["X"] * 136 + ["Y"] * 136,
-        "family_id": families * 2, "y_source": x + y,
+        "family_id": families * 2, "target": ["A"] * 272, "y": x + y,
     })
     row = compare.paired_inputs(outcomes, from_channel="X", to_channel="Y", seed=0).row(0, named=True)
     assert (row["n"], row["gain"], row["loss"], row["both_correct"], row["both_wrong"]) == (136, 9, 16, 60, 51)

@@ -10,7 +10,7 @@ import pytest
 from molp2s_stats import store
 from molp2s_stats.ingest import load
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "default"
+DATA = Path(__file__).resolve().parent / "fixtures" / "toy"
 
 KEYS = {
     "stg_channel_components": ("channel", "component"),

@@ -1,12 +1,14 @@
 """A small generated benchmark with synthetic properties and simulated responses.
 
-Until the QM9-based benchmark exists, this is the package's default data: a dozen
-families over real scaffolds and fragments (the molecules are valid SMILES made by
+The test fixture in ``tests/fixtures/toy`` (the embedded default data is the QM9
+benchmark in ``data/``; see ``build/benchmark.py``): a dozen families over real scaffolds and fragments (the molecules are valid SMILES made by
 joining them with RDKit), **synthetic** property values drawn at random, every
 condition, three simulated models and a few invalid answers and retries. Nothing
 here is a measurement; it exercises every code path.
 
-Run ``python -m molp2s_stats.build.toy data/`` to regenerate ``data/`` (seeded).
+Run ``python -m molp2s_stats.build.toy tests/fixtures/toy`` to regenerate it (seeded). Unlike
+the QM9 benchmark it has every channel kind (UV–Vis and NMR included), which the
+tests need.
 """
 
 from __future__ import annotations
@@ -176,4 +178,4 @@ def write(directory: Path, seed: int = SEED) -> None:
 
 
 if __name__ == "__main__":
-    write(Path(sys.argv[1] if len(sys.argv) > 1 else "data"))
+    write(Path(sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures/toy"))

@@ -134,8 +134,11 @@ def _normalise(path: Path, where: str, column: str, kind: str, value: Any, from_
     return json.dumps(value)
 
 
-def read_table(path: Path, table: str) -> pl.DataFrame:
-    """One benchmark table, typed and checked cell by cell, with a ``_where`` column."""
+def read_table(path: Path, table: str, *, optional: tuple[str, ...] = ()) -> pl.DataFrame:
+    """One benchmark table, typed and checked cell by cell, with a ``_where`` column.
+
+    ``optional`` names required columns whose cells may still be empty (null).
+    """
     spec = TABLES[table]
     from_text = file_format(path) == "csv"
     rows = []
@@ -144,7 +147,7 @@ def read_table(path: Path, table: str) -> pl.DataFrame:
         for column, (kind, required) in spec.items():
             value = record.get(column)
             if value is None or (from_text and value == ""):
-                if required:
+                if required and (column not in optional or column not in record):
                     raise InputError(path, f"missing required column {column!r}", where=where)
                 row[column] = None
                 continue
@@ -184,19 +187,24 @@ def _merge_channels(path: Path | None) -> pl.DataFrame:
     if len(sources) == 2:
         merged = pl.concat([merged.filter(~pl.col("channel").is_in(own["channel"].implode())), own])
     names = set(merged["channel"])
+    bundles = set(merged.filter(pl.col("components").is_not_null())["channel"])
     for source_path, frame in sources:
         for row in frame.iter_rows(named=True):
-            _check_channel(source_path, row, names)
+            _check_channel(source_path, row, names, bundles)
     return merged.with_row_index("position")
 
 
-def _check_channel(path: Path, row: dict[str, Any], names: set[str]) -> None:
+def _check_channel(path: Path, row: dict[str, Any], names: set[str], bundles: set[str]) -> None:
     if row["channel"] == "none":
         raise InputError(path, "'none' is reserved for P0 tasks", where=row["_where"])
     if row["components"]:
         unknown = [c for c in row["components"] if c != "*" and c not in names]
         if unknown:
             raise InputError(path, f"bundle {row['channel']!r} names unknown channels {unknown}", where=row["_where"])
+        nested = [c for c in row["components"] if c in bundles]
+        if nested:
+            raise InputError(path, f"bundle {row['channel']!r} names other bundles {nested}; "
+                             "list their single channels instead", where=row["_where"])
     elif row["distance"] not in DISTANCES or row["cutoff"] is None:
         raise InputError(
             path,
@@ -234,7 +242,10 @@ def read_benchmark(directory: str | Path) -> dict[str, pl.DataFrame]:
     channels = _merge_channels(paths["channels"])
     families = read_table(paths["families"], "families")
     candidates = read_table(paths["candidates"], "candidates")
-    properties = read_table(paths["properties"], "properties")
+    properties = read_table(paths["properties"], "properties", optional=("value",))
+    # A null value is a candidate without a value in that channel: its pairs are not
+    # verifiable (SPEC §2), so there is nothing to store.
+    properties = properties.filter(pl.col("value").is_not_null())
     tasks = read_table(paths["tasks"], "tasks")
 
     _first_duplicate(paths["families"], families, ["family_id"])
@@ -277,11 +288,18 @@ def _check_tasks(path: Path, tasks: pl.DataFrame, families: pl.DataFrame, candid
             raise InputError(path, f"a {cond} task's target must be the source {source[fam]!r}, got {row['target']!r}", where=where)
         if cond == "cf" and row["target"] == source[fam]:
             raise InputError(path, "a cf task's target must differ from the source", where=where)
-        if cond != "cf":
-            key = (fam, row["channel"], cond)
-            if key in seen:
-                raise InputError(path, f"second {cond} task for family {fam!r} in channel {row['channel']!r}", where=where)
-            seen.add(key)
+        # one P0, source and shuffled task per family and channel; one cf task per (family, channel, k)
+        key = (fam, row["channel"], cond, row["target"] if cond == "cf" else None)
+        if key in seen:
+            what = f"cf task for candidate {row['target']!r}" if cond == "cf" else f"{cond} task"
+            raise InputError(path, f"second {what} for family {fam!r} in channel {row['channel']!r}", where=where)
+        seen.add(key)
+        if cond == "shuffled" and row["shown_family"] == fam:
+            raise InputError(path, "a shuffled task must show another family's properties", where=where)
+        if cond in ("source", "cf") and row["shown_family"] is not None and (
+                row["shown_family"], row["shown_label"]) != (fam, row["target"]):
+            raise InputError(path, f"a {cond} task must show its own family's candidate {row['target']!r}, "
+                             f"shows ({row['shown_family']!r}, {row['shown_label']!r})", where=where)
         if row["shown_family"] is not None and (row["shown_family"], row["shown_label"]) not in labels:
             raise InputError(path, f"shown_family/shown_label ({row['shown_family']!r}, {row['shown_label']!r}) is not a candidate", where=where)
 

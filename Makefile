@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench data clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,13 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_load_and_metrics.py
+
+# Rebuild data/ from scratch: QM9 families, GFN2-xTB properties (about 30 min on 2 cores;
+# results are cached per molecule in build/xtb-cache), then the simulated responses.
+data: $(STAMP)
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[build]'
+	$(BIN)/python -m molp2s_stats.build.benchmark --out data/benchmark
+	$(BIN)/molp2s simulate --benchmark data/benchmark --out data/responses
 
 clean:
 	rm -rf $(VENV) molp2s-demo.duckdb

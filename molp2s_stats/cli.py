@@ -10,8 +10,9 @@ from typing import Annotated, Optional
 import duckdb
 import polars as pl
 import typer
+from rich.progress import Progress
 
-from . import compare, metrics, simulate, store
+from . import compare, metrics, power, simulate, stability, store
 from .ingest import InputError, load, read_benchmark
 from .output import Format, emit, leaderboard
 
@@ -52,6 +53,16 @@ def command(name: str):
                 _fail(str(exc))
         return app.command(name)(wrapper)
     return register
+
+
+def _known_channels(requested: list[str] | None, channels: list[str]) -> list[str]:
+    """The requested channels (all by default), refusing unknown ones."""
+    if not requested:
+        return channels
+    unknown = [c for c in requested if c not in channels]
+    if unknown:
+        raise ValueError(f"unknown channel(s) {unknown}; known: {', '.join(channels)}")
+    return [c for c in channels if c in requested]
 
 
 def _open(db: Path, *, read_only: bool = True) -> duckdb.DuckDBPyConnection:
@@ -221,6 +232,107 @@ def cohort_command(
         emit(result, fmt, out, title="Families left out of each channel's cohort")
     else:
         emit(con.sql("SELECT * FROM cohort_summary").pl(), fmt, out, title="Cohort per channel")
+
+
+@command("stability")
+def stability_command(
+    db: DbOption = Path(store.DEFAULT_DB),
+    score: Annotated[str, typer.Option("--score", help="pgr | reliance_margin | cfr.")] = "pgr",
+    channel: Annotated[Optional[list[str]], typer.Option("--channel", help="Channel(s); default: every channel.")] = None,
+    macro: Annotated[bool, typer.Option("--macro", help="Rank by the mean score over the channels.")] = False,
+    sizes: Annotated[str, typer.Option("--sizes", help="Subset sizes, comma-separated (capped at the cohort).")] = "25,50,75,100,125",
+    draws: Annotated[int, typer.Option("--draws", help="Subsets drawn per size.")] = 1000,
+    seed: SeedOption = 0,
+    fmt: FormatOption = Format.table,
+    out: OutOption = None,
+) -> None:
+    """Would the model ranking survive fewer families? Spearman ρ, Exact %, MAD per size (Tables 10–11).
+
+    Example: molp2s stability --score reliance_margin --macro --sizes 25,50,75,100,125 --draws 1000 --seed 1
+    """
+    con = _open(db)
+    outcomes, channels, models = metrics.read_family_outcomes(con)
+    chosen = _known_channels(channel, channels)
+    size_list = tuple(int(part) for part in sizes.split(",") if part.strip())
+    groups = 1 if macro else len(chosen)
+    with Progress(transient=True, disable=not sys.stderr.isatty()) as bar:
+        task = bar.add_task("subsampling", total=groups * len(size_list))
+        result = stability.ranking_stability(outcomes, score=score, channels=chosen, models=models, macro=macro,
+                                             sizes=size_list, draws=draws, seed=seed,
+                                             progress=lambda n: bar.advance(task, n))
+    emit(result, fmt, out, title=f"Ranking stability of {score} under family subsampling")
+
+
+@command("ranks")
+def ranks_command(
+    db: DbOption = Path(store.DEFAULT_DB),
+    score: Annotated[str, typer.Option("--score", help="A metric name, e.g. pgr.")] = "pgr",
+    channel: Annotated[Optional[list[str]], typer.Option("--channel", help="Channel(s); default: every channel.")] = None,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates.")] = metrics.DEFAULT_DRAWS,
+    distribution: Annotated[bool, typer.Option("--distribution", help="Print P(rank) per model instead of the intervals.")] = False,
+    seed: SeedOption = 0,
+    conf_level: LevelOption = 0.95,
+    fmt: FormatOption = Format.table,
+    out: OutOption = None,
+) -> None:
+    """Each model's bootstrap rank distribution and 95% rank interval per channel (tiers, not a strict order).
+
+    Example: molp2s ranks --score pgr --channel ir
+    """
+    con = _open(db)
+    outcomes, channels, models = metrics.read_family_outcomes(con)
+    intervals, probabilities = stability.rank_intervals(
+        outcomes, score=score, channels=_known_channels(channel, channels), models=models, draws=bootstrap,
+        seed=seed, conf_level=conf_level)
+    emit(probabilities if distribution else intervals, fmt, out, title=f"Bootstrap ranks by {score} (1 = best)")
+
+
+@command("power")
+def power_command(
+    db: DbOption = Path(store.DEFAULT_DB),
+    channel: Annotated[Optional[list[str]], typer.Option("--channel", help="Channel(s); default: every channel.")] = None,
+    families: Annotated[Optional[int], typer.Option("--families", help="Families per channel; default: the cohort size.")] = None,
+    difference: Annotated[Optional[float], typer.Option("--difference", help="Also report the families needed for this difference (pp).")] = None,
+    alpha: Annotated[float, typer.Option("--alpha", help="Two-sided test level.")] = 0.05,
+    target_power: Annotated[float, typer.Option("--power", help="Power.")] = 0.8,
+    fmt: FormatOption = Format.table,
+    out: OutOption = None,
+) -> None:
+    """Minimum detectable RM and PGR difference between two models, with the family design effect.
+
+    Example: molp2s power --families 136 --difference 10
+    """
+    con = _open(db)
+    outcomes, channels, _ = metrics.read_family_outcomes(con)
+    table = power.power_table(outcomes, channels=_known_channels(channel, channels), families=families,
+                              alpha=alpha, power=target_power)
+    if difference is not None:
+        table = table.with_columns(
+            pl.lit(difference).alias("difference"),
+            pl.struct("sd_family").map_elements(
+                lambda r: power.families_needed((r["sd_family"] / 100) ** 2, difference, alpha=alpha,
+                                                power=target_power), return_dtype=pl.Int64).alias("families_needed"))
+    emit(table, fmt, out, title="Minimum detectable difference between two models (pp)")
+
+
+@command("frequentist")
+def frequentist_command(
+    db: DbOption = Path(store.DEFAULT_DB),
+    metric: Annotated[Optional[list[str]], typer.Option("--metric", help="Metric(s); default: all.")] = None,
+    conf_level: LevelOption = 0.95,
+    fmt: FormatOption = Format.table,
+    out: OutOption = None,
+) -> None:
+    """Wilson intervals and family-clustered standard errors beside the bootstrap ones.
+
+    Example: molp2s frequentist --metric acc_source --format csv
+    """
+    con = _open(db)
+    outcomes, channels, models = metrics.read_family_outcomes(con)
+    result = metrics.frequentist_companions(outcomes, channels=channels, models=models,
+                                            metrics=tuple(metric) if metric else metrics.METRICS,
+                                            conf_level=conf_level)
+    emit(result, fmt, out, title="Wilson intervals and clustered standard errors (pp)")
 
 
 @command("separability")

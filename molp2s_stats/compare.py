@@ -10,7 +10,9 @@ import itertools
 
 import duckdb
 import numpy as np
+import pingouin as pg
 import polars as pl
+from scipy import stats
 
 from . import resample
 from .metrics import DEFAULT_DRAWS
@@ -29,8 +31,27 @@ TRANSITION_SCHEMA = {
     "tasks": pl.Int64, "families": pl.Int64, "both_correct": pl.Float64, "a_only": pl.Float64,
     "b_only": pl.Float64, "both_wrong": pl.Float64, "net": pl.Float64, "conf_low": pl.Float64,
     "conf_high": pl.Float64, "conf_level": pl.Float64, "method": pl.String, "draws": pl.Int64,
-    "draws_undefined": pl.Int64, "seed": pl.Int64,
+    "draws_undefined": pl.Int64, "seed": pl.Int64, "p_value": pl.Float64, "p_adjusted": pl.Float64,
+    "adjustment": pl.String,
 }
+
+
+def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided exact McNemar p-value: a binomial test of the discordant tasks.
+
+    Of the tasks where exactly one model is right, under H0 each is equally likely to
+    be A's or B's. With several samples per task the discordant counts are expected
+    counts, rounded. The test treats tasks as independent; the family-bootstrap
+    interval of ``net`` is the one that respects clustering.
+
+    >>> round(mcnemar_exact(np.array([1.0] * 8 + [0.0] * 2), np.array([0.0] * 8 + [1.0] * 2)), 4)
+    0.1094
+    """
+    a_only = int(round(float((a * (1 - b)).sum())))
+    b_only = int(round(float(((1 - a) * b).sum())))
+    if a_only + b_only == 0:
+        return 1.0
+    return float(stats.binomtest(a_only, a_only + b_only, 0.5).pvalue)
 
 
 def paired_inputs(
@@ -167,7 +188,8 @@ def model_transitions(
     -------
     polars.DataFrame
         One row per pair: shares of tasks (%) both correct, A only, B only, both
-        wrong; ``net`` = Acc_B − Acc_A (pp) with a family-bootstrap interval.
+        wrong; ``net`` = Acc_B − Acc_A (pp) with a family-bootstrap interval; the exact
+        McNemar ``p_value`` and its Holm adjustment over the pairs (``p_adjusted``).
     """
     models = sorted(task_outcomes["model"].unique().to_list())
     pairs = pairs if pairs is not None else list(itertools.combinations(models, 2))
@@ -188,7 +210,7 @@ def model_transitions(
                      "tasks": tasks, "families": len(families),
                      "both_correct": share(a * b), "a_only": share(a * (1 - b)),
                      "b_only": share((1 - a) * b), "both_wrong": share((1 - a) * (1 - b)),
-                     "net": share(b - a)})
+                     "net": share(b - a), "p_value": mcnemar_exact(a, b)})
         diffs.append(np.bincount(family_index, weights=b - a, minlength=len(families)))
     if not rows:
         return pl.DataFrame(schema=TRANSITION_SCHEMA)
@@ -196,7 +218,8 @@ def model_transitions(
     counts = np.repeat(task_counts[:, None], len(rows), axis=1)
     low, high, undefined, method, used = resample.bootstrap_ratio(
         diff_matrix, counts, draws=draws, seed=seed, key=f"{channel}:{condition}", conf_level=conf_level)
-    for row, lo, hi, und in zip(rows, low, high, undefined):
+    adjusted = pg.multicomp([row["p_value"] for row in rows], method="holm")[1]
+    for row, lo, hi, und, p_holm in zip(rows, low, high, undefined, adjusted):
         row.update(conf_low=lo, conf_high=hi, conf_level=conf_level, method=method, draws=used,
-                   draws_undefined=int(und), seed=seed)
+                   draws_undefined=int(und), seed=seed, p_adjusted=float(p_holm), adjustment="holm")
     return pl.DataFrame(rows, schema=TRANSITION_SCHEMA).with_columns(pl.col(pl.Float64).fill_nan(None))

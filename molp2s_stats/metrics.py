@@ -24,9 +24,12 @@ metric of every model in two matrix products. Rates are in %, differences in pp.
 
 from __future__ import annotations
 
+import math
+
 import duckdb
 import numpy as np
 import polars as pl
+from scipy import stats
 
 from . import resample
 
@@ -42,7 +45,7 @@ RESULT_SCHEMA = {
 DEFAULT_DRAWS = 2000
 
 
-def _components(metric: str) -> tuple[pl.Expr, pl.Expr]:
+def metric_components(metric: str) -> tuple[pl.Expr, pl.Expr]:
     """(a_f, b_f) of the table above as polars expressions over family_outcomes."""
     has_cf = (pl.col("cf_tasks") > 0).cast(pl.Float64)
     src = pl.col("y_source")
@@ -147,7 +150,7 @@ def compute_metrics(
     parts = [
         expr.alias(f"{metric}:{side}")
         for metric in metrics
-        for side, expr in zip(("a", "b"), _components(metric))
+        for side, expr in zip(("a", "b"), metric_components(metric))
     ]
     values = outcomes.select("model", "channel", "family_id", *parts)
     rows = []
@@ -204,3 +207,73 @@ def metrics_from_db(con: duckdb.DuckDBPyConnection, **options) -> pl.DataFrame:
     options.setdefault("channels", channels)
     options.setdefault("models", models)
     return compute_metrics(outcomes, **options)
+
+
+PROPORTIONS = ("acc_p0", "acc_source", "acc_shuffled", "cf_accuracy")
+COMPANION_SCHEMA = {
+    "model": pl.String, "channel": pl.String, "metric": pl.String, "estimate": pl.Float64, "n": pl.Int64,
+    "tasks": pl.Int64, "wilson_low": pl.Float64, "wilson_high": pl.Float64, "se_independent": pl.Float64,
+    "se_clustered": pl.Float64, "design_effect": pl.Float64, "conf_level": pl.Float64,
+}
+
+
+def frequentist_companions(
+    outcomes: pl.DataFrame,
+    *,
+    channels: list[str] | None = None,
+    models: list[str] | None = None,
+    metrics: tuple[str, ...] = METRICS,
+    conf_level: float = 0.95,
+) -> pl.DataFrame:
+    """Wilson intervals and clustered standard errors beside the bootstrap ones.
+
+    - ``wilson_low``, ``wilson_high``: scipy's Wilson score interval, treating the tasks
+      as independent; only for the metrics that are a share of tasks (acc_p0,
+      acc_source, acc_shuffled, cf_accuracy). With several samples per task the count of
+      right answers is rounded.
+    - ``se_clustered``: the cluster-robust (families as clusters) standard error of the
+      ratio estimator ``R = Σ a_f / Σ b_f``: ``√(F/(F−1) · Σ_f (a_f − R b_f)²) / Σ_f b_f``;
+      every metric.
+    - ``se_independent``: the binomial standard error ``√(R(1−R)/tasks)`` for a share
+      of tasks, ``√(Σ p(1−p)/F)`` for RM; ``design_effect`` = (se_clustered / se_independent)².
+
+    All in pp. One row per model × channel × metric.
+    """
+    resample.check_options(draws=0, conf_level=conf_level)
+    channels = channels if channels is not None else outcomes["channel"].unique(maintain_order=True).to_list()
+    models = models if models is not None else sorted(outcomes["model"].unique().to_list())
+    rows = []
+    for channel in channels:
+        for model in models:
+            part = outcomes.filter((pl.col("channel") == channel) & (pl.col("model") == model))
+            for metric in metrics:
+                a_expr, b_expr = metric_components(metric)
+                ab = part.select(a_expr.alias("a"), b_expr.alias("b"))  # a literal b broadcasts to a's length
+                a, b = ab["a"].to_numpy(), ab["b"].to_numpy()
+                rows.append(_companion(model, channel, metric, a, b, part, conf_level))
+    return pl.DataFrame(rows, schema=COMPANION_SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None))
+
+
+def _companion(model, channel, metric, a, b, part, conf_level):
+    families = int((b > 0).sum())
+    total = float(b.sum())
+    nan = float("nan")
+    if total <= 0:
+        return (model, channel, metric, nan, families, 0, nan, nan, nan, nan, nan, conf_level)
+    ratio = float(a.sum() / total)
+    used = b > 0
+    f = used.sum()
+    residual = (a - ratio * b)[used]
+    se_clustered = math.sqrt(f / (f - 1) * (residual ** 2).sum()) / total if f > 1 else nan
+    tasks = int(round(total)) if metric in PROPORTIONS else families
+    wilson_low = wilson_high = se_independent = nan
+    if metric in PROPORTIONS:
+        ci = stats.binomtest(int(round(float(a.sum()))), tasks).proportion_ci(conf_level, method="wilson")
+        wilson_low, wilson_high = ci.low * 100, ci.high * 100
+        se_independent = math.sqrt(ratio * (1 - ratio) / tasks)
+    elif metric == "reliance_margin":
+        p_source, p_shuffled = part["y_source"].mean(), part["y_shuffled"].mean()
+        se_independent = math.sqrt((p_source * (1 - p_source) + p_shuffled * (1 - p_shuffled)) / families)
+    design_effect = (se_clustered / se_independent) ** 2 if se_independent and se_independent > 0 else nan
+    return (model, channel, metric, ratio * 100, families, tasks, wilson_low, wilson_high,
+            se_independent * 100, se_clustered * 100, design_effect, conf_level)

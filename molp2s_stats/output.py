@@ -19,10 +19,13 @@ class Format(str, Enum):
 
 
 def _cell(value: object) -> str:
+    """Terminal text of one value: 2 decimals from 1 up, 3 significant digits below."""
     if value is None:
         return "—"
     if isinstance(value, float):
-        return f"{value:.1f}" if abs(value) >= 0.1 or value == 0 else f"{value:.3g}"
+        if value != value:  # NaN
+            return "—"
+        return f"{value:,.2f}" if abs(value) >= 1 or value == 0 else f"{value:.3g}"
     return str(value)
 
 

@@ -95,10 +95,11 @@ def test_missing_database_is_a_clear_error(tmp_path):
 def test_table_output_shows_intervals(db):
     result = runner.invoke(app, ["metrics", "--db", str(db), "--metric", "acc_source", "--bootstrap", "100"])
     assert result.exit_code == 0
-    assert "acc_source" in result.output and "66.7" in result.output
+    assert "acc_source" in result.output and "66.67" in result.output
 
 
-@pytest.mark.parametrize("command", ["load", "metrics", "compare-inputs", "transitions", "cohort", "sql", "demo"])
+@pytest.mark.parametrize("command", ["load", "metrics", "compare-inputs", "transitions", "cohort", "sql", "demo",
+                                     "separability", "simulate", "stability", "ranks", "power", "frequentist"])
 def test_every_command_has_help_with_an_example(command):
     result = runner.invoke(app, [command, "--help"])
     assert result.exit_code == 0
@@ -111,3 +112,40 @@ def test_demo_prints_the_pgr_leaderboard(tmp_path):
     assert "PGR leaderboard" in result.output
     for model in ("sim-alpha", "sim-beta", "sim-gamma", "random baseline"):
         assert model in result.output
+
+
+@pytest.mark.parametrize("args", [
+    ["metrics", "--bootstrap", "20"],
+    ["cohort"], ["cohort", "--dropped"], ["separability"],
+    ["compare-inputs", "--from", "dipole_norm", "--to", "dipole_norm", "--bootstrap", "20"],
+    ["transitions", "--channel", "dipole_norm", "--bootstrap", "20"],
+    ["stability", "--sizes", "2,3", "--draws", "50"],
+    ["stability", "--score", "cfr", "--macro", "--sizes", "2", "--draws", "50"],
+    ["ranks", "--bootstrap", "50"], ["ranks", "--bootstrap", "50", "--distribution"],
+    ["power"], ["power", "--difference", "10", "--families", "136"],
+    ["frequentist"],
+])
+def test_every_output_column_is_in_the_glossary(db, args):
+    from molp2s_stats.glossary import check_columns
+
+    result = runner.invoke(app, [*args, "--db", str(db), "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    frame = pl.read_csv(result.stdout.encode())
+    assert frame.height > 0
+    check_columns(frame.columns)
+
+
+def test_transitions_report_mcnemar_with_holm(db):
+    result = runner.invoke(app, ["transitions", "--db", str(db), "--channel", "dipole_norm", "--condition", "cf",
+                                 "--bootstrap", "0", "--format", "csv"])
+    row = pl.read_csv(result.stdout.encode()).row(0, named=True)
+    # cf tasks: m1 only right on 2, m2 only on 3 → binomial test of 2 of 5: p = 1.0; one pair, Holm = raw
+    assert (row["p_value"], row["p_adjusted"], row["adjustment"]) == (1.0, 1.0, "holm")
+
+
+def test_bad_option_values_are_one_line_errors(db):
+    for args in (["metrics", "--conf-level", "95"], ["metrics", "--format", "parquet"],
+                 ["stability", "--score", "accuracy"], ["ranks", "--channel", "ir"]):
+        result = runner.invoke(app, [*args, "--db", str(db)])
+        assert result.exit_code == 2, (args, result.output)
+        assert result.output.startswith("error: "), result.output

@@ -193,3 +193,14 @@ def test_empty_cohort_channel_is_reported_not_dropped():
     row = result.row(0, named=True)
     assert row["estimate"] is None and row["n"] == 0 and row["channel"] == "gap"
     assert not math.isnan(row["conf_level"])
+
+
+def test_separability_golden(tiny_db):
+    # Source-to-nearest-distractor dipole distances (D): F1 A=1.0 → B 2.0: 1.0; F2 B=1.5 → A 1.0: 0.5;
+    # F3 A=0.5 → B 0.6: 0.1 (below 0.30); F4 B=1.0 → A 0.0: 1.0; F5 A=0.0 → B 1.0: 1.0.
+    # Separated 4 of 5 = 80%; sorted 0.1, 0.5, 1, 1, 1: median 1.0, Q1 0.5, Q3 1.0.
+    row = tiny_db.sql("SELECT * FROM separability").pl().row(0, named=True)
+    assert row["channel"] == "dipole_norm" and row["source_tasks"] == 5 and row["verifiable"] == 5
+    assert row["separated"] == pytest.approx(80.0)
+    assert (row["nearest_median"], row["nearest_q1"], row["nearest_q3"]) == pytest.approx((1.0, 0.5, 1.0))
+    assert row["scale"] == "raw"

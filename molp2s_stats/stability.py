@@ -1,0 +1,192 @@
+"""Ranking stability under family subsampling, and bootstrap rank distributions.
+
+Both reuse the metric decomposition of ``metrics`` (every score is Σ a_f / Σ b_f over
+families): a draw is a 0/1 (subsample) or multiplicity (bootstrap) weight vector over
+the cohort's families, so every draw of every model is one matrix product.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from . import resample
+from .metrics import metric_components
+
+SCORES = ("reliance_margin", "cfr", "pgr")
+DEFAULT_SIZES = (25, 50, 75, 100, 125)
+MACRO = "macro"
+
+STABILITY_SCHEMA = {
+    "metric": pl.String, "channel": pl.String, "size": pl.Int64, "draws": pl.Int64, "seed": pl.Int64,
+    "spearman_rho": pl.Float64, "exact": pl.Float64, "mad": pl.Float64, "draws_undefined": pl.Int64,
+}
+
+
+def _family_matrices(outcomes: pl.DataFrame, channel: str, models: list[str], score: str):
+    """(a, b) of shape (families, models) for one channel, families sorted by id."""
+    a_expr, b_expr = metric_components(score)
+    part = outcomes.filter(pl.col("channel") == channel).select("model", "family_id", a_expr.alias("a"),
+                                                                b_expr.alias("b"))
+    families = sorted(part["family_id"].unique().to_list())
+    row_of = {f: i for i, f in enumerate(families)}
+    a = np.zeros((len(families), len(models)))
+    b = np.zeros((len(families), len(models)))
+    for j, model in enumerate(models):
+        rows = part.filter(pl.col("model") == model)
+        idx = np.array([row_of[f] for f in rows["family_id"]], dtype=int)
+        a[idx, j] = rows["a"].to_numpy()
+        b[idx, j] = rows["b"].to_numpy()
+    return a, b
+
+
+def subsample_weights(n_families: int, size: int, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """0/1 weights of ``draws`` subsets of ``size`` families drawn without replacement, (draws, n)."""
+    order = rng.permuted(np.tile(np.arange(n_families), (draws, 1)), axis=1)[:, :size]
+    weights = np.zeros((draws, n_families))
+    np.put_along_axis(weights, order, 1.0, axis=1)
+    return weights
+
+
+def _ranks(scores: np.ndarray) -> np.ndarray:
+    """Rank 1 = highest score, per row; ties share their mean rank; NaN stays NaN."""
+    return stats.rankdata(-scores, axis=-1, method="average", nan_policy="omit")
+
+
+def ranking_stability(
+    outcomes: pl.DataFrame,
+    *,
+    score: str = "pgr",
+    channels: list[str],
+    models: list[str],
+    macro: bool = False,
+    sizes: tuple[int, ...] = DEFAULT_SIZES,
+    draws: int = 1000,
+    seed: int = 0,
+    progress: Callable[[int], None] | None = None,
+) -> pl.DataFrame:
+    """Would the model ranking survive a smaller set of families? (the paper's Tables 10–11)
+
+    For each channel (or the macro mean over ``channels``) and subset size n (capped at
+    the cohort size), draw ``draws`` subsets of n cohort families without replacement,
+    recompute the score of every model and compare with the full cohort:
+
+    - ``spearman_rho``: mean Spearman correlation with the full-cohort ranking;
+    - ``exact``: % of draws whose complete ranking equals the full-cohort ranking;
+    - ``mad``: mean absolute deviation of the score from its full-cohort value, over
+      models and draws (pp).
+
+    With ``macro``, each channel draws its own subset of n of its cohort families (n
+    capped at the smallest cohort) and the model's score is the mean over channels. Draws in which a score is undefined
+    (CFR with no right source answer) are left out and counted in ``draws_undefined``.
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per channel (``macro`` for the macro mean) × size: ``metric, channel,
+        size, draws, seed, spearman_rho, exact, mad, draws_undefined``.
+    """
+    if score not in SCORES:
+        raise ValueError(f"score must be one of {', '.join(SCORES)}, got {score!r}")
+    if len(models) < 2:
+        raise ValueError("ranking stability needs at least two models")
+    matrices = {c: _family_matrices(outcomes, c, models, score) for c in channels}
+    groups = [(MACRO, channels)] if macro else [(c, [c]) for c in channels]
+    rows = []
+    for label, members in groups:
+        full = np.mean([_ratio(np.ones((1, len(matrices[c][0]))), *matrices[c])[0] for c in members], axis=0)
+        smallest = min(len(matrices[c][0]) for c in members)
+        for size in sizes:
+            n = min(size, smallest)  # in a macro mean, every channel draws the same number of families
+            draw_scores = np.mean([
+                _ratio(subsample_weights(len(matrices[c][0]), n, draws,
+                                         resample.rng_for(seed, f"stability:{score}:{c}:{n}")), *matrices[c])
+                for c in members], axis=0)  # (draws, models)
+            rows.append(_compare(score, label, n, draws, seed, full, draw_scores))
+            if progress is not None:
+                progress(1)
+    return pl.DataFrame(rows, schema=STABILITY_SCHEMA)
+
+
+def _ratio(weights: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return resample.ratio_of_sums(weights, a, b) * 100.0
+
+
+def _compare(score, channel, size, draws, seed, full: np.ndarray, draw_scores: np.ndarray) -> dict:
+    defined = ~np.isnan(draw_scores).any(axis=1)
+    usable = draw_scores[defined]
+    full_ranks = _ranks(full)
+    if usable.shape[0] == 0 or np.isnan(full).any():
+        rho = exact = mad = float("nan")
+    else:
+        ranks = _ranks(usable)
+        # Spearman ρ is the Pearson correlation of the ranks, row by row.
+        centred = ranks - ranks.mean(axis=1, keepdims=True)
+        target = full_ranks - full_ranks.mean()
+        denominator = np.sqrt((centred ** 2).sum(axis=1) * (target ** 2).sum())
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rho_per_draw = (centred @ target) / denominator
+        rho = float(np.nanmean(rho_per_draw)) if np.isfinite(rho_per_draw).any() else float("nan")
+        exact = float(100.0 * (ranks == full_ranks).all(axis=1).mean())
+        mad = float(np.abs(usable - full).mean())
+    return {"metric": score, "channel": channel, "size": size, "draws": draws, "seed": seed,
+            "spearman_rho": rho, "exact": exact, "mad": mad, "draws_undefined": int((~defined).sum())}
+
+
+RANK_SCHEMA = {
+    "model": pl.String, "channel": pl.String, "metric": pl.String, "rank": pl.Float64, "rank_low": pl.Float64,
+    "rank_high": pl.Float64, "conf_level": pl.Float64, "draws": pl.Int64, "draws_undefined": pl.Int64,
+    "seed": pl.Int64,
+}
+
+
+def rank_intervals(
+    outcomes: pl.DataFrame,
+    *,
+    score: str = "pgr",
+    channels: list[str],
+    models: list[str],
+    draws: int = 2000,
+    seed: int = 0,
+    conf_level: float = 0.95,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Each model's bootstrap rank distribution per channel, and a rank interval ("tiers").
+
+    Families are resampled with replacement (the same replicates as the metric
+    intervals for this seed); in each replicate the models are ranked (1 = best, ties
+    share the mean rank).
+
+    Returns
+    -------
+    (intervals, distribution)
+        ``intervals``: one row per model × channel: ``model, channel, metric, rank``
+        (on the full cohort), ``rank_low, rank_high`` (percentile interval of the
+        bootstrap ranks), ``conf_level, draws, draws_undefined, seed``.
+        ``distribution``: one row per model × channel × rank: ``model, channel, metric,
+        rank, probability``.
+    """
+    resample.check_options(draws=draws, conf_level=conf_level)
+    intervals, distribution = [], []
+    alpha = (1 - conf_level) / 2
+    for channel in channels:
+        a, b = _family_matrices(outcomes, channel, models, score)
+        full_ranks = _ranks(_ratio(np.ones((1, len(a))), a, b)[0])
+        weights = resample.family_weights(len(a), draws, resample.rng_for(seed, channel))
+        replicate_scores = _ratio(weights, a, b)
+        defined = ~np.isnan(replicate_scores).any(axis=1)
+        ranks = _ranks(replicate_scores[defined])
+        for j, model in enumerate(models):
+            low, high = (np.quantile(ranks[:, j], [alpha, 1 - alpha]) if len(ranks) else (np.nan, np.nan))
+            intervals.append((model, channel, score, float(full_ranks[j]), float(low), float(high), conf_level,
+                              draws, int((~defined).sum()), seed))
+            values, counts = np.unique(ranks[:, j], return_counts=True)
+            for value, count in zip(values, counts):
+                distribution.append((model, channel, score, float(value), float(count / len(ranks))))
+    return (
+        pl.DataFrame(intervals, schema=RANK_SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None)),
+        pl.DataFrame(distribution, schema={"model": pl.String, "channel": pl.String, "metric": pl.String,
+                                           "rank": pl.Float64, "probability": pl.Float64}, orient="row"),
+    )

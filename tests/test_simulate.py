@@ -1,0 +1,81 @@
+"""The simulator reproduces its own parameters (a test of the simulator, not of any model)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from molp2s_stats import metrics, simulate, store
+from molp2s_stats.ingest import load
+
+FAMILIES = 1500
+
+
+def big_benchmark(tmp_path):
+    """1,500 families of four candidates in one channel, written as files."""
+    frags = ["[*]CCC", "[*]C(C)C", "[*]OCC", "[*]COC"]
+    fams, cands, props, tasks = [], [], [], []
+    for i in range(FAMILIES):
+        f = f"F{i:04d}"
+        fams.append((f, "c1ccc(cc1)[*]", "A"))
+        for j, label in enumerate("ABCD"):
+            cands.append((f, label, frags[j], "c1ccc(cc1)" + frags[j].replace("[*]", "")))
+            props.append((f, label, "dipole_norm", str(float(j))))
+        tasks.append((f"{f}-p0", f, "none", "none", "A", None, None))
+        other = f"F{(i + 1) % FAMILIES:04d}"
+        tasks.append((f"{f}-s", f, "dipole_norm", "source", "A", f, "A"))
+        tasks.append((f"{f}-sh", f, "dipole_norm", "shuffled", "A", other, "A"))
+        for k in "BCD":
+            tasks.append((f"{f}-cf-{k}", f, "dipole_norm", "cf", k, f, k))
+    folder = tmp_path / "bench"
+    folder.mkdir()
+    pl.DataFrame(fams, schema=["family_id", "scaffold", "source"], orient="row").write_parquet(folder / "families.parquet")
+    pl.DataFrame(cands, schema=["family_id", "label", "fragment", "molecule"], orient="row").write_parquet(
+        folder / "candidates.parquet")
+    pl.DataFrame(props, schema=["family_id", "label", "channel", "value"], orient="row").write_parquet(
+        folder / "properties.parquet")
+    pl.DataFrame(tasks, schema=["task_id", "family_id", "channel", "condition", "target", "shown_family",
+                                "shown_label"], orient="row").write_parquet(folder / "tasks.parquet")
+    return folder
+
+
+def test_simulated_metrics_match_the_truth_within_sampling_error(tmp_path):
+    from molp2s_stats.ingest import read_benchmark
+
+    folder = big_benchmark(tmp_path)
+    models = (
+        simulate.SimulatedModel("sim-a", 0.2, {"*": 1.2}, {"*": 0.5}, invalid=0.05, raw_text_share=0.3),
+        simulate.SimulatedModel("sim-b", -0.5, {"*": 0.0}, {"*": 0.1}, invalid=0.0, raw_text_share=0.0),
+    )
+    responses, truth = simulate.simulate(read_benchmark(folder), models=models, seed=11)
+    paths = simulate.write(responses, truth, tmp_path / "responses", models=models, seed=11, samples=1)
+    con = store.connect(tmp_path / "sim.duckdb")
+    load(con, benchmark=folder, responses=paths)
+    result = metrics.metrics_from_db(con, draws=0)
+    estimate = {(r["model"], r["metric"]): r["estimate"] for r in result.iter_rows(named=True)}
+    expected = {(r["model"], r["quantity"]): r["value"] for r in truth.iter_rows(named=True)}
+    # Sampling error of a mean of 1,500 Bernoulli draws: at most 100·sqrt(.25/1500) ≈ 1.3 pp;
+    # the truth is the expectation over the same families, so 4 SE is a generous bound.
+    for model in ("sim-a", "sim-b"):
+        for metric, quantity in (("acc_p0", "acc_p0"), ("acc_source", "acc_source"),
+                                 ("acc_shuffled", "acc_shuffled"), ("reliance_margin", "reliance"),
+                                 ("cf_accuracy", "responsiveness")):
+            assert estimate[(model, metric)] == pytest.approx(expected[(model, quantity)], abs=5.5 if metric ==
+                                                               "reliance_margin" else 4.0), (model, metric)
+    # Parsed raw text: every answer the simulator wrote as text names the intended candidate
+    # (an invalid answer was meant to be invalid).
+    invalid = con.execute("SELECT model, avg((choice IS NULL)::INT) FROM responses GROUP BY model ORDER BY model").fetchall()
+    assert invalid[0][1] == pytest.approx(0.05, abs=0.01) and invalid[1][1] == 0.0
+
+
+def test_same_seed_same_responses(tmp_path):
+    from molp2s_stats.ingest import read_benchmark
+
+    tables = read_benchmark(big_benchmark(tmp_path))
+    first, truth_first = simulate.simulate(tables, seed=3)
+    again, truth_again = simulate.simulate(tables, seed=3)
+    assert all(first[m].equals(again[m]) for m in first)
+    assert truth_first.equals(truth_again)
+    assert all(name.startswith("sim-") for name in first)
+    assert len(first) == 7

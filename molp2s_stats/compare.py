@@ -15,7 +15,7 @@ import polars as pl
 from scipy import stats
 
 from . import resample
-from .metrics import DEFAULT_DRAWS
+from .metrics import DEFAULT_DRAWS, family_matrices
 
 CONDITIONS = ("none", "source", "shuffled", "cf")
 DEFAULT_PAIRED_DRAWS = 10_000
@@ -124,15 +124,8 @@ def paired_inputs(
         ((1 - pl.col("x")) * (1 - pl.col("y"))).sum().alias("both_wrong"),
         (pl.col("y") - pl.col("x")).sum().alias("diff"),
     )
-    families = sorted(per_family["family_id"].unique().to_list())
-    row_of = {f: i for i, f in enumerate(families)}
-    columns = ("tasks", "both_correct", "gain", "loss", "both_wrong", "diff")
-    arrays = {c: np.zeros((len(families), len(models))) for c in columns}
-    for j, model in enumerate(models):
-        part = per_family.filter(pl.col("model") == model)
-        idx = np.array([row_of[f] for f in part["family_id"]], dtype=int)
-        for c in columns:
-            arrays[c][idx, j] = part[c].to_numpy()
+    _, arrays = family_matrices(per_family, models=models,
+                                columns=["tasks", "both_correct", "gain", "loss", "both_wrong", "diff"])
     low, high, undefined, method, used = resample.bootstrap_ratio(
         arrays["diff"], arrays["tasks"], draws=draws, seed=seed,
         key=f"{from_channel}->{to_channel}:{condition}", conf_level=conf_level)

@@ -160,24 +160,35 @@ def compute_metrics(
     return pl.concat(rows) if rows else pl.DataFrame(schema=RESULT_SCHEMA)
 
 
+def family_matrices(values: pl.DataFrame, *, models: list[str], columns: list[str]
+                    ) -> tuple[list[str], dict[str, np.ndarray]]:
+    """Per-family values as (families, models) matrices, one per column.
+
+    ``values`` has one row per model × family (one channel). Families are sorted by id,
+    so results do not depend on row order; a model without a row for a family gets 0,
+    which adds nothing to Σ a or Σ b (cannot happen in a cohort, which every model covers).
+    """
+    families = sorted(values["family_id"].unique().to_list())
+    out = {}
+    for column in columns:
+        wide = values.pivot(on="model", index="family_id", values=column).sort("family_id")
+        for model in models:
+            if model not in wide.columns:
+                wide = wide.with_columns(pl.lit(0.0).alias(model))
+        out[column] = wide.select(models).fill_null(0.0).to_numpy().astype(float).reshape(len(families), len(models))
+    return families, out
+
+
 def _channel_metrics(values: pl.DataFrame, channel: str, models: list[str], metrics: tuple[str, ...],
                      draws: int, seed: int, conf_level: float) -> pl.DataFrame:
-    # Families sorted by id, so the result does not depend on input row order.
-    families = sorted(values["family_id"].unique().to_list())
-    n_fam = len(families)
-    # (families, models × metrics) matrices of a_f and b_f; a family missing for a model
-    # contributes nothing (cannot happen for a cohort, which every model covers).
+    # (families, models) matrices of a_f and b_f per metric, side by side: column
+    # j·len(metrics) + k is model j, metric k.
     cells = [(model, metric) for model in models for metric in metrics]
-    a = np.zeros((n_fam, len(cells)))
-    b = np.zeros((n_fam, len(cells)))
-    row_of = {f: i for i, f in enumerate(families)}
-    for j, model in enumerate(models):
-        part = values.filter(pl.col("model") == model)
-        idx = np.array([row_of[f] for f in part["family_id"]], dtype=int)
-        for k, metric in enumerate(metrics):
-            col = j * len(metrics) + k
-            a[idx, col] = part[f"{metric}:a"].to_numpy()
-            b[idx, col] = part[f"{metric}:b"].to_numpy()
+    _, matrices = family_matrices(values, models=models,
+                                  columns=[f"{m}:{side}" for m in metrics for side in ("a", "b")])
+    a = np.stack([matrices[f"{m}:a"] for m in metrics], axis=2).reshape(-1, len(cells))
+    b = np.stack([matrices[f"{m}:b"] for m in metrics], axis=2).reshape(-1, len(cells))
+    n_fam = a.shape[0]
     estimate = resample.ratio_of_sums(np.ones((1, n_fam)), a, b)[0] * 100.0
     n = (b > 0).sum(axis=0)
     low, high, undefined, method, draws = resample.bootstrap_ratio(

@@ -14,7 +14,7 @@ import polars as pl
 from scipy import stats
 
 from . import resample
-from .metrics import metric_components
+from .metrics import family_matrices, metric_components
 
 SCORES = ("reliance_margin", "cfr", "pgr")
 DEFAULT_SIZES = (25, 50, 75, 100, 125)
@@ -31,16 +31,8 @@ def _family_matrices(outcomes: pl.DataFrame, channel: str, models: list[str], sc
     a_expr, b_expr = metric_components(score)
     part = outcomes.filter(pl.col("channel") == channel).select("model", "family_id", a_expr.alias("a"),
                                                                 b_expr.alias("b"))
-    families = sorted(part["family_id"].unique().to_list())
-    row_of = {f: i for i, f in enumerate(families)}
-    a = np.zeros((len(families), len(models)))
-    b = np.zeros((len(families), len(models)))
-    for j, model in enumerate(models):
-        rows = part.filter(pl.col("model") == model)
-        idx = np.array([row_of[f] for f in rows["family_id"]], dtype=int)
-        a[idx, j] = rows["a"].to_numpy()
-        b[idx, j] = rows["b"].to_numpy()
-    return a, b
+    _, matrices = family_matrices(part, models=models, columns=["a", "b"])
+    return matrices["a"], matrices["b"]
 
 
 def subsample_weights(n_families: int, size: int, draws: int, rng: np.random.Generator) -> np.ndarray:

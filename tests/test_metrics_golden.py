@@ -204,3 +204,18 @@ def test_separability_golden(tiny_db):
     assert row["separated"] == pytest.approx(80.0)
     assert (row["nearest_median"], row["nearest_q1"], row["nearest_q3"]) == pytest.approx((1.0, 0.5, 1.0))
     assert row["scale"] == "raw"
+
+
+def test_frequentist_companions_golden(tiny_db):
+    # m1's acc_p0 = 2 of 3. Wilson (z = 1.96): centre (2 + z²/2)/(3 + z²) = 3.9208/6.8416 = 0.5731,
+    # half-width z/(3 + z²)·√(3·⅔·⅓ + z²/4) = 0.28648·1.27564 = 0.36545 → [20.77, 93.85] %.
+    # Clustered SE: R = ⅔, residuals (⅓, −⅔, ⅓), Σ r² = ⅔, · F/(F−1) = 1.5 → 1, √1 / Σ b (3) = 33.33 pp;
+    # independent SE √(⅔·⅓/3) = 27.22 pp; design effect (33.33/27.22)² = 1.5.
+    outcomes, channels, models = metrics.read_family_outcomes(tiny_db)
+    table = metrics.frequentist_companions(outcomes, channels=channels, models=models, metrics=("acc_p0", "pgr"))
+    row = table.filter((pl.col("model") == "m1") & (pl.col("metric") == "acc_p0")).row(0, named=True)
+    assert (row["wilson_low"], row["wilson_high"]) == pytest.approx((20.77, 93.85), abs=0.01)
+    assert (row["se_clustered"], row["se_independent"], row["design_effect"]) == pytest.approx(
+        (100 / 3, 27.2166, 1.5), abs=1e-3)
+    pgr = table.filter((pl.col("model") == "m1") & (pl.col("metric") == "pgr")).row(0, named=True)
+    assert pgr["wilson_low"] is None and pgr["se_clustered"] == pytest.approx(25.0)  # PGR per family .75, .75, 0

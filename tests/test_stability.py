@@ -62,12 +62,12 @@ def test_macro_mean_over_channels():
 
 
 def test_rank_intervals_separate_clear_tiers():
-    outcomes = outcomes_from({"m1": [0.9] * 30, "m2": [0.5] * 15 + [0.6] * 15, "m3": [0.55] * 30})
+    outcomes = outcomes_from({"m1": [0.9] * 30, "m2": [0.5] * 15 + [0.75] * 15, "m3": [0.625] * 30})
     intervals, distribution = stability.rank_intervals(outcomes, channels=["ir"], models=["m1", "m2", "m3"],
                                                        draws=400, seed=3)
     m1 = intervals.filter(pl.col("model") == "m1").row(0, named=True)
     assert (m1["rank"], m1["rank_low"], m1["rank_high"]) == (1.0, 1.0, 1.0)
-    # m2 (mean 0.55, varying) and m3 (0.55) tie on the full cohort and swap in replicates
+    # m2 (mean 0.625, varying) and m3 (0.625; binary fractions, so an exact tie) swap in replicates
     m2 = intervals.filter(pl.col("model") == "m2").row(0, named=True)
     assert m2["rank"] == 2.5 and m2["rank_low"] == 2.0 and m2["rank_high"] == 3.0
     sums = distribution.group_by("model").agg(pl.col("probability").sum())

@@ -1,14 +1,15 @@
 """Build the embedded benchmark in ``data/benchmark`` from QM9 (build time only).
 
-    python -m molp2s_stats.build.benchmark [--out data/benchmark] [--families 220] [--seed 20261129]
+    python -m molp2s_stats.build.benchmark [--out data/benchmark] [--validated 150] [--seed 20261129]
 
 Steps, each deterministic for a seed:
 
 1. family pools from QM9 (``qm9.family_pools``);
 2. families: pools in a seeded order; in each, up to ``DRAWS`` seeded draws of
    ``CANDIDATES`` fragments, keeping the first draw whose DFT dipole norms and gaps are
-   all at least the cutoffs apart (else the last draw), so that the electronic
-   cohorts are large enough; labels A–D and the source are seeded too;
+   all at least the cutoffs apart (else the last draw); families are added until
+   ``VALIDATED`` of them pass both, so that the electronic cohorts stay above the
+   paper's 136; labels A–D and the source are seeded too;
 3. properties: dipole norm and gap from QM9 (B3LYP/6-31G(2df,p)); dipole vector, IR
    and Raman from GFN2-xTB (``xtb.vibrational_properties``), cached per molecule;
 4. tasks: P0, source, shuffled (a seeded derangement per channel), one cf task per
@@ -30,7 +31,7 @@ from .. import chem
 from . import qm9
 
 SEED = 20261129
-FAMILIES = 220
+VALIDATED = 150  # families passing the DFT checks: keeps every cohort above the paper's 136
 CANDIDATES = 4
 DRAWS = 20
 LABELS = "ABCDEF"
@@ -44,8 +45,13 @@ def _separated(values: np.ndarray, cutoff: float) -> bool:
     return all(abs(a - b) >= cutoff * (1 - 1e-9) for a, b in itertools.combinations(values, 2))
 
 
-def select_families(pools: pl.DataFrame, molecules: pl.DataFrame, *, families: int, seed: int) -> pl.DataFrame:
-    """One row per candidate: family_id, label, scaffold, fragment, qm9_index, is_source."""
+def select_families(pools: pl.DataFrame, molecules: pl.DataFrame, *, validated: int, seed: int) -> pl.DataFrame:
+    """One row per candidate: family_id, label, scaffold, fragment, qm9_index, is_source.
+
+    Families are taken in the seeded pool order until ``validated`` of them pass the
+    DFT input validation (dipole norm and gap) in both channels; the others stay in
+    the benchmark, so input validation still has families to drop.
+    """
     rng = np.random.default_rng(seed)
     dft = molecules.select("Index", *DFT_CUTOFFS).rename({"Index": "qm9_index"})
     members = pools.join(dft, on="qm9_index")
@@ -53,14 +59,17 @@ def select_families(pools: pl.DataFrame, molecules: pl.DataFrame, *, families: i
     order = sorted(by_pool)
     rng.shuffle(order)
     rows = []
+    passed = 0
     for pool_id in order:
-        if len(rows) // CANDIDATES >= families:
+        if passed >= validated:
             break
         group = by_pool[pool_id]
         for _ in range(DRAWS):
             pick = group[np.sort(rng.choice(group.height, size=CANDIDATES, replace=False))]
-            if all(_separated(pick[c].to_numpy(), cut) for c, cut in DFT_CUTOFFS.items()):
+            separated = all(_separated(pick[c].to_numpy(), cut) for c, cut in DFT_CUTOFFS.items())
+            if separated:
                 break
+        passed += separated
         family_id = f"Q{len(rows) // CANDIDATES + 1:03d}"
         labels = rng.permutation(list(LABELS[:CANDIDATES]))
         source = int(rng.integers(CANDIDATES))
@@ -157,8 +166,9 @@ def assemble(chosen: pl.DataFrame, molecules: pl.DataFrame, xtb_results: dict[in
         "families": families,
         "candidates": pl.DataFrame(candidates, schema=["family_id", "label", "fragment", "molecule"], orient="row"),
         "properties": pl.DataFrame(properties, schema=["family_id", "label", "channel", "value"], orient="row"),
-        "tasks": pl.DataFrame(tasks, schema=["task_id", "family_id", "channel", "condition", "target",
-                                             "shown_family", "shown_label"], orient="row"),
+        "tasks": pl.DataFrame(tasks, schema={c: pl.String for c in ("task_id", "family_id", "channel", "condition",
+                                                                     "target", "shown_family", "shown_label")},
+                              orient="row"),
         "molecules": pl.DataFrame(provenance, schema=["family_id", "label", "qm9_index", "qm9_smiles",
                                                       "xtb_imaginary_modes"], orient="row"),
     }
@@ -189,12 +199,12 @@ def write_benchmark(tables: dict[str, pl.DataFrame], out: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("data/benchmark"))
-    parser.add_argument("--families", type=int, default=FAMILIES)
+    parser.add_argument("--validated", type=int, default=VALIDATED)
     parser.add_argument("--seed", type=int, default=SEED)
     args = parser.parse_args(argv)
     molecules = qm9.qm9_frame()
     pools = qm9.family_pools(molecules)
-    chosen = select_families(pools, molecules, families=args.families, seed=args.seed)
+    chosen = select_families(pools, molecules, validated=args.validated, seed=args.seed)
     print(f"{chosen['family_id'].n_unique()} families, {chosen['qm9_index'].n_unique()} molecules", flush=True)
     results = xtb_properties(molecules, sorted(chosen["qm9_index"].unique().to_list()))
     write_benchmark(assemble(chosen, molecules, results, seed=args.seed), args.out)

@@ -1,0 +1,1 @@
+"""The hierarchical Bayesian model of per-channel property reliance (SPEC §5)."""

@@ -1,0 +1,84 @@
+"""Binomial cells for the model, read off the cohort views.
+
+One row per model × channel × condition × cohort family for source, shuffled and cf
+(cf tasks of a family pooled: same covariates, so one binomial row), and one row per
+model × family for P0, which belongs to no channel. Aggregating identical covariate
+patterns into binomial counts leaves the likelihood unchanged and shrinks the rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import polars as pl
+
+CONDITIONS = ("source", "shuffled", "cf")
+
+_CELLS_SQL = """
+SELECT o.model, o.channel, o.condition, o.family_id,
+       sum(round(o.y * o.samples))::BIGINT AS successes, sum(o.samples)::BIGINT AS trials
+FROM task_outcomes AS o
+JOIN cohort AS c ON c.family_id = o.family_id AND c.channel = o.channel AND c.in_cohort
+WHERE o.condition IN ('source', 'shuffled', 'cf') AND list_contains($channels, o.channel)
+GROUP BY ALL
+"""
+_P0_SQL = """
+SELECT o.model, o.family_id, sum(round(o.y * o.samples))::BIGINT AS successes, sum(o.samples)::BIGINT AS trials
+FROM task_outcomes AS o
+WHERE o.condition = 'none'
+  AND o.family_id IN (SELECT family_id FROM cohort WHERE in_cohort AND list_contains($channels, channel))
+GROUP BY ALL
+"""
+
+
+@dataclass(frozen=True)
+class ModelData:
+    """Index arrays and counts; every label list is sorted, so fits do not depend on row order."""
+
+    models: list[str]
+    channels: list[str]
+    families: list[str]
+    family_channels: list[tuple[str, str]]  # (family_id, channel) pairs in some cohort
+    n_candidates: float  # mean K over the families, for the prior centre
+    cells: pl.DataFrame  # model, channel, condition, family_id, successes, trials + integer indices
+    p0: pl.DataFrame  # model, family_id, successes, trials + integer indices
+
+
+def read_model_data(con: duckdb.DuckDBPyConnection, *, channels: list[str] | None = None) -> ModelData:
+    """Binomial cells of the cohorts of ``channels`` (default: every channel with a cohort)."""
+    if channels is None:
+        channels = con.sql("SELECT channel FROM cohort_summary WHERE cohort > 0").pl()["channel"].to_list()
+    cells = con.sql(_CELLS_SQL, params={"channels": channels}).pl()
+    p0 = con.sql(_P0_SQL, params={"channels": channels}).pl()
+    if cells.height == 0:
+        raise ValueError("no cohort families in the requested channels: nothing to fit")
+    k_mean = con.sql(
+        """SELECT avg(n_candidates) FROM stg_families
+           WHERE family_id IN (SELECT family_id FROM cohort WHERE in_cohort)""").fetchall()[0][0]
+    return index(cells, p0, n_candidates=float(k_mean))
+
+
+def index(cells: pl.DataFrame, p0: pl.DataFrame, *, n_candidates: float) -> ModelData:
+    """Attach integer indices (sorted labels) to the cells."""
+    models = sorted(set(cells["model"]) | set(p0["model"]))
+    channels = sorted(cells["channel"].unique().to_list())
+    families = sorted(set(cells["family_id"]) | set(p0["family_id"]))
+    pairs = sorted(set(cells.select("family_id", "channel").iter_rows()))
+
+    def code(column: str, labels: list) -> pl.Expr:
+        return pl.col(column).replace_strict({v: i for i, v in enumerate(labels)}, return_dtype=pl.Int64)
+
+    pair_code = {p: i for i, p in enumerate(pairs)}
+    cells = cells.sort("model", "channel", "condition", "family_id").with_columns(
+        code("model", models).alias("model_index"),
+        code("channel", channels).alias("channel_index"),
+        code("condition", list(CONDITIONS)).alias("condition_index"),
+        code("family_id", families).alias("family_index"),
+        pl.Series("family_channel_index", [pair_code[p] for p in cells.sort(
+            "model", "channel", "condition", "family_id").select("family_id", "channel").iter_rows()], pl.Int64),
+    )
+    p0 = p0.sort("model", "family_id").with_columns(
+        code("model", models).alias("model_index"), code("family_id", families).alias("family_index"))
+    return ModelData(models, channels, families, pairs, n_candidates, cells, p0)

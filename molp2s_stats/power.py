@@ -12,9 +12,11 @@ the mean of ``d_f`` over F families, so a two-sided test at level α has power
     MDE = (z_{1−α/2} + z_{1−β}) · √(Var(d_f) / F)        (normal approximation)
 
 and a difference Δ needs ``F = (z_{1−α/2} + z_{1−β})² · Var(d_f) / Δ²`` families.
-The design effect is ``Var(d_f)`` over its value with ρ = 0: below 1 when the
-correlation helps a paired contrast (RM's source minus shuffled), above 1 when it
-hurts (several cf tasks of one family).
+The design effect is ``Var(d_f)`` over its value with ρ = 0. For a difference between
+two models at the same accuracies, a shared family effect cancels in part (it is
+1 − ρ, below 1: pairing by family helps); for a single model's mean over several cf
+tasks of a family it is 1 + (m − 1)ρ, above 1: those tasks are not independent
+evidence.
 """
 
 from __future__ import annotations

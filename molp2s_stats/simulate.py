@@ -12,10 +12,12 @@ The generative model (all on the logit scale, ``σ`` the logistic function), for
 - a wrong answer is uniform over the other candidates; finally, with probability
   ``invalid_m``, the answer is replaced by text that names no candidate.
 
-The truth written beside the responses is on the probability scale, averaged over
-all the benchmark's families, exactly as the statistics report it:
-``reliance = (1 − invalid)·mean_f[σ(skill + reliance − d_f) − σ(skill − d_f)]`` (pp)
-and ``responsiveness`` = expected share of cf tasks answered with k (%).
+The truth written beside the responses is on the probability scale and averaged over
+all the benchmark's families (the statistics average over each channel's cohort, a
+subset): ``reliance = (1 − invalid)·mean_f[σ(skill + reliance − d_f) − σ(skill − d_f)]``
+(pp, the expectation of RM) and ``responsiveness`` = the expected share of cf tasks
+answered with k, every (family, k) pair weighing the same (%, the expectation of
+cf_accuracy).
 """
 
 from __future__ import annotations
@@ -158,7 +160,9 @@ def _truth(model: SimulatedModel, tables: dict[str, pl.DataFrame], difficulty: d
             (model.name, channel, "acc_source", 100 * valid * p_source.mean()),
             (model.name, channel, "acc_shuffled", 100 * valid * p_shuffled.mean()),
             (model.name, channel, "reliance", 100 * valid * (p_source - p_shuffled).mean()),
-            (model.name, channel, "responsiveness", 100 * valid * p_cf.mean()),
+            # cf_accuracy weighs every (family, counterfactual) pair alike: K_f − 1 per family
+            (model.name, channel, "responsiveness",
+             100 * valid * float(np.average(p_cf, weights=n_candidates - 1))),
         ]
     return rows
 

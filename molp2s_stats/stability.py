@@ -44,8 +44,12 @@ def subsample_weights(n_families: int, size: int, draws: int, rng: np.random.Gen
 
 
 def _ranks(scores: np.ndarray) -> np.ndarray:
-    """Rank 1 = highest score, per row; ties share their mean rank; NaN stays NaN."""
-    return stats.rankdata(-scores, axis=-1, method="average", nan_policy="omit")
+    """Rank 1 = highest score, per row; ties share their mean rank; NaN stays NaN.
+
+    Scores are rounded to 1e-9 pp first: two mathematically equal scores summed in a
+    different order differ in the last bits, and must still tie.
+    """
+    return stats.rankdata(-np.round(scores, 9), axis=-1, method="average", nan_policy="omit")
 
 
 def ranking_stability(
@@ -171,7 +175,9 @@ def rank_intervals(
         defined = ~np.isnan(replicate_scores).any(axis=1)
         ranks = _ranks(replicate_scores[defined])
         for j, model in enumerate(models):
-            low, high = (np.quantile(ranks[:, j], [alpha, 1 - alpha]) if len(ranks) else (np.nan, np.nan))
+            # inverted_cdf: the interval ends are ranks that occurred, never 1.45
+            low, high = (np.quantile(ranks[:, j], [alpha, 1 - alpha], method="inverted_cdf")
+                         if len(ranks) else (np.nan, np.nan))
             intervals.append((model, channel, score, float(full_ranks[j]), float(low), float(high), conf_level,
                               draws, int((~defined).sum()), seed))
             values, counts = np.unique(ranks[:, j], return_counts=True)

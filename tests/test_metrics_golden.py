@@ -219,3 +219,22 @@ def test_frequentist_companions_golden(tiny_db):
         (100 / 3, 27.2166, 1.5), abs=1e-3)
     pgr = table.filter((pl.col("model") == "m1") & (pl.col("metric") == "pgr")).row(0, named=True)
     assert pgr["wilson_low"] is None and pgr["se_clustered"] == pytest.approx(25.0)  # PGR per family .75, .75, 0
+
+
+def test_holm_over_several_pairs():
+    # Three models on 20 tasks of 20 families: m1 right on tasks 0–9, m2 never, m3 on 0–3 and 10.
+    # Discordant counts (A only vs B only) and exact two-sided p-values:
+    #   m1–m2: 10 vs 0 → 2·0.5^10 = 0.001953;  m1–m3: 6 (4–9) vs 1 (10) → 2·(1 + 7)/128 = 0.125;
+    #   m2–m3: 0 vs 5 → 2·0.5^5 = 0.0625.
+    # Holm, smallest first: 0.001953·3 = 0.005859; 0.0625·2 = 0.125; max(0.125·1, 0.125) = 0.125.
+    m1 = [1.0 if i < 10 else 0.0 for i in range(20)]
+    m2 = [0.0] * 20
+    m3 = [1.0 if i < 4 or i == 10 else 0.0 for i in range(20)]
+    tasks = [f"T{i:02d}" for i in range(20)]
+    rows = [{"model": name, "task_id": t, "family_id": t, "y": y}
+            for name, ys in (("m1", m1), ("m2", m2), ("m3", m3)) for t, y in zip(tasks, ys)]
+    result = compare.model_transitions(pl.DataFrame(rows), channel="ir", condition="source", draws=0)
+    p = dict(zip(zip(result["model_a"], result["model_b"]), zip(result["p_value"], result["p_adjusted"])))
+    assert p[("m1", "m2")] == pytest.approx((2 * 0.5 ** 10, 3 * 2 * 0.5 ** 10))
+    assert p[("m1", "m3")] == pytest.approx((0.125, 0.125))
+    assert p[("m2", "m3")] == pytest.approx((0.0625, 0.125))

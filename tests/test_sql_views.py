@@ -90,3 +90,21 @@ def test_bundle_pairs_separate_when_any_component_does(default_db):
            WHERE family_id = 'F08' AND label_a = 'A' AND label_b = 'B'
              AND channel IN ('ir', 'raman', 'vibrational_bundle') ORDER BY channel""").fetchall()
     assert rows == [("ir", False), ("raman", True), ("vibrational_bundle", True)]
+
+
+def test_separability_scales_uvvis_and_bundles_by_the_cutoff(default_db):
+    # UV-Vis and bundles are reported over the cutoff; a single channel like IR stays raw.
+    rows = dict(default_db.execute("SELECT channel, scale FROM separability").fetchall())
+    assert rows["uvvis"] == rows["vibrational_bundle"] == rows["all"] == "over_cutoff"
+    assert rows["ir"] == rows["dipole_norm"] == "raw"
+    # The UV-Vis median equals the median over source tasks of the nearest distractor's distance / 0.05.
+    expected = default_db.execute(
+        """WITH nearest AS (
+               SELECT t.task_id, min(p.distance) / 0.05 AS d
+               FROM stg_tasks AS t JOIN pair_separation AS p
+                 ON p.family_id = t.family_id AND p.channel = t.channel
+                AND t.source_label IN (p.label_a, p.label_b)
+               WHERE t.condition = 'source' AND t.channel = 'uvvis' GROUP BY t.task_id)
+           SELECT median(d) FROM nearest""").fetchall()[0][0]
+    got = default_db.execute("SELECT nearest_median FROM separability WHERE channel = 'uvvis'").fetchall()[0][0]
+    assert got == pytest.approx(expected)

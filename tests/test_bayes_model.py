@@ -43,4 +43,120 @@ def test_model_builds_with_finite_log_density(tiny, family_effects):
     names = {v.name for v in model.free_RVs}
     assert {"condition_mean", "channel_sd", "channel_z", "p0_mean"} <= names
     assert ("family_z" in names) == family_effects
-    assert point["channel_z"].shape == (2, 1, 3)
+    # zero-sum over channels: one channel leaves no free channel deviation
+    assert point["channel_z_zerosum__"].shape == (2, 3, 0)
+
+
+# ---------------------------------------------------------------- a small real fit
+
+def _small_simulated_db(root):
+    """40 families × 2 channels, 2 simulated models: one relies on the properties, one does not."""
+    import polars as pl
+
+    from molp2s_stats import simulate
+    from molp2s_stats.ingest import read_benchmark
+
+    frags = ["[*]CCC", "[*]C(C)C", "[*]OCC", "[*]COC"]
+    fams, cands, props, tasks = [], [], [], []
+    ids = [f"F{i:02d}" for i in range(40)]
+    for i, f in enumerate(ids):
+        fams.append((f, "c1ccc(cc1)[*]", "A"))
+        for j, label in enumerate("ABCD"):
+            cands.append((f, label, frags[j], "c1ccc(cc1)" + frags[j].replace("[*]", "")))
+            for channel in ("dipole_norm", "gap"):
+                props.append((f, label, channel, str(float(j))))
+        tasks.append((f"{f}-p0", f, "none", "none", "A", None, None))
+        for channel in ("dipole_norm", "gap"):
+            tasks.append((f"{f}-{channel}-s", f, channel, "source", "A", f, "A"))
+            tasks.append((f"{f}-{channel}-sh", f, channel, "shuffled", "A", ids[(i + 1) % 40], "A"))
+            for k in "BCD":
+                tasks.append((f"{f}-{channel}-cf-{k}", f, channel, "cf", k, f, k))
+    folder = root / "bench"
+    folder.mkdir()
+    schema_tasks = {c: pl.String for c in ("task_id", "family_id", "channel", "condition", "target",
+                                           "shown_family", "shown_label")}
+    pl.DataFrame(fams, schema=["family_id", "scaffold", "source"], orient="row").write_parquet(folder / "families.parquet")
+    pl.DataFrame(cands, schema=["family_id", "label", "fragment", "molecule"], orient="row").write_parquet(
+        folder / "candidates.parquet")
+    pl.DataFrame(props, schema=["family_id", "label", "channel", "value"], orient="row").write_parquet(
+        folder / "properties.parquet")
+    pl.DataFrame(tasks, schema=schema_tasks, orient="row").write_parquet(folder / "tasks.parquet")
+    models = (simulate.SimulatedModel("sim-relies", 0.0, {"*": 2.5}, {"*": 0.7}, invalid=0.0, raw_text_share=0.0),
+              simulate.SimulatedModel("sim-ignores", 0.0, {"*": 0.0}, {"*": 0.05}, invalid=0.0, raw_text_share=0.0))
+    responses, truth = simulate.simulate(read_benchmark(folder), models=models, seed=5)
+    paths = simulate.write(responses, truth, root / "responses", models=models, seed=5, samples=1)
+    db = root / "sim.duckdb"
+    con = store.connect(db)
+    load(con, benchmark=folder, responses=paths)
+    con.close()
+    return db, truth
+
+
+@pytest.fixture(scope="module")
+def small_fit(tmp_path_factory):
+    from molp2s_stats.bayes import fit as bayes_fit
+
+    root = tmp_path_factory.mktemp("fit")
+    db, truth = _small_simulated_db(root)
+    con = store.connect(db, read_only=True)
+    data = bayes_data.read_model_data(con)
+    con.close()
+    idata = bayes_fit.fit(data, draws=250, tune=250, chains=2, seed=3, loo=True)
+    path = root / "fit.nc"
+    idata.to_netcdf(str(path))
+    return idata, truth, path, db
+
+
+def test_posterior_separates_a_reliant_model_from_an_ignoring_one(small_fit):
+    import polars as pl
+
+    from molp2s_stats.bayes import posterior
+    from molp2s_stats.glossary import check_columns
+
+    idata, truth, _, _ = small_fit
+    reliance = posterior.quantities(idata, "reliance")
+    check_columns(reliance.columns)
+    assert ((reliance["conf_low"] <= reliance["estimate"]) & (reliance["estimate"] <= reliance["conf_high"])).all()
+    assert (reliance["method"] == "posterior").all() and (reliance["conf_level"] == 0.94).all()
+    by = {(r["model"], r["channel"]): r for r in reliance.iter_rows(named=True)}
+    for channel in ("dipole_norm", "gap"):
+        strong, none = by[("sim-relies", channel)], by[("sim-ignores", channel)]
+        true_strong = truth.filter((pl.col("model") == "sim-relies") & (pl.col("channel") == channel)
+                                   & (pl.col("quantity") == "reliance"))["value"][0]
+        assert strong["conf_low"] > none["conf_high"] - 10  # clearly apart, given 40 families
+        assert strong["conf_low"] <= true_strong <= strong["conf_high"] + 5
+    contrasts = posterior.contrasts(idata)
+    p = contrasts.filter((pl.col("model_a") == "sim-relies") & (pl.col("model_b") == "sim-ignores"))
+    assert (p["probability"] > 0.95).all()
+    ranks = posterior.ranks(idata)
+    assert ranks.group_by("model", "channel").agg(pl.col("probability").sum())["probability"].to_list() == \
+        pytest.approx([1.0] * 4)
+
+
+def test_health_gate_reports_loo_and_fails_loudly(small_fit):
+    from molp2s_stats.bayes import health
+
+    idata, _, _, _ = small_fit
+    row = health.diagnostics(idata).row(0, named=True)
+    assert row["draws"] == 250 and row["chains"] == 2 and row["seed"] == 3
+    assert row["loo_elpd"] is not None and row["loo_difference_se"] > 0
+    # 2 × 250 draws cannot reach a bulk ESS of 400: the gate must say so.
+    assert row["passed"] is False
+    assert "HEALTH GATE" in health.failure_message(row)
+    assert health.failure_message({**row, "passed": True}) is None
+
+
+def test_fit_and_posterior_commands(small_fit, tmp_path):
+    from typer.testing import CliRunner
+
+    from molp2s_stats.cli import app
+
+    _, _, path, db = small_fit
+    runner = CliRunner()
+    result = runner.invoke(app, ["posterior", str(path), "--what", "reliance", "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    assert "fit_passed" in result.stdout.splitlines()[0]
+    result = runner.invoke(app, ["fit", "--db", str(db), "--draws", "50", "--tune", "50", "--chains", "2",
+                                 "--no-loo", "--out", str(tmp_path / "quick.nc")])
+    assert result.exit_code == 3  # unconverged: non-zero unless --allow-unconverged
+    assert (tmp_path / "quick.nc").exists()

@@ -9,11 +9,17 @@ For model m, channel c, condition k ∈ {source, shuffled, cf} and family f (cel
 - ``μ[m, k] ~ Normal(logit(1/K̄), 1.5)`` and ``μ0[m]`` alike: centred at a uniform
   guess among K̄ candidates, wide enough on the logit scale (±3 covers 5–95 % accuracy)
   to let the data speak, narrow enough to keep separable cells finite.
-- ``z[m, c, k] ~ Normal(0, 1)``, ``τ[k] ~ HalfNormal(1)``: channels share strength
-  within a model and condition (partial pooling toward μ[m, k]).
-- ``u_f, v_{f,c} ~ Normal(0, 1)``, ``σ_f ~ HalfNormal(1)``, ``σ_fc ~ HalfNormal(0.5)``:
-  non-centred family intercepts and family × channel deviations. Families are crossed
-  with models and channels (every model answers every family), not nested.
+- ``z[m, k, ·] ~ ZeroSumNormal(1)`` over channels, ``τ[k] ~ HalfNormal(1)``: channels
+  share strength within a model and condition (partial pooling toward μ[m, k], which
+  is then the mean over channels).
+- ``u ~ ZeroSumNormal(1)`` over families, ``v_{f,c} ~ Normal(0, 1)``,
+  ``σ_f ~ HalfNormal(1)``, ``σ_fc ~ HalfNormal(0.5)``: non-centred family intercepts and
+  family × channel deviations. Families are crossed with models and channels (every
+  model answers every family), not nested.
+
+The zero-sum constraints remove the additive trade-off between μ and the mean of z,
+and between μ and the mean family intercept; measured on the default data, they cut
+the wall time by a third and raised the smallest bulk ESS (see the issue 5 note).
 
 The linear predictor uses flattened 1-D indices: cheaper gradients than 2-D fancy
 indexing in PyTensor.
@@ -35,21 +41,19 @@ def build_model(data: ModelData, *, family_effects: bool = True) -> pm.Model:
     centre = float(logit(1.0 / data.n_candidates))
     coords = {"model": data.models, "channel": data.channels, "condition": list(CONDITIONS),
               "family": data.families, "family_channel": [f"{f}|{c}" for f, c in data.family_channels]}
-    flat_cell = ((cells["model_index"].to_numpy() * n_channels + cells["channel_index"].to_numpy()) * n_conditions
-                 + cells["condition_index"].to_numpy())
+    flat_cell = ((cells["model_index"].to_numpy() * n_conditions + cells["condition_index"].to_numpy()) * n_channels
+                 + cells["channel_index"].to_numpy())
     with pm.Model(coords=coords) as model:
         condition_mean = pm.Normal("condition_mean", mu=centre, sigma=1.5, dims=("model", "condition"))
         channel_sd = pm.HalfNormal("channel_sd", sigma=1.0, dims="condition")
-        channel_z = pm.Normal("channel_z", 0.0, 1.0, dims=("model", "channel", "condition"))
-        cell = pm.Deterministic(
-            "cell", condition_mean[:, None, :] + channel_sd[None, None, :] * channel_z,
-            dims=("model", "channel", "condition"))
+        channel_z = pm.ZeroSumNormal("channel_z", sigma=1.0, dims=("model", "condition", "channel"))
+        cell = condition_mean[:, :, None] + channel_sd[None, :, None] * channel_z
         p0_mean = pm.Normal("p0_mean", mu=centre, sigma=1.5, dims="model")
         eta = cell.flatten()[flat_cell]
         eta_p0 = p0_mean[p0["model_index"].to_numpy()]
         if family_effects:
             family_sd = pm.HalfNormal("family_sd", sigma=1.0)
-            family_z = pm.Normal("family_z", 0.0, 1.0, dims="family")
+            family_z = pm.ZeroSumNormal("family_z", sigma=1.0, dims="family")
             family_channel_sd = pm.HalfNormal("family_channel_sd", sigma=0.5)
             family_channel_z = pm.Normal("family_channel_z", 0.0, 1.0, dims="family_channel")
             eta = (eta + family_sd * family_z[cells["family_index"].to_numpy()]

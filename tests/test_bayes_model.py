@@ -51,45 +51,13 @@ def test_model_builds_with_finite_log_density(tiny, family_effects):
 
 def _small_simulated_db(root):
     """40 families × 2 channels, 2 simulated models: one relies on the properties, one does not."""
-    import polars as pl
-
     from molp2s_stats import simulate
-    from molp2s_stats.ingest import read_benchmark
 
-    frags = ["[*]CCC", "[*]C(C)C", "[*]OCC", "[*]COC"]
-    fams, cands, props, tasks = [], [], [], []
-    ids = [f"F{i:02d}" for i in range(40)]
-    for i, f in enumerate(ids):
-        fams.append((f, "c1ccc(cc1)[*]", "A"))
-        for j, label in enumerate("ABCD"):
-            cands.append((f, label, frags[j], "c1ccc(cc1)" + frags[j].replace("[*]", "")))
-            for channel in ("dipole_norm", "gap"):
-                props.append((f, label, channel, str(float(j))))
-        tasks.append((f"{f}-p0", f, "none", "none", "A", None, None))
-        for channel in ("dipole_norm", "gap"):
-            tasks.append((f"{f}-{channel}-s", f, channel, "source", "A", f, "A"))
-            tasks.append((f"{f}-{channel}-sh", f, channel, "shuffled", "A", ids[(i + 1) % 40], "A"))
-            for k in "BCD":
-                tasks.append((f"{f}-{channel}-cf-{k}", f, channel, "cf", k, f, k))
-    folder = root / "bench"
-    folder.mkdir()
-    schema_tasks = {c: pl.String for c in ("task_id", "family_id", "channel", "condition", "target",
-                                           "shown_family", "shown_label")}
-    pl.DataFrame(fams, schema=["family_id", "scaffold", "source"], orient="row").write_parquet(folder / "families.parquet")
-    pl.DataFrame(cands, schema=["family_id", "label", "fragment", "molecule"], orient="row").write_parquet(
-        folder / "candidates.parquet")
-    pl.DataFrame(props, schema=["family_id", "label", "channel", "value"], orient="row").write_parquet(
-        folder / "properties.parquet")
-    pl.DataFrame(tasks, schema=schema_tasks, orient="row").write_parquet(folder / "tasks.parquet")
+    from simulated_benchmark import write_simulated
+
     models = (simulate.SimulatedModel("sim-relies", 0.0, {"*": 2.5}, {"*": 0.7}, invalid=0.0, raw_text_share=0.0),
               simulate.SimulatedModel("sim-ignores", 0.0, {"*": 0.0}, {"*": 0.05}, invalid=0.0, raw_text_share=0.0))
-    responses, truth = simulate.simulate(read_benchmark(folder), models=models, seed=5)
-    paths = simulate.write(responses, truth, root / "responses", models=models, seed=5, samples=1)
-    db = root / "sim.duckdb"
-    con = store.connect(db)
-    load(con, benchmark=folder, responses=paths)
-    con.close()
-    return db, truth
+    return write_simulated(root, families=40, channels=("dipole_norm", "gap"), models=models, seed=5)
 
 
 @pytest.fixture(scope="module")

@@ -190,3 +190,37 @@ def load_models(path: Path) -> tuple[SimulatedModel, ...]:
     """Models from a ``simulation.json``-style file (its ``models`` list)."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     return tuple(SimulatedModel(**m) for m in data["models"])
+
+
+SYNTHETIC_FRAGMENTS = ("[*]CCC", "[*]C(C)C", "[*]OCC", "[*]COC")
+
+
+def synthetic_benchmark(*, families: int, channels: tuple[str, ...]) -> dict[str, pl.DataFrame]:
+    """Benchmark tables of any size for simulation studies and benchmarks.
+
+    Families of four propyl/isopropyl/ethoxy/methoxymethyl candidates on benzene (source
+    A), every condition in every channel, a cyclic shuffle; one property value only, so
+    every family passes input validation. Tables as files: write each with
+    ``write_parquet(folder / f"{name}.parquet")``.
+    """
+    fams, cands, tasks = [], [], []
+    ids = [f"F{i:04d}" for i in range(families)]
+    for i, f in enumerate(ids):
+        fams.append((f, "c1ccc(cc1)[*]", "A"))
+        for fragment, label in zip(SYNTHETIC_FRAGMENTS, "ABCD"):
+            cands.append((f, label, fragment, "c1ccc(cc1)" + fragment.replace("[*]", "")))
+        tasks.append((f"{f}-p0", f, "none", "none", "A", None, None))
+        for channel in channels:
+            tasks.append((f"{f}-{channel}-s", f, channel, "source", "A", f, "A"))
+            tasks.append((f"{f}-{channel}-sh", f, channel, "shuffled", "A", ids[(i + 1) % families], "A"))
+            for k in "BCD":
+                tasks.append((f"{f}-{channel}-cf-{k}", f, channel, "cf", k, f, k))
+    task_schema = {c: pl.String for c in ("task_id", "family_id", "channel", "condition", "target",
+                                          "shown_family", "shown_label")}
+    return {
+        "families": pl.DataFrame(fams, schema=["family_id", "scaffold", "source"], orient="row"),
+        "candidates": pl.DataFrame(cands, schema=["family_id", "label", "fragment", "molecule"], orient="row"),
+        "properties": pl.DataFrame([(ids[0], "A", channels[0], "1.0")],
+                                   schema=["family_id", "label", "channel", "value"], orient="row"),
+        "tasks": pl.DataFrame(tasks, schema=task_schema, orient="row"),
+    }

@@ -1,0 +1,87 @@
+#!/usr/bin/env python
+"""Benchmark: the hierarchical model at paper size, default sampler next to plain PyMC NUTS.
+
+7 simulated models (simulate.DEFAULT_MODELS) × 12 channels × 136 families
+(simulate.synthetic_benchmark), 4 chains × (1,000 tune + 1,000 draws), seeded. For each
+sampler: wall time, max R-hat, min bulk and tail ESS, min bulk ESS per second,
+divergences; and the recovery of the simulator's reliance (share of the 84 model ×
+channel cells whose 90% HDI covers the truth, and the correlation of posterior means
+with the truth). Issue 5's target: R-hat <= 1.01 and min bulk ESS >= 400 in <= 60 s.
+
+    .venv/bin/python benchmarks/bench_bayes.py [--samplers nutpie,pymc] [--draws 1000] [--tune 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import arviz as az
+import numpy as np
+import polars as pl
+
+from molp2s_stats import simulate, store
+from molp2s_stats.bayes import data as bayes_data
+from molp2s_stats.bayes import fit as bayes_fit
+from molp2s_stats.bayes import health, posterior
+from molp2s_stats.ingest import load, read_benchmark
+
+CHANNELS = ("dipole_norm", "dipole_vector", "gap", "uvvis", "ir", "raman", "h1_peaks", "h1_peaks_int",
+            "h1_atomwise", "c13_peaks", "c13_peaks_deg", "c13_atomwise")
+
+
+def paper_size_data(root: Path, seed: int):
+    folder = root / "bench"
+    folder.mkdir()
+    for name, frame in simulate.synthetic_benchmark(families=136, channels=CHANNELS).items():
+        frame.write_parquet(folder / f"{name}.parquet")
+    responses, truth = simulate.simulate(read_benchmark(folder), seed=seed)
+    paths = simulate.write(responses, truth, root / "responses", models=simulate.DEFAULT_MODELS, seed=seed, samples=1)
+    con = store.connect(root / "db.duckdb")
+    load(con, benchmark=folder, responses=paths)
+    return bayes_data.read_model_data(con), truth
+
+
+def recovery(idata, truth: pl.DataFrame) -> tuple[float, float]:
+    covered, means, truths = [], [], []
+    models = list(idata.posterior.coords["model"].values)
+    for channel, values in posterior.probability_draws(idata).items():
+        for j, model in enumerate(models):
+            low, high = az.hdi(values["reliance"][:, j], hdi_prob=0.9)
+            true = truth.filter((pl.col("model") == model) & (pl.col("channel") == channel)
+                                & (pl.col("quantity") == "reliance"))["value"][0]
+            covered.append(low <= true <= high)
+            means.append(values["reliance"][:, j].mean())
+            truths.append(true)
+    return float(np.mean(covered)), float(np.corrcoef(means, truths)[0, 1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--samplers", default="nutpie,pymc")
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--tune", type=int, default=1000)
+    parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        data, truth = paper_size_data(Path(tmp), args.seed)
+    print(f"{data.cells.height + data.p0.height} binomial cells; {len(data.models)} models, {len(data.channels)} "
+          f"channels, {len(data.families)} families; {args.chains} chains x ({args.tune} + {args.draws})", flush=True)
+    print(f"{'sampler':8} {'wall s':>7} {'r_hat':>6} {'ess_bulk':>8} {'ess_tail':>8} {'ess/s':>6} {'div':>4} "
+          f"{'cover90':>7} {'r':>5}", flush=True)
+    for sampler in args.samplers.split(","):
+        started = time.perf_counter()
+        idata = bayes_fit.fit(data, draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed,
+                              sampler=sampler, loo=False)
+        wall = time.perf_counter() - started
+        row = health.diagnostics(idata).row(0, named=True)
+        cover, r = recovery(idata, truth)
+        print(f"{sampler:8} {wall:7.0f} {row['r_hat_max']:6.3f} {row['ess_bulk_min']:8.0f} {row['ess_tail_min']:8.0f} "
+              f"{row['ess_bulk_min'] / wall:6.2f} {row['divergences']:4d} {cover:7.2f} {r:5.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

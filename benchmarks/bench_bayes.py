@@ -18,7 +18,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import arviz as az
 import numpy as np
 import polars as pl
 
@@ -32,7 +31,7 @@ CHANNELS = ("dipole_norm", "dipole_vector", "gap", "uvvis", "ir", "raman", "h1_p
             "h1_atomwise", "c13_peaks", "c13_peaks_deg", "c13_atomwise")
 
 
-def paper_size_data(root: Path, seed: int):
+def paper_size_data(root: Path, seed: int) -> tuple[bayes_data.ModelData, pl.DataFrame]:
     folder = root / "bench"
     folder.mkdir()
     for name, frame in simulate.synthetic_benchmark(families=136, channels=CHANNELS).items():
@@ -42,20 +41,6 @@ def paper_size_data(root: Path, seed: int):
     con = store.connect(root / "db.duckdb")
     load(con, benchmark=folder, responses=paths)
     return bayes_data.read_model_data(con), truth
-
-
-def recovery(idata, truth: pl.DataFrame) -> tuple[float, float]:
-    covered, means, truths = [], [], []
-    models = list(idata.posterior.coords["model"].values)
-    for channel, values in posterior.probability_draws(idata).items():
-        for j, model in enumerate(models):
-            low, high = az.hdi(values["reliance"][:, j], hdi_prob=0.9)
-            true = truth.filter((pl.col("model") == model) & (pl.col("channel") == channel)
-                                & (pl.col("quantity") == "reliance"))["value"][0]
-            covered.append(low <= true <= high)
-            means.append(values["reliance"][:, j].mean())
-            truths.append(true)
-    return float(np.mean(covered)), float(np.corrcoef(means, truths)[0, 1])
 
 
 def main() -> None:
@@ -78,7 +63,9 @@ def main() -> None:
                               sampler=sampler, loo=False)
         wall = time.perf_counter() - started
         row = health.diagnostics(idata).row(0, named=True)
-        cover, r = recovery(idata, truth)
+        check = posterior.recovery(idata, truth)
+        cover = float(check["covered"].mean())
+        r = float(np.corrcoef(check["estimate"], check["truth"])[0, 1])
         print(f"{sampler:8} {wall:7.0f} {row['r_hat_max']:6.3f} {row['ess_bulk_min']:8.0f} {row['ess_tail_min']:8.0f} "
               f"{row['ess_bulk_min'] / wall:6.2f} {row['divergences']:4d} {cover:7.2f} {r:5.2f}", flush=True)
 

@@ -15,9 +15,9 @@ import polars as pl
 from scipy import stats
 
 from . import resample
+from .ingest.benchmark import CONDITIONS  # noqa: F401 (the CLI validates --condition against it)
 from .metrics import DEFAULT_DRAWS, family_matrices
 
-CONDITIONS = ("none", "source", "shuffled", "cf")
 DEFAULT_PAIRED_DRAWS = 10_000
 
 PAIRED_INPUT_SCHEMA = {

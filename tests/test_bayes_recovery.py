@@ -9,9 +9,7 @@ and 0.88, too few to ask for.)
 
 from __future__ import annotations
 
-import arviz as az
 import numpy as np
-import polars as pl
 
 from molp2s_stats import simulate, store
 from molp2s_stats.bayes import data as bayes_data
@@ -38,16 +36,8 @@ def test_reliance_is_recovered(tmp_path):
     data = bayes_data.read_model_data(con)
     con.close()
     idata = bayes_fit.fit(data, draws=300, tune=300, chains=2, seed=2, loo=False)
-    models = list(idata.posterior.coords["model"].values)
-    covered, means, truths = [], [], []
-    for channel, values in posterior.probability_draws(idata).items():
-        for j, model in enumerate(models):
-            low, high = az.hdi(values["reliance"][:, j], hdi_prob=0.9)
-            true = truth.filter((pl.col("model") == model) & (pl.col("channel") == channel)
-                                & (pl.col("quantity") == "reliance"))["value"][0]
-            covered.append(low <= true <= high)
-            means.append(values["reliance"][:, j].mean())
-            truths.append(true)
+    check = posterior.recovery(idata, truth, hdi_prob=0.9)
+    covered, means, truths = check["covered"].to_list(), check["estimate"].to_list(), check["truth"].to_list()
     assert len(covered) == 12
     assert np.mean(covered) >= 0.8, (means, truths)
     assert np.corrcoef(means, truths)[0, 1] >= 0.9

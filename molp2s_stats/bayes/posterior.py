@@ -93,3 +93,24 @@ def ranks(idata: az.InferenceData, metric: str = "reliance") -> pl.DataFrame:
             rows += [(model, channel, metric, float(r), float(n / len(ranked))) for r, n in zip(levels, counts)]
     return pl.DataFrame(rows, schema={"model": pl.String, "channel": pl.String, "metric": pl.String,
                                       "rank": pl.Float64, "probability": pl.Float64}, orient="row")
+
+
+def recovery(idata: az.InferenceData, truth: pl.DataFrame, *, metric: str = "reliance",
+             hdi_prob: float = 0.9) -> pl.DataFrame:
+    """Posterior against a simulator's truth (``simulate`` writes it): one row per model × channel.
+
+    Columns ``model, channel, estimate, conf_low, conf_high, truth, covered``; the share
+    of ``covered`` and the correlation of estimate with truth are SPEC §5's recovery check.
+    """
+    models = list(idata.posterior.coords["model"].values)
+    known = {(m, c): v for m, c, q, v in truth.iter_rows() if q == metric}
+    rows = []
+    for channel, values in probability_draws(idata).items():
+        for j, model in enumerate(models):
+            low, high = az.hdi(values[metric][:, j], hdi_prob=hdi_prob)
+            true = known[(model, channel)]
+            rows.append((model, channel, float(values[metric][:, j].mean()), float(low), float(high), true,
+                         bool(low <= true <= high)))
+    return pl.DataFrame(rows, schema={"model": pl.String, "channel": pl.String, "estimate": pl.Float64,
+                                      "conf_low": pl.Float64, "conf_high": pl.Float64, "truth": pl.Float64,
+                                      "covered": pl.Boolean}, orient="row")

@@ -12,7 +12,7 @@ import polars as pl
 import typer
 from rich.progress import Progress
 
-from . import compare, metrics, power, simulate, stability, store
+from . import bayes, compare, metrics, power, simulate, stability, store
 from .ingest import InputError, load, read_benchmark
 from .output import Format, emit, leaderboard
 
@@ -379,9 +379,10 @@ def fit_command(
     out: Annotated[Path, typer.Option("--out", help="Where to save the fit (NetCDF InferenceData).")] = Path("fit.nc"),
     db: DbOption = Path(store.DEFAULT_DB),
     channel: Annotated[Optional[list[str]], typer.Option("--channels", help="Channel(s); default: every channel with a cohort.")] = None,
-    draws: Annotated[int, typer.Option("--draws", help="Draws per chain.")] = 1000,
-    tune: Annotated[int, typer.Option("--tune", help="Tuning steps per chain.")] = 1000,
-    chains: Annotated[int, typer.Option("--chains", help="Chains.")] = 4,
+    draws: Annotated[int, typer.Option("--draws", help="Draws per chain.")] = bayes.DEFAULT_DRAWS,
+    tune: Annotated[int, typer.Option("--tune", help="Tuning steps per chain.")] = bayes.DEFAULT_TUNE,
+    chains: Annotated[int, typer.Option("--chains", help="Chains.")] = bayes.DEFAULT_CHAINS,
+    sampler: Annotated[str, typer.Option("--sampler", help="nutpie (JAX gradient, the fast default) or pymc (PyMC's own NUTS).")] = "nutpie",
     loo: Annotated[bool, typer.Option("--loo/--no-loo", help="Also fit the model without family effects and compare by LOO.")] = True,
     allow_unconverged: Annotated[bool, typer.Option("--allow-unconverged", help="Exit 0 even when the health gate fails.")] = False,
     seed: SeedOption = 0,
@@ -399,7 +400,9 @@ def fit_command(
     typer.echo(f"fitting {data.cells.height + data.p0.height} binomial cells: {len(data.models)} models, "
                f"{len(data.channels)} channels, {len(data.families)} families ({chains} chains × {tune} + {draws})",
                err=True)
-    idata = bayes_fit.fit(data, draws=draws, tune=tune, chains=chains, seed=seed, loo=loo,
+    if sampler not in bayes.SAMPLERS:
+        raise ValueError(f"--sampler must be one of {', '.join(bayes.SAMPLERS)}")
+    idata = bayes_fit.fit(data, draws=draws, tune=tune, chains=chains, seed=seed, sampler=sampler, loo=loo,
                           progressbar=sys.stderr.isatty())
     idata.to_netcdf(str(out))
     row = health.diagnostics(idata)

@@ -73,6 +73,7 @@ COLUMNS: dict[str, str] = {
     # the hierarchical model
     "r_hat_max": "largest R-hat over the sampled parameters",
     "ess_bulk_min": "smallest bulk effective sample size",
+    "ess_bulk_min_parameter": "the parameter (with its coordinates) that has the smallest bulk ESS",
     "ess_tail_min": "smallest tail effective sample size",
     "divergences": "divergent transitions after tuning",
     "bfmi_min": "smallest Bayesian fraction of missing information over the chains",

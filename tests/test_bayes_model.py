@@ -128,3 +128,24 @@ def test_fit_and_posterior_commands(small_fit, tmp_path):
                                  "--no-loo", "--out", str(tmp_path / "quick.nc")])
     assert result.exit_code == 3  # unconverged: non-zero unless --allow-unconverged
     assert (tmp_path / "quick.nc").exists()
+
+
+def _grid(successes, trials):
+    """One model × one condition × channels × one family."""
+    s = np.array(successes, dtype=np.int64).reshape(1, 1, -1, 1)
+    t = np.array(trials, dtype=np.int64).reshape(1, 1, -1, 1)
+    return bayes_model.Grid(s, t, np.zeros((1, 1), np.int64), np.zeros((1, 1), np.int64), np.arange(len(successes)),
+                            np.zeros(len(successes), np.int64))
+
+
+def test_centredness_follows_spread_against_noise():
+    # Channels that agree (50/100 each): no spread beyond noise, non-centred (λ = 0).
+    assert bayes_model.centredness(_grid([50, 50, 50], [100, 100, 100]))[0, 0] == 0.0
+    # Channels far apart with 1,000 answers each: spread ≫ noise, nearly centred.
+    assert bayes_model.centredness(_grid([100, 500, 900], [1000, 1000, 1000]))[0, 0] > 0.99
+    # By hand for 2 channels, 20/40 and 30/40: shares (20.5/41, 30.5/41) = (0.5, 0.7439);
+    # logits (0, 1.0664), sample variance 0.5686; noise 1/(41·p(1−p)) = 0.0976, 0.1280,
+    # mean 0.1128; spread 0.5686 − 0.1128 = 0.4558; λ = 0.4558 / 0.5686 = 0.802.
+    assert bayes_model.centredness(_grid([20, 30], [40, 40]))[0, 0] == pytest.approx(0.802, abs=0.001)
+    # One channel with answers: nothing to pool, λ = 0.
+    assert bayes_model.centredness(_grid([20, 0], [40, 0]))[0, 0] == 0.0

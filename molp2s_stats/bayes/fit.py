@@ -4,60 +4,69 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 
 import arviz as az
 import pymc as pm
 
+from . import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_TUNE, SAMPLERS, TARGET_ACCEPT
 from .data import ModelData
-from .model import build_model
+from .model import build_model, pointwise_log_likelihood
 
-DEFAULT_DRAWS, DEFAULT_TUNE, DEFAULT_CHAINS = 1000, 1000, 4
+
+
+def sample(model: pm.Model, *, draws: int, tune: int, chains: int, seed: int, sampler: str = "nutpie",
+           target_accept: float = TARGET_ACCEPT, progressbar: bool = False) -> az.InferenceData:
+    """NUTS draws of ``model``: nutpie on a JAX-compiled gradient (default), or PyMC's own NUTS.
+
+    nutpie with JAX compiles in seconds where the numba backend took 10–25 s, and samples
+    as fast (benchmarks/bench_bayes.py).
+    """
+    if sampler == "nutpie":
+        import nutpie
+
+        compiled = nutpie.compile_pymc_model(model, backend="jax", gradient_backend="jax")
+        return nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, seed=seed, target_accept=target_accept,
+                             progress_bar=progressbar)
+    if sampler == "pymc":
+        return pm.sample(model=model, draws=draws, tune=tune, chains=chains, random_seed=seed, progressbar=progressbar,
+                         target_accept=target_accept, compute_convergence_checks=False)
+    raise ValueError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
 
 
 def fit(data: ModelData, *, draws: int = DEFAULT_DRAWS, tune: int = DEFAULT_TUNE, chains: int = DEFAULT_CHAINS,
-        seed: int = 0, sampler: str = "nutpie", loo: bool = True, progressbar: bool = False) -> az.InferenceData:
+        seed: int = 0, sampler: str = "nutpie", target_accept: float = TARGET_ACCEPT, loo: bool = True,
+        progressbar: bool = False) -> az.InferenceData:
     """Sample the model (and, for LOO, the same model without family effects).
 
     The InferenceData carries in ``attrs`` the seed, the sampler settings, the wall
-    time, the cohort (the (family, channel) pairs) and, with ``loo``, the LOO
-    comparison against the model without family effects.
+    time of the model's fit (``seconds``, without the LOO refit), the cohort (the
+    (family, channel) pairs) and, with ``loo``, the LOO comparison against the model
+    without family effects.
     """
     started = time.perf_counter()
-    model = build_model(data)
-    idata = pm.sample(model=model, draws=draws, tune=tune, chains=chains, random_seed=seed,
-                      nuts_sampler=sampler, progressbar=progressbar)
+    options = {"draws": draws, "tune": tune, "chains": chains, "seed": seed, "sampler": sampler,
+               "target_accept": target_accept}
+    idata = sample(build_model(data), progressbar=progressbar, **options)
     seconds = time.perf_counter() - started
-    attrs = {"seed": seed, "sampler": sampler, "draws": draws, "tune": tune, "chains": chains,
-             "seconds": seconds, "n_candidates": data.n_candidates,
+    attrs = {**options, "seconds": seconds, "n_candidates": data.n_candidates,
              "cohort": json.dumps(data.family_channels)}
     if loo:
-        # nutpie does not store the pointwise log-likelihood: compute it before LOO.
-        pm.compute_log_likelihood(idata, model=model, progressbar=False)
-        plain = build_model(data, family_effects=False)
-        idata_plain = pm.sample(model=plain, draws=draws, tune=tune, chains=chains, random_seed=seed,
-                                nuts_sampler=sampler, progressbar=progressbar)
-        pm.compute_log_likelihood(idata_plain, model=plain, progressbar=False)
-        attrs.update(_loo_comparison(idata, idata_plain))
+        plain = sample(build_model(data, family_effects=False), progressbar=progressbar, **options)
+        attrs.update(_loo_comparison(pointwise_log_likelihood(idata, data), pointwise_log_likelihood(plain, data)))
     idata.posterior.attrs.update(attrs)
     return idata
 
 
 def _loo_comparison(with_family: az.InferenceData, without_family: az.InferenceData) -> dict[str, float]:
     """elpd_loo of both models over the same binomial cells, and their difference with its SE."""
-    first = az.loo(_stacked_log_likelihood(with_family), pointwise=True)
-    second = az.loo(_stacked_log_likelihood(without_family), pointwise=True)
+    with warnings.catch_warnings():
+        # a high Pareto k is reported in the diagnostics (loo_pareto_k_max), not as a stray warning
+        warnings.filterwarnings("ignore", message="Estimated shape parameter of Pareto")
+        first = az.loo(with_family, pointwise=True)
+        second = az.loo(without_family, pointwise=True)
     difference = first.loo_i.values - second.loo_i.values
     return {"loo_elpd": float(first.elpd_loo), "loo_elpd_no_family": float(second.elpd_loo),
             "loo_difference": float(difference.sum()),
             "loo_difference_se": float(difference.std(ddof=1) * len(difference) ** 0.5),
             "loo_pareto_k_max": float(max(first.pareto_k.values.max(), second.pareto_k.values.max()))}
-
-
-def _stacked_log_likelihood(idata: az.InferenceData) -> az.InferenceData:
-    """One log-likelihood variable over every observed cell (``y`` then ``y_p0``)."""
-    import xarray as xr
-
-    parts = [idata.log_likelihood[name].rename({idata.log_likelihood[name].dims[-1]: "cell"})
-             for name in ("y", "y_p0") if name in idata.log_likelihood]
-    stacked = xr.concat(parts, dim="cell")
-    return az.InferenceData(posterior=idata.posterior, log_likelihood=xr.Dataset({"y": stacked}))

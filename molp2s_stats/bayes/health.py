@@ -12,7 +12,8 @@ SAMPLED = ("condition_mean", "channel_sd", "channel_z", "p0_mean", "family_sd", 
            "family_channel_sd", "family_channel_z")
 
 DIAGNOSTICS_SCHEMA = {
-    "r_hat_max": pl.Float64, "ess_bulk_min": pl.Float64, "ess_tail_min": pl.Float64, "divergences": pl.Int64,
+    "r_hat_max": pl.Float64, "ess_bulk_min": pl.Float64, "ess_bulk_min_parameter": pl.String,
+    "ess_tail_min": pl.Float64, "divergences": pl.Int64,
     "bfmi_min": pl.Float64, "passed": pl.Boolean, "seconds": pl.Float64, "draws": pl.Int64, "chains": pl.Int64,
     "seed": pl.Int64, "loo_elpd": pl.Float64, "loo_elpd_no_family": pl.Float64, "loo_difference": pl.Float64,
     "loo_difference_se": pl.Float64, "loo_pareto_k_max": pl.Float64,
@@ -28,7 +29,8 @@ def diagnostics(idata: az.InferenceData) -> pl.DataFrame:
     attrs = idata.posterior.attrs
     r_hat, ess_bulk, ess_tail = float(summary["r_hat"].max()), float(summary["ess_bulk"].min()), float(summary["ess_tail"].min())
     passed = r_hat <= R_HAT_MAX and ess_bulk >= ESS_MIN and divergences == 0
-    row = {"r_hat_max": r_hat, "ess_bulk_min": ess_bulk, "ess_tail_min": ess_tail, "divergences": divergences,
+    row = {"r_hat_max": r_hat, "ess_bulk_min": ess_bulk, "ess_bulk_min_parameter": str(summary["ess_bulk"].idxmin()),
+           "ess_tail_min": ess_tail, "divergences": divergences,
            "bfmi_min": float(np.min(bfmi)), "passed": passed, "seconds": float(attrs.get("seconds", np.nan)),
            "draws": int(idata.posterior.sizes["draw"]), "chains": int(idata.posterior.sizes["chain"]),
            "seed": int(attrs.get("seed", 0))}

@@ -16,6 +16,8 @@ import polars as pl
 from scipy.special import expit
 from scipy import stats
 
+from .model import pair_effects
+
 HDI_PROB = 0.94
 QUANTITY_SCHEMA = {
     "model": pl.String, "channel": pl.String, "metric": pl.String, "estimate": pl.Float64,
@@ -34,21 +36,13 @@ def probability_draws(idata: az.InferenceData) -> dict[str, dict[str, np.ndarray
     """Per channel: reliance and responsiveness draws, arrays of shape (draws, models), in %/pp."""
     post = idata.posterior
     channels = list(post.coords["channel"].values)
-    families = list(post.coords["family"].values)
     pairs = [tuple(p) for p in json.loads(post.attrs["cohort"])]
-    pair_index = {p: i for i, p in enumerate(pairs)}
-    mean = _draws(idata, "condition_mean")  # (S, M, K)
-    sd = _draws(idata, "channel_sd")  # (S, K)
-    z = _draws(idata, "channel_z")  # (S, M, K, C)
-    cell = mean[..., None] + sd[:, None, :, None] * z
-    family = _draws(idata, "family_sd")[:, None] * _draws(idata, "family_z")  # (S, F)
-    family_channel = _draws(idata, "family_channel_sd")[:, None] * _draws(idata, "family_channel_z")  # (S, FC)
+    cell = _draws(idata, "cell")  # (S, M, K, C)
+    effects = pair_effects(idata, pairs)  # (S, pairs)
     out = {}
     for c, channel in enumerate(channels):
-        members = [(f, pair_index[(f, channel)]) for f in families if (f, channel) in pair_index]
-        fam_idx = np.array([families.index(f) for f, _ in members])
-        pair_idx = np.array([i for _, i in members])
-        offset = family[:, fam_idx] + family_channel[:, pair_idx]  # (S, F_c)
+        members = [i for i, (_, pair_channel) in enumerate(pairs) if pair_channel == channel]
+        offset = effects[:, members]
         source, shuffled, cf = (expit(cell[:, :, k, c][:, :, None] + offset[:, None, :]).mean(axis=2) for k in range(3))
         out[channel] = {"reliance": 100 * (source - shuffled), "responsiveness": 100 * cf, "families": len(members)}
     return out

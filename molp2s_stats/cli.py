@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -16,11 +17,7 @@ from . import bayes, compare, metrics, power, simulate, stability, store
 from .ingest import InputError, load, read_benchmark
 from .output import Format, emit, leaderboard
 
-# A wheel carries data/ inside the package; a checkout has it at the top of the repository.
-_PACKAGE = Path(__file__).resolve().parent
-DATA = _PACKAGE / "data" if (_PACKAGE / "data").is_dir() else _PACKAGE.parent / "data"
-DEFAULT_BENCHMARK = DATA / "benchmark"
-DEFAULT_RESPONSES = DATA / "responses"
+from .defaults import DEFAULT_BENCHMARK, DEFAULT_RESPONSES, REPORTS, load_default_data
 
 app = typer.Typer(
     help="MolP2SBench statistics: load responses, build cohorts, report metrics with family-level uncertainty.",
@@ -451,6 +448,42 @@ def posterior_command(
         typer.secho(message, err=True, fg="red", bold=True)
 
 
+@command("report")
+def report_command(
+    db: Annotated[Optional[Path], typer.Option("--db", help="Database to report on; default: the default data, built under reports/_build.")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Folder for the site (HTML pages, tables/ with CSV and LaTeX).")] = REPORTS / "_site",
+    fit_file: Annotated[Optional[Path], typer.Option("--fit", help="A saved fit for the posterior page; default: <db>.fit.nc, fitted if missing.")] = None,
+    engine: Annotated[str, typer.Option("--engine", help="auto (quarto if on PATH, else jupyter) | quarto | jupyter.")] = "auto",
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates on every page.")] = metrics.DEFAULT_DRAWS,
+    seed: SeedOption = 0,
+) -> None:
+    """Render the report site (reports/*.qmd) for a database: with Quarto if installed, else on a Jupyter kernel.
+
+    Example: molp2s report --db runs.duckdb --fit fit.nc --out site/
+    """
+    from .report import context, render
+
+    env = {"MOLP2S_SEED": str(seed), "MOLP2S_BOOTSTRAP": str(bootstrap),
+           "MOLP2S_REPORT_TABLES": str((out / "tables").resolve())}
+    if db is not None:
+        if not db.exists():
+            raise ValueError(f"{db}: no such database (make one with `molp2s load`)")
+        env["MOLP2S_DB"] = str(db.resolve())
+    if fit_file is not None:
+        if not fit_file.exists():
+            raise ValueError(f"{fit_file}: no such fit file (make one with `molp2s fit`)")
+        env["MOLP2S_FIT"] = str(fit_file.resolve())
+    started = time.perf_counter()
+    with render._environment(env):
+        database = context.database_path()
+        env["MOLP2S_DB"] = str(database.resolve())
+        if fit_file is None and not database.with_suffix(".fit.nc").exists():
+            typer.echo(f"no saved fit beside {database}: fitting the model with its defaults (a few minutes)", err=True)
+        env["MOLP2S_FIT"] = str(context.fit_path().resolve())
+    used = render.render_site(REPORTS, out, env, engine=engine, log=lambda line: typer.echo(line, err=True))
+    typer.echo(f"rendered {REPORTS} into {out} with {used} in {time.perf_counter() - started:.0f} s")
+
+
 @command("sql")
 def sql_command(
     query: Annotated[str, typer.Argument(help="SQL to run (read-only).")],
@@ -491,10 +524,8 @@ def demo_command(
 
     Example: molp2s demo --db demo.duckdb
     """
-    responses = sorted(p for p in DEFAULT_RESPONSES.iterdir()
-                       if p.suffix in (".jsonl", ".csv", ".parquet"))
     con = store.connect(db)
-    load(con, benchmark=DEFAULT_BENCHMARK, responses=responses)
+    load_default_data(con)
     result = metrics.metrics_from_db(con, metrics=("pgr", "random_baseline"), draws=bootstrap, seed=seed)
     if fmt is not Format.table:  # machine-readable output: the frame alone on stdout
         emit(result, fmt, out)

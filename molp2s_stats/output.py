@@ -85,5 +85,7 @@ def leaderboard(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
             .with_columns(pl.col("estimate").round(1).cast(pl.String), pl.lit("random baseline").alias("model"))
             .pivot(on="channel", index="model", values="estimate")
         )
-        wide = pl.concat([wide, row.select("model", *channels)])
+        # a channel without a baseline value keeps an empty cell rather than failing
+        wide = pl.concat([wide, row.select("model", *[c for c in channels if c in row.columns])],
+                         how="diagonal").select("model", *channels)
     return wide

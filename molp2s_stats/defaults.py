@@ -1,0 +1,35 @@
+"""Where the package's own files live, and the default database built from data/.
+
+A wheel carries data/ and reports/ inside the package; a checkout has them at the top
+of the repository.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def _resource(name: str) -> Path:
+    inside = _PACKAGE / name
+    return inside if inside.is_dir() else _PACKAGE.parent / name
+
+
+DATA = _resource("data")
+REPORTS = _resource("reports")
+DEFAULT_BENCHMARK = DATA / "benchmark"
+DEFAULT_RESPONSES = DATA / "responses"
+
+
+def default_response_files() -> list[Path]:
+    return sorted(p for p in DEFAULT_RESPONSES.iterdir() if p.suffix in (".jsonl", ".csv", ".parquet"))
+
+
+def load_default_data(con: duckdb.DuckDBPyConnection) -> None:
+    """Load data/benchmark and data/responses (a second call adds nothing: files are seen by hash)."""
+    from .ingest import load
+
+    load(con, benchmark=DEFAULT_BENCHMARK, responses=default_response_files())

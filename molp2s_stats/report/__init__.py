@@ -1,0 +1,1 @@
+"""The report site: page context, tables, charts, molecule drawings and the renderer (reports/*.qmd)."""

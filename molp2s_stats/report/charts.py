@@ -1,0 +1,74 @@
+"""Report charts (Altair), shown as inline SVG: vl-convert renders them, so the page
+fetches no Vega script at view time and reads the same under Quarto and without it."""
+
+from __future__ import annotations
+
+import altair as alt
+import polars as pl
+
+OUTCOMES = ("both_correct", "a_only", "b_only", "both_wrong")
+
+
+def svg(chart: alt.TopLevelMixin):
+    """The chart as inline SVG markup in an HTML display object (vl-convert, offline).
+
+    HTML rather than IPython's SVG object: nbconvert would turn the latter into a
+    base64 <img>, and a chart inline in the DOM can be searched and read by tools.
+    """
+    import vl_convert
+    from IPython.display import HTML
+
+    return HTML(f"<div class='chart'>{vl_convert.vegalite_to_svg(chart.to_json())}</div>")
+
+
+def forest(frame: pl.DataFrame, *, title: str, x_title: str) -> alt.Chart:
+    """Estimate and interval per model, one panel per channel (``model, channel, estimate, conf_low, conf_high``)."""
+    data = frame.select("model", "channel", "estimate", "conf_low", "conf_high").to_pandas()
+    base = alt.Chart(data).encode(y=alt.Y("model:N", title=None))
+    rule = base.mark_rule().encode(x=alt.X("conf_low:Q", title=x_title), x2="conf_high:Q")
+    point = base.mark_point(filled=True, size=40).encode(
+        x="estimate:Q", tooltip=["model", "channel", "estimate", "conf_low", "conf_high"])
+    zero = alt.Chart(data).mark_rule(strokeDash=[3, 3], color="#888").encode(x=alt.datum(0))
+    return (alt.layer(zero, rule, point).properties(width=220, height=18 * frame["model"].n_unique())
+            .facet(facet=alt.Facet("channel:N", title=None), columns=3).properties(title=title))
+
+
+def heatmap(frame: pl.DataFrame, *, title: str) -> alt.Chart:
+    """P(A > B) per ordered model pair, one panel per channel (``channel, model_a, model_b, probability``)."""
+    data = frame.to_pandas()
+    cells = alt.Chart(data).mark_rect().encode(
+        x=alt.X("model_b:N", title="B"), y=alt.Y("model_a:N", title="A"),
+        color=alt.Color("probability:Q", scale=alt.Scale(domain=[0, 1], scheme="blueorange"), title="P(A > B)"))
+    text = alt.Chart(data).mark_text(fontSize=9).encode(
+        x="model_b:N", y="model_a:N", text=alt.Text("probability:Q", format=".2f"))
+    return (alt.layer(cells, text).properties(width=200, height=200)
+            .facet(facet=alt.Facet("channel:N", title=None), columns=3).properties(title=title))
+
+
+def rank_bars(frame: pl.DataFrame, *, title: str) -> alt.Chart:
+    """Probability of each rank per model, one panel per channel (``model, channel, rank, probability``)."""
+    data = frame.to_pandas()
+    return (alt.Chart(data).mark_bar().encode(
+        x=alt.X("rank:O", title="rank (1 = highest)"), y=alt.Y("probability:Q", title="probability"),
+        color=alt.Color("model:N"), xOffset="model:N")
+        .properties(width=220, height=120)
+        .facet(facet=alt.Facet("channel:N", title=None), columns=3).properties(title=title))
+
+
+def transitions(frame: pl.DataFrame, *, title: str) -> alt.Chart:
+    """Both correct / A only / B only / both wrong per model pair, as stacked bars (% of tasks)."""
+    long = frame.with_columns(pl.format("{} vs {}", "model_a", "model_b").alias("pair")).unpivot(
+        index="pair", on=list(OUTCOMES), variable_name="outcome", value_name="share")
+    return (alt.Chart(long.to_pandas()).mark_bar().encode(
+        y=alt.Y("pair:N", title=None), x=alt.X("share:Q", title="% of tasks", stack="normalize"),
+        color=alt.Color("outcome:N", sort=list(OUTCOMES)), order=alt.Order("outcome_order:Q"))
+        .transform_calculate(outcome_order=f"indexof({list(OUTCOMES)}, datum.outcome)")
+        .properties(width=420, title=title))
+
+
+def stability_lines(frame: pl.DataFrame, *, title: str) -> alt.Chart:
+    """Mean Spearman ρ against the subset size, one line per channel (``ranking_stability`` output)."""
+    return (alt.Chart(frame.to_pandas()).mark_line(point=True).encode(
+        x=alt.X("size:Q", title="families in the subset"), y=alt.Y("spearman_rho:Q", title="mean Spearman ρ",
+                                                                   scale=alt.Scale(domain=[-1, 1])),
+        color=alt.Color("channel:N")).properties(width=420, height=240, title=title))

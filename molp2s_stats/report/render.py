@@ -1,0 +1,158 @@
+"""Render the reports/ Quarto project: with Quarto where it is installed, else with the
+libraries Quarto drives (a Jupyter kernel through nbclient, HTML through nbconvert).
+
+No library reads ``.qmd`` without the Quarto binary (jupytext hands the format to
+Quarto), so ``read_qmd`` does the small part needed here: YAML front matter,
+```` ```{python} ```` cells with their ``#|`` options, and Markdown between them. The
+pages keep to exactly that, so both routes render the same sources.
+
+The fallback page is self-contained: nbconvert's ``basic`` template (the cells'
+outputs, no scripts, no CDN links) wrapped in a page with inline CSS and the site's
+navigation; charts arrive as inline SVG, tables as HTML with inline styles.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import subprocess
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import yaml
+
+_CELL = re.compile(r"^```\{python\}[^\n]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
+_OPTION = re.compile(r"^#\|\s*([\w-]+)\s*:\s*(.*?)\s*$")
+
+
+@dataclass(frozen=True)
+class Page:
+    source: str  # the .qmd file name, relative to the project
+    text: str  # the navigation label
+
+    @property
+    def html_name(self) -> str:
+        return Path(self.source).with_suffix(".html").name
+
+
+def read_project(project: Path) -> tuple[dict, list[Page]]:
+    """``_quarto.yml`` and its pages, in navigation order."""
+    config_file = project / "_quarto.yml"
+    if not config_file.exists():
+        raise FileNotFoundError(f"{project}: not a Quarto project (no _quarto.yml)")
+    config = yaml.safe_load(config_file.read_text())
+    entries = config.get("website", {}).get("navbar", {}).get("left", [])
+    pages = [Page(e["href"], e.get("text", e["href"])) for e in entries]
+    missing = [p.source for p in pages if not (project / p.source).exists()]
+    if missing:
+        raise FileNotFoundError(f"{config_file}: pages listed but not found: {', '.join(missing)}")
+    return config, pages
+
+
+def read_qmd(path: Path, *, echo: bool = False) -> nbformat.NotebookNode:
+    """A ``.qmd`` file as a notebook: front matter → metadata and a title cell, code cells tagged by their options."""
+    text = path.read_text()
+    front: dict = {}
+    if text.startswith("---\n"):
+        end = text.index("\n---", 4)
+        front = yaml.safe_load(text[4:end]) or {}
+        text = text[end + 4:].lstrip("\n")
+    cells = []
+    if front.get("title"):
+        cells.append(nbformat.v4.new_markdown_cell(f"# {front['title']}"))
+    position = 0
+    for match in _CELL.finditer(text):
+        prose = text[position:match.start()].strip()
+        if prose:
+            cells.append(nbformat.v4.new_markdown_cell(prose))
+        source = match.group(1).rstrip("\n")
+        options = {m.group(1): m.group(2) for m in map(_OPTION.match, source.splitlines()) if m}
+        cell = nbformat.v4.new_code_cell(source)
+        if options.get("echo", str(echo).lower()) == "false":
+            cell.metadata["tags"] = ["remove_input"]
+        cells.append(cell)
+        position = match.end()
+    rest = text[position:].strip()
+    if rest:
+        cells.append(nbformat.v4.new_markdown_cell(rest))
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.metadata["quarto"] = front
+    return notebook
+
+
+@contextmanager
+def _environment(values: dict[str, str]):
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _page_html(title: str, body: str, pages: list[Page], current: Page, css: str, site_title: str) -> str:
+    marks = {p: ' class="current"' if p == current else "" for p in pages}
+    links = " ".join(f'<a href="{p.html_name}"{marks[p]}>{html.escape(p.text)}</a>' for p in pages)
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{html.escape(title)} – {html.escape(site_title)}</title><style>{css}</style></head>"
+            f"<body><nav><strong>{html.escape(site_title)}</strong> {links}</nav><main>{body}</main></body></html>\n")
+
+
+def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeout: int = 1200,
+                        pages: list[str] | None = None, log=print) -> list[Path]:
+    """Execute each page on a Python kernel and write self-contained HTML into ``out``."""
+    from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
+    from nbconvert.preprocessors import TagRemovePreprocessor
+
+    config, all_pages = read_project(project)
+    chosen = [p for p in all_pages if pages is None or p.source in pages]
+    site_title = config.get("website", {}).get("title", "Report")
+    echo = bool(config.get("execute", {}).get("echo", True))
+    css_files = config.get("format", {}).get("html", {}).get("css", [])
+    css = "\n".join((project / name).read_text() for name in ([css_files] if isinstance(css_files, str) else css_files))
+    exporter = HTMLExporter(template_name="basic")
+    exporter.register_preprocessor(TagRemovePreprocessor(remove_input_tags={"remove_input"}, enabled=True), True)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    with _environment(env):
+        for page in chosen:
+            started = time.perf_counter()
+            notebook = read_qmd(project / page.source, echo=echo)
+            NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+                           resources={"metadata": {"path": str(project)}}).execute()
+            body, _ = exporter.from_notebook_node(notebook)
+            title = notebook.metadata["quarto"].get("title", page.text)
+            target = out / page.html_name
+            target.write_text(_page_html(title, body, all_pages, page, css, site_title))
+            written.append(target)
+            log(f"rendered {page.source} → {target} ({time.perf_counter() - started:.0f} s)")
+    return written
+
+
+def render_with_quarto(project: Path, out: Path, env: dict[str, str]) -> None:
+    """``quarto render`` with the same environment (where Quarto is installed)."""
+    subprocess.run(["quarto", "render", str(project), "--output-dir", str(out.resolve())],
+                   env={**os.environ, **env}, check=True)
+
+
+def render_site(project: Path, out: Path, env: dict[str, str], *, engine: str = "auto", log=print) -> str:
+    """Render with Quarto if it is on PATH (``engine="auto"``), else with Jupyter; returns the engine used."""
+    if engine not in ("auto", "quarto", "jupyter"):
+        raise ValueError("engine must be auto, quarto or jupyter")
+    if engine == "quarto" or (engine == "auto" and shutil.which("quarto")):
+        render_with_quarto(project, out, env)
+        return "quarto"
+    render_with_jupyter(project, out, env, log=log)
+    return "jupyter"

@@ -1,0 +1,121 @@
+"""The report site (issue 6): the .qmd reader, the leaderboard marking, and a real render
+of all seven pages on a small simulated database without Quarto (the Jupyter route),
+then the leaderboard opened in headless Chromium."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from molp2s_stats import simulate, store
+from molp2s_stats.cli import app
+from molp2s_stats.defaults import REPORTS
+from molp2s_stats.report import render, tables
+
+from simulated_benchmark import write_simulated
+
+PAGES = ("index", "leaderboard", "reliance", "comparisons", "stability", "posterior", "data")
+
+
+def test_read_qmd_splits_front_matter_prose_and_cells(tmp_path):
+    page = tmp_path / "page.qmd"
+    page.write_text('---\ntitle: "A page"\n---\n\nSome prose.\n\n```{python}\n#| label: one\n#| echo: true\nx = 1\n```\n\n'
+                    "Between.\n\n```{python}\ny = 2\n```\n")
+    notebook = render.read_qmd(page, echo=False)
+    kinds = [(c.cell_type, c.source) for c in notebook.cells]
+    assert kinds == [("markdown", "# A page"), ("markdown", "Some prose."),
+                     ("code", "#| label: one\n#| echo: true\nx = 1"), ("markdown", "Between."), ("code", "y = 2")]
+    assert "tags" not in notebook.cells[2].metadata  # echo: true on the cell wins over the project's false
+    assert notebook.cells[4].metadata["tags"] == ["remove_input"]
+    assert notebook.metadata["quarto"] == {"title": "A page"}
+
+
+def test_project_lists_the_seven_pages():
+    config, pages = render.read_project(REPORTS)
+    assert [p.source for p in pages] == [f"{name}.qmd" for name in PAGES]
+    assert config["project"]["type"] == "website"
+    assert config["format"]["html"]["embed-resources"] is True
+
+
+def test_leaderboard_marks_gold_and_silver_and_keeps_the_baseline_unranked():
+    metrics = pl.DataFrame({
+        "model": ["a", "b", "c", "a", "b", "c", "a"],
+        "channel": ["ir", "ir", "ir", "gap", "gap", "gap", "ir"],
+        "metric": ["pgr"] * 6 + ["random_baseline"],
+        "estimate": [10.0, 30.0, 20.0, 5.0, 5.0, 1.0, 25.0],
+        "conf_low": [1.0, 2.0, 3.0, 1.0, 1.0, 0.0, None],
+        "conf_high": [20.0, 40.0, 30.0, 9.0, 9.0, 2.0, None],
+    })
+    table, wide = tables.leaderboard_table(metrics, "pgr", title="t")
+    assert wide["model"].to_list() == ["a", "b", "c", "random baseline"]
+    assert wide.filter(pl.col("model") == "b")["ir"][0] == "30.0 [2.0, 40.0]"
+    # ir: b gold, c silver; gap: a and b tie for gold, c silver; the baseline (25) is never marked
+    assert tables.podium([10.0, 30.0, 20.0, None]) == [None, tables.GOLD, tables.SILVER, None]
+    html = table.as_raw_html()
+    assert html.count(tables.GOLD) == 3 and html.count(tables.SILVER) == 2
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """All seven pages rendered on 40 families × 2 channels, 3 models, with a short (failing) fit."""
+    from molp2s_stats.bayes import data as bayes_data
+    from molp2s_stats.bayes import fit as bayes_fit
+
+    root = tmp_path_factory.mktemp("report")
+    models = simulate.DEFAULT_MODELS[:3]
+    db, _ = write_simulated(root, families=40, channels=("dipole_norm", "ir"), models=models, seed=4)
+    con = store.connect(db, read_only=True)
+    idata = bayes_fit.fit(bayes_data.read_model_data(con), draws=100, tune=100, chains=2, seed=1, loo=False)
+    con.close()
+    fit_file = root / "fit.nc"
+    idata.to_netcdf(str(fit_file))
+    out = root / "site"
+    result = CliRunner().invoke(app, ["report", "--db", str(db), "--fit", str(fit_file), "--out", str(out),
+                                      "--engine", "jupyter", "--bootstrap", "200", "--seed", "3"])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_page_renders_with_its_tables_and_no_fetch(site, name):
+    page = (site / f"{name}.html").read_text()
+    assert "<table" in page
+    assert "Traceback" not in page
+    # self-contained: nothing is fetched at view time
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "the page fetches something"
+    assert "<script" not in page
+
+
+def test_pages_hold_what_they_promise(site):
+    leaderboard = (site / "leaderboard.html").read_text()
+    assert "PGR per channel" in leaderboard and tables.GOLD in leaderboard and "random baseline" in leaderboard
+    assert "<svg" in leaderboard
+    overview = (site / "index.html").read_text()
+    assert "masked scaffold" in overview and overview.count("<svg") >= 3  # scaffold + candidates
+    posterior = (site / "posterior.html").read_text()
+    # 2 × 100 draws cannot pass the gate: the page must say so, not hide it
+    assert "gate-failed" in posterior and "HEALTH GATE" in posterior
+    assert posterior.count("<svg") >= 3  # forest plots, heatmap, rank bars
+    for name in ("table2_pgr", "table3_reliance_margin", "table12_paired_inputs", "table10_stability",
+                 "posterior_reliance", "table6_separability"):
+        assert (site / "tables" / f"{name}.csv").stat().st_size > 0
+        assert "\\begin" in (site / "tables" / f"{name}.tex").read_text()
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(_chromium() is None, reason="Chromium is not installed (make test installs Debian's chromium)")
+def test_leaderboard_charts_draw_in_headless_chromium(site, tmp_path):
+    command = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", (site / "leaderboard.html").as_uri()]
+    dom = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "<svg" in dom and "PGR per channel" in dom
+    # the chart's marks survived the browser's parse: Vega's SVG draws points as paths
+    assert re.search(r"<path[^>]+d=\"M", dom)

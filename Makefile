@@ -1,12 +1,13 @@
 # Two entry points, each self-contained on a machine with only Python 3.11:
-#   make demo   set up .venv, build the demo database from data/benchmark and data/responses, print the PGR leaderboard
-#   make test   set up .venv, run the whole test suite (doctests included)
+#   make report  set up .venv, build the default database from data/, fit the model, render the report site
+#   make test    set up .venv (and Chromium for the browser test), run the whole test suite (doctests included)
+# make demo prints the PGR leaderboard of the default data in the terminal (seconds).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test bench data clean
+.PHONY: setup demo report test chromium bench data clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +20,18 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/molp2s demo
 
+report: $(STAMP)
+	$(BIN)/molp2s report
+
+# The report test opens a rendered page in headless Chromium (Debian's package).
+# Installed once where this user may; otherwise that one test is skipped, and says so.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+	  echo "note: could not install chromium (needs root and apt-get); the browser test will be skipped"
+
 # pytest exits 5 when it collects no test; that must fail CI, not pass it silently.
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
@@ -35,4 +46,4 @@ data: $(STAMP)
 	$(BIN)/molp2s simulate --benchmark data/benchmark --out data/responses
 
 clean:
-	rm -rf $(VENV) molp2s-demo.duckdb
+	rm -rf $(VENV) molp2s-demo.duckdb reports/_build reports/_site

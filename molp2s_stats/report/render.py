@@ -122,7 +122,9 @@ def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeou
     echo = bool(config.get("execute", {}).get("echo", True))
     css_files = config.get("format", {}).get("html", {}).get("css", [])
     css = "\n".join((project / name).read_text() for name in ([css_files] if isinstance(css_files, str) else css_files))
-    exporter = HTMLExporter(template_name="basic")
+    show_warnings = bool(config.get("execute", {}).get("warning", True))
+    exporter = HTMLExporter(template_name="basic", exclude_input_prompt=True, exclude_output_prompt=True,
+                            anchor_link_text="")
     exporter.register_preprocessor(TagRemovePreprocessor(remove_input_tags={"remove_input"}, enabled=True), True)
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -132,6 +134,10 @@ def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeou
             notebook = read_qmd(project / page.source, echo=echo)
             NotebookClient(notebook, timeout=timeout, kernel_name="python3",
                            resources={"metadata": {"path": str(project)}}).execute()
+            if not show_warnings:  # Quarto's `warning: false`: stderr text stays out of the page
+                for cell in notebook.cells:
+                    if cell.cell_type == "code":
+                        cell.outputs = [o for o in cell.outputs if not (o.output_type == "stream" and o.name == "stderr")]
             body, _ = exporter.from_notebook_node(notebook)
             title = notebook.metadata["quarto"].get("title", page.text)
             target = out / page.html_name
@@ -152,7 +158,8 @@ def render_site(project: Path, out: Path, env: dict[str, str], *, engine: str = 
     if engine not in ("auto", "quarto", "jupyter"):
         raise ValueError("engine must be auto, quarto or jupyter")
     if engine == "quarto" or (engine == "auto" and shutil.which("quarto")):
-        render_with_quarto(project, out, env)
+        # Quarto owns its output folder: tables go to reports/tables/ and arrive as a resource
+        render_with_quarto(project, out, {k: v for k, v in env.items() if k != "MOLP2S_REPORT_TABLES"})
         return "quarto"
     render_with_jupyter(project, out, env, log=log)
     return "jupyter"

@@ -10,6 +10,7 @@ random-baseline row, which is never ranked.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import polars as pl
@@ -23,8 +24,12 @@ TABLES_ENV = "MOLP2S_REPORT_TABLES"
 
 
 def tables_folder() -> Path:
-    """Where tables are written: ``$MOLP2S_REPORT_TABLES``, else ``_site/tables`` under the working folder."""
-    folder = Path(os.environ.get(TABLES_ENV, "_site/tables"))
+    """Where tables are written: ``$MOLP2S_REPORT_TABLES``, else ``tables/`` in the working folder.
+
+    Under ``quarto render`` the working folder is reports/, and ``_quarto.yml`` lists
+    ``tables/`` as a resource, so Quarto copies the files into the site after rendering.
+    """
+    folder = Path(os.environ.get(TABLES_ENV, "tables"))
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -75,7 +80,10 @@ def save(frame: pl.DataFrame, table: GT, name: str) -> None:
     """CSV of the frame and LaTeX of the table, beside the page."""
     folder = tables_folder()
     frame.write_csv(folder / f"{name}.csv")
-    (folder / f"{name}.tex").write_text(table.as_latex())
+    with warnings.catch_warnings():
+        # great-tables' LaTeX carries the values, not the gold/silver fills: known, and fine for a paper draft
+        warnings.filterwarnings("ignore", message="Styles are not yet supported in LaTeX output")
+        (folder / f"{name}.tex").write_text(table.as_latex())
 
 
 def show(frame: pl.DataFrame, table: GT, name: str):

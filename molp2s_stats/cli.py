@@ -76,24 +76,36 @@ def load_command(
     more_files: Annotated[Optional[list[Path]], typer.Argument(
         help="More response files: `--responses a.jsonl b.csv` and `--responses a --responses b` both work.",
         metavar="FILE...", show_default=False)] = None,
-    responses: Annotated[Optional[list[Path]], typer.Option("--responses", help="Response files (.jsonl, .csv, .parquet).")] = None,
+    responses: Annotated[Optional[list[Path]], typer.Option("--responses", help="Response files or folders: .jsonl, .csv, .parquet, Inspect AI .eval/.json, lm-eval samples .jsonl.")] = None,
     benchmark: Annotated[Optional[Path], typer.Option("--benchmark", help="Benchmark folder (families, candidates, properties, tasks[, channels]).")] = None,
     db: DbOption = Path(store.DEFAULT_DB),
+    fmt: Annotated[Optional[str], typer.Option("--format", help="jsonl | csv | parquet | inspect | lm-eval; default: from the suffix (lm-eval samples are recognised).")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", help="Model name for lm-eval samples files (default: their folder's name).")] = None,
+    task_map: Annotated[Optional[Path], typer.Option("--task-map", help="CSV with columns sample_id, task_id: Inspect sample ids to task ids.")] = None,
+    wait: Annotated[float, typer.Option("--wait", help="Seconds to wait for another process writing the database.")] = 300.0,
 ) -> None:
     """Load a benchmark and response files into the database, all or nothing.
 
     Example: molp2s load --benchmark data/benchmark --responses data/responses/*.parquet --db runs.duckdb
     """
     files = list(responses or []) + list(more_files or [])
+    task_ids = None
+    if task_map is not None:
+        if not task_map.exists():
+            _fail(f"{task_map}: no such file")
+        mapping = pl.read_csv(task_map, infer_schema=False)
+        if {"sample_id", "task_id"} - set(mapping.columns):
+            _fail(f"{task_map}: needs columns sample_id and task_id")
+        task_ids = dict(mapping.select("sample_id", "task_id").iter_rows())
     if benchmark is None and not files:
         _fail("nothing to load: give --benchmark DIR and/or --responses FILE ...")
     existed = Path(db).exists()
     try:
-        con = store.connect(db)
+        con = store.connect(db, wait=wait)
     except store.StoreError as exc:
         _fail(str(exc))
     try:
-        summary = load(con, benchmark=benchmark, responses=files)
+        summary = load(con, benchmark=benchmark, responses=files, fmt=fmt, model=model, task_ids=task_ids)
     except InputError as exc:
         con.close()
         if not existed:  # leave no half-made database behind
@@ -488,28 +500,48 @@ def report_command(
 def sql_command(
     query: Annotated[str, typer.Argument(help="SQL to run (read-only).")],
     db: DbOption = Path(store.DEFAULT_DB),
+    timeout: Annotated[float, typer.Option("--timeout", help="Stop the query after this many seconds (0: never).")] = 60.0,
     fmt: FormatOption = Format.table,
     out: OutOption = None,
 ) -> None:
     """Run a read-only query against the database's tables and views.
 
-    Example: molp2s sql "SELECT channel, cohort FROM cohort_summary"
+    Nothing can be written: the file is opened read-only, and files, other databases
+    and extensions are out of reach (no COPY TO, ATTACH, INSTALL or LOAD).
+
+    Example: molp2s sql "SELECT channel, cohort FROM cohort_summary" --timeout 10
     """
+    import threading
+
     try:
         con = store.connect(db, read_only=True)
     except store.StoreError as exc:
         _fail(str(exc))
+    # No file system, no extensions, and a locked configuration so the query cannot undo it.
+    con.execute("SET enable_external_access = false")
+    con.execute("SET autoinstall_known_extensions = false")
+    con.execute("SET autoload_known_extensions = false")
+    con.execute("SET lock_configuration = true")
+    timer = threading.Timer(timeout, con.interrupt) if timeout > 0 else None
+    if timer:
+        timer.start()
     try:
-        result = con.sql(query)
+        relation = con.sql(query)
+        result = relation.pl() if relation is not None else None
+    except duckdb.InterruptException:
+        _fail(f"the query ran longer than --timeout {timeout:g} s and was stopped")
     except duckdb.InvalidInputException as exc:
         if "read-only" in str(exc):
             _fail("the database is opened read-only; `molp2s sql` cannot write (use `molp2s load`)")
         _fail(str(exc))
     except duckdb.Error as exc:
         _fail(str(exc))
+    finally:
+        if timer:
+            timer.cancel()
     if result is None:
         _fail("the statement returned no rows to show")
-    emit(result.pl(), fmt, out)
+    emit(result, fmt, out)
 
 
 @command("demo")

@@ -9,6 +9,7 @@ so a user can open the file in the DuckDB CLI and query ``cohort`` or
 from __future__ import annotations
 
 import os
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -60,19 +61,31 @@ def initialise(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(_read_sql(name))
 
 
-def connect(path: str | os.PathLike[str], *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+def connect(path: str | os.PathLike[str], *, read_only: bool = False, wait: float = 0.0) -> duckdb.DuckDBPyConnection:
     """Open the database file; a writable connection also makes sure the schema exists.
 
     A read-only connection refuses every write, which is what ``molp2s sql`` and the
-    reports use.
+    reports use. DuckDB lets one process write a file at a time: with ``wait`` > 0 a
+    connection that finds the file locked retries for that many seconds (two loads
+    started together then run one after the other) before it gives up, saying why.
     """
     path = str(path)
     if read_only and not Path(path).exists():
         raise StoreError(f"{path}: no such database; create it with `molp2s load`")
-    try:
-        con = duckdb.connect(path, read_only=read_only)
-    except duckdb.IOException as exc:
-        raise StoreError(f"{path}: cannot open the database ({exc})") from exc
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            con = duckdb.connect(path, read_only=read_only)
+            break
+        except duckdb.IOException as exc:
+            locked = "lock" in str(exc).lower()
+            if locked and time.monotonic() < deadline:
+                time.sleep(0.2)
+                continue
+            if locked:
+                raise StoreError(f"{path}: another process is writing the database (waited {wait:g} s; "
+                                 f"try again when it has finished)") from exc
+            raise StoreError(f"{path}: cannot open the database ({exc})") from exc
     if not read_only:
         initialise(con)
     return con

@@ -145,7 +145,9 @@ def test_centredness_follows_spread_against_noise():
     assert bayes_model.centredness(_grid([100, 500, 900], [1000, 1000, 1000]))[0, 0] > 0.99
     # By hand for 2 channels, 20/40 and 30/40: shares (20.5/41, 30.5/41) = (0.5, 0.7439);
     # logits (0, 1.0664), sample variance 0.5686; noise 1/(41·p(1−p)) = 0.0976, 0.1280,
-    # mean 0.1128; spread 0.5686 − 0.1128 = 0.4558; λ = 0.4558 / 0.5686 = 0.802.
+    # mean 0.1128; 0.5686 > 2 · 0.1128, so spread 0.5686 − 0.1128 = 0.4558; λ = 0.4558 / 0.5686 = 0.802.
     assert bayes_model.centredness(_grid([20, 30], [40, 40]))[0, 0] == pytest.approx(0.802, abs=0.001)
+    # 20/40 and 24/40: logits (0, 0.3950), variance 0.0781 < 2 × mean noise (0.0976, 0.1014): not counted.
+    assert bayes_model.centredness(_grid([20, 24], [40, 40]))[0, 0] == 0.0
     # One channel with answers: nothing to pool, λ = 0.
     assert bayes_model.centredness(_grid([20, 0], [40, 0]))[0, 0] == 0.0

@@ -756,6 +756,36 @@ def test_cli_sql_refuses_writes(db_path):
     assert snapshot_file(db_path)["families"][0] == 12
 
 
+@pytest.mark.parametrize("statement", [
+    "UPDATE families SET source = 'B'",
+    "DROP TABLE families",
+    "DELETE FROM responses",
+    "CREATE TABLE x AS SELECT 1",
+    "COPY families TO '{tmp}/out.csv'",
+    "ATTACH '{tmp}/other.duckdb' AS other",
+    "INSTALL httpfs",
+    "LOAD httpfs",
+    "SET enable_external_access = true",
+])
+def test_cli_sql_refuses_every_kind_of_write(db_path, tmp_path, statement):
+    target = tmp_path / "writes"
+    target.mkdir()
+    result = runner.invoke(app, ["sql", statement.format(tmp=target), "--db", str(db_path)])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error:")
+    del result
+    gc.collect()
+    assert snapshot_file(db_path)["families"][0] == 12
+    assert list(target.iterdir()) == []  # no file written
+
+
+def test_cli_sql_stops_a_runaway_query(db_path):
+    result = runner.invoke(app, ["sql", "SELECT count(*) FROM range(100000000000) a", "--db", str(db_path),
+                                 "--timeout", "0.5"])
+    assert result.exit_code == 2
+    assert "--timeout 0.5" in result.output
+
+
 def test_cli_sql_select_works(db_path):
     result = runner.invoke(app, ["sql", "SELECT count(*) AS n FROM families", "--db", str(db_path),
                                  "--format", "csv"])

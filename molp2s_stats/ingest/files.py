@@ -16,15 +16,33 @@ import polars as pl
 
 from .errors import InputError
 
-FORMATS = {".parquet": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
+FORMATS = {".parquet": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".eval": "inspect",
+           ".json": "inspect"}
+# What `--format` accepts: the suffix-implied ones, and lm-eval (JSONL that auto-detection also recognises).
+FORMAT_NAMES = ("jsonl", "csv", "parquet", "inspect", "lm-eval")
 
 
 def file_format(path: Path) -> str:
     """The format implied by the file's suffix, or an InputError."""
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
-        raise InputError(path, f"unknown file type {path.suffix!r}; expected .parquet, .jsonl or .csv")
+        raise InputError(path, f"unknown file type {path.suffix!r}; expected .parquet, .jsonl, .csv, "
+                         ".eval or .json (Inspect AI logs)")
     return fmt
+
+
+def expand(paths: list[Path]) -> list[Path]:
+    """Response files, with each folder replaced by the files in it that have a known suffix (sorted)."""
+    files = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in FORMATS)
+            if not found:
+                raise InputError(path, "folder holds no response files (.jsonl, .csv, .parquet, .eval, .json)")
+            files += found
+        else:
+            files.append(path)
+    return files
 
 
 def read_bytes(path: Path) -> bytes:

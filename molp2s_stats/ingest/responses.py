@@ -21,7 +21,8 @@ import polars as pl
 from ..parse import CandidateIndex, parse_answer
 from ..store import fetch_one
 from .errors import InputError, more
-from .files import check_no_nul, check_utf8, file_format, read_bytes, read_csv_text, read_parquet
+from .files import FORMAT_NAMES, check_no_nul, check_utf8, file_format, read_bytes, read_csv_text, read_parquet
+from .harness import is_lm_eval_samples, stage_inspect, stage_lm_eval
 
 REQUIRED = ("model", "task_id")
 KNOWN = ("model", "task_id", "sample", "attempt", "response", "choice")
@@ -184,10 +185,31 @@ def _stage_table(path: Path, frame: pl.DataFrame, *, from_text: bool) -> pl.Data
     )
 
 
-def stage_file(path: Path, data: bytes | None = None) -> pl.DataFrame:
-    """Read one response file into the standard frame, with every type checked."""
+def resolve_format(path: Path, data: bytes | None, fmt: str | None) -> str:
+    """The given format, else the suffix's, with lm-eval samples told apart from plain JSONL by their fields."""
+    if fmt is not None:
+        if fmt not in FORMAT_NAMES:
+            raise InputError(path, f"unknown format {fmt!r}; expected one of {', '.join(FORMAT_NAMES)}")
+        return fmt
     fmt = file_format(path)
-    if fmt == "jsonl":
+    if fmt == "jsonl" and is_lm_eval_samples(data if data is not None else read_bytes(path)):
+        return "lm-eval"
+    return fmt
+
+
+def stage_file(path: Path, data: bytes | None = None, *, fmt: str | None = None, model: str | None = None,
+               task_ids: dict[str, str] | None = None) -> pl.DataFrame:
+    """Read one response file into the standard frame, with every type checked.
+
+    ``fmt`` overrides the format the suffix implies; ``model`` names the model of an
+    lm-eval samples file; ``task_ids`` maps Inspect sample ids to task ids.
+    """
+    fmt = resolve_format(path, data, fmt)
+    if fmt == "inspect":
+        staged = stage_inspect(path, task_ids=task_ids)
+    elif fmt == "lm-eval":
+        staged = stage_lm_eval(path, data if data is not None else read_bytes(path), model=model)
+    elif fmt == "jsonl":
         staged = _stage_jsonl(path, data if data is not None else read_bytes(path))
     elif fmt == "csv":
         staged = _stage_table(path, read_csv_text(path, data if data is not None else read_bytes(path)), from_text=True)
@@ -276,15 +298,17 @@ def _parse_responses(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> pl.
     ).drop("parsed_choice")
 
 
-def load_response_file(con: duckdb.DuckDBPyConnection, path: str | Path) -> FileSummary:
+def load_response_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str | None = None,
+                       model: str | None = None, task_ids: dict[str, str] | None = None) -> FileSummary:
     """Check, parse and append one response file; call inside a transaction."""
     path = Path(path)
-    fmt = file_format(path)  # an unknown type is refused even when its bytes were loaded before
     data = read_bytes(path)
+    fmt = resolve_format(path, data, fmt)  # an unknown type is refused even when its bytes were loaded before
     sha256 = hashlib.sha256(data).hexdigest()
     if fetch_one(con, "SELECT 1 FROM response_files WHERE sha256 = ?", [sha256]):
         return FileSummary(str(path), 0, 0, 0, already_loaded=True)
-    staged = stage_file(path, data if fmt != "parquet" else None)
+    staged = stage_file(path, data if fmt not in ("parquet", "inspect") else None, fmt=fmt, model=model,
+                        task_ids=task_ids)
     checked = _check_against_database(con, path, staged)
     final = _parse_responses(con, checked)  # noqa: F841 (read by DuckDB below)
     file_id = fetch_one(con, "SELECT coalesce(max(file_id), 0) + 1 FROM response_files")[0]

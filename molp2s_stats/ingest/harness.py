@@ -1,0 +1,108 @@
+"""Evaluation-harness logs as response rows: Inspect AI logs (.eval, .json) and
+lm-evaluation-harness sample files (``--log_samples`` JSONL).
+
+Both come out as the loader's standard frame (``_where, _line, model, task_id,
+sample, attempt, response, choice, metadata``) and go through the same checks as
+any response file: unknown task ids, duplicates and unparseable answers are named
+by file and sample or line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from .errors import InputError
+from .files import json_lines
+
+
+def _rows_frame(rows: list[dict]) -> pl.DataFrame:
+    schema = {"_where": pl.String, "_line": pl.Int64, "model": pl.String, "task_id": pl.String, "sample": pl.Int64,
+              "attempt": pl.Int64, "response": pl.String, "choice": pl.String, "metadata": pl.String}
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def stage_inspect(path: Path, *, task_ids: dict[str, str] | None = None) -> pl.DataFrame:
+    """An Inspect AI log, read with inspect_ai's own reader.
+
+    model ← the log's model; task_id ← the sample's ``task_id`` metadata, else the
+    sample id (or ``task_ids[sample id]`` when a mapping is given); sample ← epoch − 1
+    (epochs count from 1, samples from 0); response ← the final completion. Scores
+    (value and extracted answer per scorer), the sample id, the epoch and any sample
+    error are kept as metadata. A sample that errored without output is kept as an
+    empty answer, which the parser marks invalid: nothing is dropped.
+    """
+    from inspect_ai.log import read_eval_log
+
+    try:
+        log = read_eval_log(str(path))
+    except Exception as exc:  # inspect_ai raises many kinds; the user needs the file and the reason
+        raise InputError(path, f"not a readable Inspect AI log ({type(exc).__name__}: {exc})") from exc
+    if not log.samples:
+        raise InputError(path, f"Inspect AI log holds no samples (status {log.status!r})")
+    model = log.eval.model
+    rows = []
+    for position, sample in enumerate(log.samples, start=1):
+        where = f"sample {position} (id {sample.id!r}, epoch {sample.epoch})"
+        metadata = sample.metadata or {}
+        if task_ids is not None:
+            if str(sample.id) not in task_ids:
+                raise InputError(path, f"sample id {sample.id!r} is not in the task-id mapping", where=where)
+            task_id = task_ids[str(sample.id)]
+        else:
+            task_id = metadata.get("task_id", sample.id)
+        completion = sample.output.completion if sample.output is not None else ""
+        scores = {name: {"value": score.value, "answer": score.answer} for name, score in (sample.scores or {}).items()}
+        extra = {"inspect_sample_id": sample.id, "epoch": sample.epoch, "scores": scores,
+                 "error": sample.error.message if sample.error is not None else None}
+        rows.append({"_where": where, "_line": position, "model": model, "task_id": str(task_id),
+                     "sample": sample.epoch - 1, "attempt": 0, "response": completion or "", "choice": None,
+                     "metadata": json.dumps(extra, default=str)})
+    return _rows_frame(rows)
+
+
+def is_lm_eval_samples(data: bytes) -> bool:
+    """Whether a JSONL file looks like lm-evaluation-harness ``--log_samples`` output."""
+    first = next((line for line in data.splitlines() if line.strip()), b"")
+    try:
+        record = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(record, dict) and "doc_id" in record and ("resps" in record or "filtered_resps" in record)
+
+
+def _first_text(value) -> str | None:
+    """lm-eval nests responses: ``resps`` is [[text]], ``filtered_resps`` [text]."""
+    while isinstance(value, list) and value:
+        value = value[0]
+    return value if isinstance(value, str) else None
+
+
+def stage_lm_eval(path: Path, data: bytes, *, model: str | None = None) -> pl.DataFrame:
+    """lm-evaluation-harness samples: task_id ← ``doc.task_id``, else ``doc_id``; response ←
+    ``filtered_resps`` (the harness's filtered answer), else ``resps``.
+
+    The samples file does not name the model; lm-eval writes it under
+    ``<output_path>/<model>/samples_<task>_<time>.jsonl``, so the folder name is the
+    default and ``model`` overrides it.
+    """
+    model = model or path.parent.name
+    rows = []
+    for line, record in json_lines(path, data):
+        where = f"line {line}"
+        if not isinstance(record, dict):
+            raise InputError(path, "expected a JSON object per line", where=where)
+        if "doc_id" not in record:
+            raise InputError(path, "missing required field 'doc_id'", where=where)
+        doc = record.get("doc") if isinstance(record.get("doc"), dict) else {}
+        task_id = doc.get("task_id", record["doc_id"])
+        response = _first_text(record.get("filtered_resps")) or _first_text(record.get("resps"))
+        if response is None:
+            raise InputError(path, "no text in 'filtered_resps' or 'resps'", where=where)
+        extra = {k: record[k] for k in ("doc_id", "target", "filter", "metrics", "acc", "exact_match")
+                 if k in record}
+        rows.append({"_where": where, "_line": line, "model": model, "task_id": str(task_id), "sample": 0,
+                     "attempt": 0, "response": response, "choice": None, "metadata": json.dumps(extra, default=str)})
+    return _rows_frame(rows)

@@ -1,0 +1,142 @@
+"""Issue 7: evaluation-harness logs load as they are. A real Inspect AI log written by
+inspect_ai's mock model provider (no network), and lm-evaluation-harness samples files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from molp2s_stats import store
+from molp2s_stats.cli import app
+
+from tiny_benchmark import task_id, write_benchmark
+
+runner = CliRunner()
+
+
+@pytest.fixture()
+def db(tmp_path):
+    path = tmp_path / "runs.duckdb"
+    result = runner.invoke(app, ["load", "--benchmark", str(write_benchmark(tmp_path / "bench")), "--db", str(path)])
+    assert result.exit_code == 0, result.output
+    return path
+
+
+def _rows(db, sql):
+    con = store.connect(db, read_only=True)
+    try:
+        return con.sql(sql).fetchall()
+    finally:
+        con.close()
+
+
+def _checksum(db):
+    return _rows(db, "SELECT count(*), coalesce(sum(hash(model, task_id, sample, attempt, choice)), 0) FROM responses")
+
+
+# ---------------------------------------------------------------- Inspect AI
+
+def _inspect_log(folder, answers: list[tuple[str, str]], *, epochs: int = 1):
+    """Run a real Inspect eval on the mock model: one sample per (task_id, completion)."""
+    from inspect_ai import Task, eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from inspect_ai.scorer import match
+
+    dataset = [Sample(input=f"Pick the missing fragment for {tid}.", target="A", id=f"s{i}",
+                      metadata={"task_id": tid}) for i, (tid, _) in enumerate(answers)]
+    # usage given: otherwise the mock counts tokens with tiktoken, which downloads its encoding
+    outputs = [ModelOutput.from_content(model="mockllm/model", content=text).model_copy(
+        update={"usage": ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)})
+        for _ in range(epochs) for _, text in answers]
+    model = get_model("mockllm/model", custom_outputs=outputs)
+    logs = eval(Task(dataset=dataset, scorer=match()), model=model, epochs=epochs, log_dir=str(folder),
+                display="none", max_samples=1)
+    assert logs[0].status == "success"
+    return folder / logs[0].location.rsplit("/", 1)[-1] if "://" in logs[0].location else logs[0].location
+
+
+def test_inspect_log_loads_with_epochs_as_samples(db, tmp_path):
+    answers = [(task_id("F1", "source"), "Answer: A"), (task_id("F2", "source"), "The answer is (C)."),
+               (task_id("F3", "source"), "I cannot tell.")]
+    log = _inspect_log(tmp_path / "logs", answers, epochs=2)
+    result = runner.invoke(app, ["load", "--responses", str(log), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    rows = _rows(db, "SELECT model, task_id, sample, choice, invalid_reason IS NOT NULL, metadata "
+                     "FROM responses ORDER BY task_id, sample")
+    assert len(rows) == 6  # 3 samples × 2 epochs
+    assert {r[0] for r in rows} == {"mockllm/model"}
+    assert [(r[1], r[2], r[3]) for r in rows[:2]] == [(task_id("F1", "source"), 0, "A"), (task_id("F1", "source"), 1, "A")]
+    assert [r[3] for r in rows if r[1] == task_id("F2", "source")] == ["C", "C"]
+    assert all(r[4] for r in rows if r[1] == task_id("F3", "source"))  # invalid, kept, not dropped
+    meta = json.loads(rows[0][5])
+    assert meta["epoch"] == 1 and meta["inspect_sample_id"] == "s0" and "match" in meta["scores"]
+    # the same log again adds nothing
+    again = runner.invoke(app, ["load", "--responses", str(log), "--db", str(db)])
+    assert again.exit_code == 0 and "already loaded" in again.output
+
+
+def test_inspect_log_with_an_unknown_task_is_refused_and_nothing_changes(db, tmp_path):
+    log = _inspect_log(tmp_path / "logs", [(task_id("F1", "source"), "A"), ("no-such-task", "B")])
+    before = _checksum(db)
+    result = runner.invoke(app, ["load", "--responses", str(log), "--db", str(db)])
+    assert result.exit_code == 2
+    assert str(log) in result.output and "sample 2" in result.output and "unknown task_id 'no-such-task'" in result.output
+    assert _checksum(db) == before
+
+
+def test_a_broken_inspect_log_names_the_file(db, tmp_path):
+    bad = tmp_path / "broken.eval"
+    bad.write_bytes(b"PK\x03\x04 not really a zip")
+    result = runner.invoke(app, ["load", "--responses", str(bad), "--db", str(db)])
+    assert result.exit_code == 2 and "not a readable Inspect AI log" in result.output and str(bad) in result.output
+
+
+# ---------------------------------------------------------------- lm-evaluation-harness
+
+def _lm_eval_file(folder, records):
+    folder.mkdir(parents=True)
+    path = folder / "samples_molp2s_2026-11-29T10-00-00.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_lm_eval_samples_load_from_a_folder_with_the_model_named_by_it(db, tmp_path):
+    records = [
+        {"doc_id": 0, "doc": {"task_id": task_id("F1", "source")}, "target": "A", "resps": [["Answer: B"]],
+         "filtered_resps": ["B"], "acc": 0.0},
+        {"doc_id": 1, "doc": {"task_id": task_id("F2", "source")}, "target": "B", "resps": [["**B**"]],
+         "filtered_resps": ["**B**"], "acc": 1.0},
+    ]
+    _lm_eval_file(tmp_path / "runs" / "org__model-7b", records)
+    result = runner.invoke(app, ["load", "--responses", str(tmp_path / "runs"), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    rows = _rows(db, "SELECT model, task_id, choice, response, metadata FROM responses ORDER BY task_id")
+    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [
+        ("org__model-7b", task_id("F1", "source"), "B", "B"), ("org__model-7b", task_id("F2", "source"), "B", "**B**")]
+    assert json.loads(rows[0][4])["doc_id"] == 0
+    named = runner.invoke(app, ["load", "--responses", str(_lm_eval_file(tmp_path / "other", [
+        {"doc_id": 0, "doc": {"task_id": task_id("F3", "source")}, "resps": [["A"]]}])), "--model", "named",
+        "--db", str(db)])
+    assert named.exit_code == 0, named.output
+    assert _rows(db, "SELECT model FROM responses WHERE task_id = 'F3-dipole_norm-source'") == [("named",)]
+
+
+def test_lm_eval_record_without_text_names_its_line(db, tmp_path):
+    path = _lm_eval_file(tmp_path / "m", [{"doc_id": 0, "doc": {"task_id": task_id("F1", "source")}, "resps": [["A"]]},
+                                           {"doc_id": 1, "resps": [[]]}])
+    before = _checksum(db)
+    result = runner.invoke(app, ["load", "--responses", str(path), "--db", str(db), "--format", "lm-eval"])
+    assert result.exit_code == 2 and "line 2" in result.output and "no text" in result.output
+    assert _checksum(db) == before
+
+
+def test_unknown_format_and_empty_folder_are_clear_errors(db, tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = runner.invoke(app, ["load", "--responses", str(tmp_path / "empty"), "--db", str(db)])
+    assert result.exit_code == 2 and "folder holds no response files" in result.output
+    path = _lm_eval_file(tmp_path / "m", [{"doc_id": 0, "resps": [["A"]]}])
+    result = runner.invoke(app, ["load", "--responses", str(path), "--db", str(db), "--format", "xml"])
+    assert result.exit_code == 2 and "unknown format 'xml'" in result.output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -475,6 +476,10 @@ def report_command(
     """
     from .report import context, render
 
+    if engine not in ("auto", "quarto", "jupyter"):
+        raise ValueError("--engine must be auto, quarto or jupyter")
+    if engine == "quarto" and not shutil.which("quarto"):
+        raise ValueError("--engine quarto: quarto is not on PATH (use --engine jupyter)")
     env = {"MOLP2S_SEED": str(seed), "MOLP2S_BOOTSTRAP": str(bootstrap),
            "MOLP2S_REPORT_TABLES": str((out / "tables").resolve())}
     if db is not None:
@@ -492,7 +497,10 @@ def report_command(
         if fit_file is None and not database.with_suffix(".fit.nc").exists():
             typer.echo(f"no saved fit beside {database}: fitting the model with its defaults (a few minutes)", err=True)
         env["MOLP2S_FIT"] = str(context.fit_path().resolve())
-    used = render.render_site(REPORTS, out, env, engine=engine, log=lambda line: typer.echo(line, err=True))
+    try:
+        used = render.render_site(REPORTS, out, env, engine=engine, log=lambda line: typer.echo(line, err=True))
+    except render.RenderError as exc:
+        _fail(str(exc))
     typer.echo(f"rendered {REPORTS} into {out} with {used} in {time.perf_counter() - started:.0f} s")
 
 
@@ -539,6 +547,7 @@ def sql_command(
     finally:
         if timer:
             timer.cancel()
+        con.close()
     if result is None:
         _fail("the statement returned no rows to show")
     emit(result, fmt, out)

@@ -83,7 +83,7 @@ def connect(path: str | os.PathLike[str], *, read_only: bool = False, wait: floa
                 time.sleep(0.2)
                 continue
             if locked:
-                raise StoreError(f"{path}: another process is writing the database (waited {wait:g} s; "
+                raise StoreError(f"{path}: another process has the database open (waited {wait:g} s; "
                                  f"try again when it has finished)") from exc
             raise StoreError(f"{path}: cannot open the database ({exc})") from exc
     if not read_only:

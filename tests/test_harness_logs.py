@@ -110,8 +110,11 @@ def test_lm_eval_samples_load_from_a_folder_with_the_model_named_by_it(db, tmp_p
         {"doc_id": 1, "doc": {"task_id": task_id("F2", "source")}, "target": "B", "resps": [["**B**"]],
          "filtered_resps": ["**B**"], "acc": 1.0},
     ]
-    _lm_eval_file(tmp_path / "runs" / "org__model-7b", records)
-    result = runner.invoke(app, ["load", "--responses", str(tmp_path / "runs"), "--db", str(db)])
+    folder = tmp_path / "runs" / "org__model-7b"
+    _lm_eval_file(folder, records)
+    # lm-eval's aggregate results file sits beside the samples: a folder load passes it over
+    (folder / "results_2026-11-29T10-00-00.json").write_text(json.dumps({"results": {"molp2s": {"acc": 0.5}}}))
+    result = runner.invoke(app, ["load", "--responses", str(folder), "--db", str(db)])
     assert result.exit_code == 0, result.output
     rows = _rows(db, "SELECT model, task_id, choice, response, metadata FROM responses ORDER BY task_id")
     assert [(r[0], r[1], r[2], r[3]) for r in rows] == [
@@ -122,6 +125,14 @@ def test_lm_eval_samples_load_from_a_folder_with_the_model_named_by_it(db, tmp_p
         "--db", str(db)])
     assert named.exit_code == 0, named.output
     assert _rows(db, "SELECT model FROM responses WHERE task_id = 'F3-dipole_norm-source'") == [("named",)]
+
+
+def test_lm_eval_repeats_are_samples(db, tmp_path):
+    path = _lm_eval_file(tmp_path / "m", [{"doc_id": 0, "doc": {"task_id": task_id("F1", "source")},
+                                           "resps": [["A"], ["B"], ["C"]]}])
+    result = runner.invoke(app, ["load", "--responses", str(path), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    assert _rows(db, "SELECT sample, choice FROM responses ORDER BY sample") == [(0, "A"), (1, "B"), (2, "C")]
 
 
 def test_lm_eval_record_without_text_names_its_line(db, tmp_path):

@@ -460,13 +460,20 @@ def test_empty_file(con, tmp_path, name, content):
     refused(con, msg(path, None, r"file is empty$"), responses=[path])
 
 
-@pytest.mark.parametrize("name", ["answers.txt", "answers.json", "answers"])
+def test_json_that_is_not_an_inspect_log(con, tmp_path):
+    # .json is Inspect AI's log format; a JSONL line in a .json file is not such a log
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps(good(T0)) + "\n", encoding="utf-8")
+    refused(con, msg(path, None, r"not a readable Inspect AI log"), responses=[path])
+
+
+@pytest.mark.parametrize("name", ["answers.txt", "answers"])
 def test_unknown_file_extension(con, tmp_path, name):
     path = tmp_path / name
     path.write_text(json.dumps(good(T0)) + "\n", encoding="utf-8")
     suffix = Path(name).suffix
-    refused(con, msg(path, None, re.escape(f"unknown file type {suffix!r}; expected .parquet, .jsonl or .csv")),
-            responses=[path])
+    expected = f"unknown file type {suffix!r}; expected .parquet, .jsonl, .csv, .eval or .json (Inspect AI logs)"
+    refused(con, msg(path, None, re.escape(expected)), responses=[path])
 
 
 def test_unknown_extension_with_bytes_of_a_loaded_file(con, tmp_path):

@@ -36,6 +36,9 @@ def probability_draws(idata: az.InferenceData) -> dict[str, dict[str, np.ndarray
     """Per channel: reliance and responsiveness draws, arrays of shape (draws, models), in %/pp."""
     post = idata.posterior
     channels = list(post.coords["channel"].values)
+    if "cell" not in post or "cohort" not in post.attrs:
+        raise ValueError("this fit was saved by an older version of molp2s-stats (no 'cell' draws); "
+                         "run `molp2s fit` again")
     pairs = [tuple(p) for p in json.loads(post.attrs["cohort"])]
     cell = _draws(idata, "cell")  # (S, M, K, C)
     effects = pair_effects(idata, pairs)  # (S, pairs)

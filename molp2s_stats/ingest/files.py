@@ -31,12 +31,25 @@ def file_format(path: Path) -> str:
     return fmt
 
 
+def _looks_like_inspect_log(path: Path) -> bool:
+    """A .json file in a folder counts as a response file only if it is an Inspect AI log
+    (lm-eval writes its aggregate results_*.json beside the samples)."""
+    with path.open("rb") as handle:
+        head = handle.read(4096)
+    return b'"eval"' in head and b'"version"' in head
+
+
 def expand(paths: list[Path]) -> list[Path]:
-    """Response files, with each folder replaced by the files in it that have a known suffix (sorted)."""
+    """Response files, with each folder replaced by the response files directly in it (sorted).
+
+    In a folder, .json files that are not Inspect AI logs are passed over; a path given
+    by name is always read, so a wrong file there is an error, not a skip.
+    """
     files = []
     for path in paths:
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in FORMATS)
+        if path.is_dir() and path.suffix.lower() not in FORMATS:
+            found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in FORMATS
+                           and (p.suffix.lower() != ".json" or _looks_like_inspect_log(p)))
             if not found:
                 raise InputError(path, "folder holds no response files (.jsonl, .csv, .parquet, .eval, .json)")
             files += found

@@ -73,16 +73,26 @@ def is_lm_eval_samples(data: bytes) -> bool:
     return isinstance(record, dict) and "doc_id" in record and ("resps" in record or "filtered_resps" in record)
 
 
-def _first_text(value) -> str | None:
-    """lm-eval nests responses: ``resps`` is [[text]], ``filtered_resps`` [text]."""
-    while isinstance(value, list) and value:
-        value = value[0]
-    return value if isinstance(value, str) else None
+def _texts(value) -> list[str] | None:
+    """lm-eval nests answers: ``resps`` is [[text], ...] (one list per request, several texts
+    with repeats), ``filtered_resps`` [text, ...]. Returns the texts, or None if any is not text."""
+    flat = []
+    stack = [value]
+    while stack:
+        item = stack.pop(0)
+        if isinstance(item, list):
+            stack = list(item) + stack
+        elif isinstance(item, str):
+            flat.append(item)
+        else:
+            return None
+    return flat
 
 
 def stage_lm_eval(path: Path, data: bytes, *, model: str | None = None) -> pl.DataFrame:
     """lm-evaluation-harness samples: task_id ← ``doc.task_id``, else ``doc_id``; response ←
-    ``filtered_resps`` (the harness's filtered answer), else ``resps``.
+    ``filtered_resps`` (the harness's filtered answer), else ``resps``; with repeats,
+    the i-th text is sample i.
 
     The samples file does not name the model; lm-eval writes it under
     ``<output_path>/<model>/samples_<task>_<time>.jsonl``, so the folder name is the
@@ -98,11 +108,16 @@ def stage_lm_eval(path: Path, data: bytes, *, model: str | None = None) -> pl.Da
             raise InputError(path, "missing required field 'doc_id'", where=where)
         doc = record.get("doc") if isinstance(record.get("doc"), dict) else {}
         task_id = doc.get("task_id", record["doc_id"])
-        response = _first_text(record.get("filtered_resps")) or _first_text(record.get("resps"))
-        if response is None:
-            raise InputError(path, "no text in 'filtered_resps' or 'resps'", where=where)
+        # filtered_resps is the harness's extracted answer; resps only where no filter ran
+        field = "filtered_resps" if record.get("filtered_resps") is not None else "resps"
+        texts = _texts(record.get(field))
+        if not texts:
+            raise InputError(path, f"no text in {field!r}", where=where)
         extra = {k: record[k] for k in ("doc_id", "target", "filter", "metrics", "acc", "exact_match")
                  if k in record}
-        rows.append({"_where": where, "_line": line, "model": model, "task_id": str(task_id), "sample": 0,
-                     "attempt": 0, "response": response, "choice": None, "metadata": json.dumps(extra, default=str)})
+        # several texts (lm-eval's repeats) are several samples of the same task
+        for sample, text in enumerate(texts):
+            rows.append({"_where": where, "_line": line, "model": model, "task_id": str(task_id), "sample": sample,
+                         "attempt": 0, "response": text, "choice": None,
+                         "metadata": json.dumps({**extra, "answer_field": field}, default=str)})
     return _rows_frame(rows)

@@ -38,10 +38,16 @@ def database_path() -> Path:
         return Path(os.environ["MOLP2S_DB"])
     path = BUILD / "default.duckdb"
     if not path.exists():
+        # built under another name and renamed: a build that fails leaves no half-made database behind
         BUILD.mkdir(parents=True, exist_ok=True)
-        con = store.connect(path)
-        load_default_data(con)
-        con.close()
+        partial = path.with_suffix(".partial.duckdb")
+        partial.unlink(missing_ok=True)
+        con = store.connect(partial)
+        try:
+            load_default_data(con)
+        finally:
+            con.close()
+        partial.rename(path)
     return path
 
 

@@ -30,6 +30,10 @@ _CELL = re.compile(r"^```\{python\}[^\n]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MUL
 _OPTION = re.compile(r"^#\|\s*([\w-]+)\s*:\s*(.*?)\s*$")
 
 
+class RenderError(RuntimeError):
+    """A page could not be rendered: names the page and what went wrong."""
+
+
 @dataclass(frozen=True)
 class Page:
     source: str  # the .qmd file name, relative to the project
@@ -113,6 +117,7 @@ def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeou
                         pages: list[str] | None = None, log=print) -> list[Path]:
     """Execute each page on a Python kernel and write self-contained HTML into ``out``."""
     from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
     from nbconvert import HTMLExporter
     from nbconvert.preprocessors import TagRemovePreprocessor
 
@@ -132,8 +137,11 @@ def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeou
         for page in chosen:
             started = time.perf_counter()
             notebook = read_qmd(project / page.source, echo=echo)
-            NotebookClient(notebook, timeout=timeout, kernel_name="python3",
-                           resources={"metadata": {"path": str(project)}}).execute()
+            try:
+                NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+                               resources={"metadata": {"path": str(project)}}).execute()
+            except CellExecutionError as exc:
+                raise RenderError(f"{project / page.source}: a cell failed: {exc.ename}: {exc.evalue}") from exc
             if not show_warnings:  # Quarto's `warning: false`: stderr text stays out of the page
                 for cell in notebook.cells:
                     if cell.cell_type == "code":
@@ -149,8 +157,10 @@ def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeou
 
 def render_with_quarto(project: Path, out: Path, env: dict[str, str]) -> None:
     """``quarto render`` with the same environment (where Quarto is installed)."""
-    subprocess.run(["quarto", "render", str(project), "--output-dir", str(out.resolve())],
-                   env={**os.environ, **env}, check=True)
+    completed = subprocess.run(["quarto", "render", str(project), "--output-dir", str(out.resolve())],
+                               env={**os.environ, **env})
+    if completed.returncode != 0:
+        raise RenderError(f"quarto render {project} failed with exit code {completed.returncode} (its output is above)")
 
 
 def render_site(project: Path, out: Path, env: dict[str, str], *, engine: str = "auto", log=print) -> str:

@@ -460,6 +460,19 @@ def test_empty_file(con, tmp_path, name, content):
     refused(con, msg(path, None, r"file is empty$"), responses=[path])
 
 
+def test_a_one_gigabyte_line_is_refused_by_its_number(con, tmp_path):
+    path = tmp_path / "huge.jsonl"
+    with path.open("wb") as handle:
+        handle.write((json.dumps(good(T0)) + "\n").encode())
+        handle.write(b'{"model": "m", "task_id": "')
+        chunk = b"x" * 2**26
+        for _ in range(16):  # 16 × 64 MiB = 1 GiB on line 2
+            handle.write(chunk)
+        handle.write(b'"}\n')
+    refused(con, msg(path, "line 2", r"line is 1,073,741,\d+ bytes long; at most 67,108,864 are accepted"),
+            responses=[path])
+
+
 def test_json_that_is_not_an_inspect_log(con, tmp_path):
     # .json is Inspect AI's log format; a JSONL line in a .json file is not such a log
     path = tmp_path / "answers.json"

@@ -12,6 +12,7 @@ import io
 import json
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from .errors import InputError
@@ -69,8 +70,30 @@ def read_bytes(path: Path) -> bytes:
     return data
 
 
+# No response or benchmark record comes near this; a longer line is a broken or hostile
+# file, and decoding and parsing it would cost several times its size in memory.
+MAX_LINE_BYTES = 64 * 2**20
+
+
+def check_line_lengths(path: Path, data: bytes) -> None:
+    """Refuse a line longer than MAX_LINE_BYTES, naming it (numpy scans 1 GB in about a second)."""
+    if len(data) <= MAX_LINE_BYTES:
+        return
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    bounds = np.concatenate(([-1], ends, [len(data)]))
+    lengths = np.diff(bounds) - 1
+    longest = int(np.argmax(lengths))
+    if lengths[longest] > MAX_LINE_BYTES:
+        raise InputError(path, f"line is {lengths[longest]:,} bytes long; at most {MAX_LINE_BYTES:,} are accepted",
+                         where=f"line {longest + 1}")
+
+
 def check_utf8(path: Path, data: bytes) -> None:
-    """Text formats must be UTF-8; name the line of the first bad byte."""
+    """Text formats must be UTF-8; name the line of the first bad byte.
+
+    Every text format comes through here first, so the line-length guard runs here too.
+    """
+    check_line_lengths(path, data)
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -151,3 +151,14 @@ def test_unknown_format_and_empty_folder_are_clear_errors(db, tmp_path):
     path = _lm_eval_file(tmp_path / "m", [{"doc_id": 0, "resps": [["A"]]}])
     result = runner.invoke(app, ["load", "--responses", str(path), "--db", str(db), "--format", "xml"])
     assert result.exit_code == 2 and "unknown format 'xml'" in result.output
+
+
+def test_a_quoted_glob_loads_every_match(db, tmp_path):
+    for i, family in enumerate(("F1", "F2")):
+        (tmp_path / f"run{i}.jsonl").write_text(json.dumps(
+            {"model": f"m{i}", "task_id": task_id(family, "source"), "choice": "A"}) + "\n")
+    result = runner.invoke(app, ["load", "--responses", str(tmp_path / "run*.jsonl"), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    assert _rows(db, "SELECT model FROM responses ORDER BY model") == [("m0",), ("m1",)]
+    none = runner.invoke(app, ["load", "--responses", str(tmp_path / "nothing*.jsonl"), "--db", str(db)])
+    assert none.exit_code == 2 and "no file matches this pattern" in none.output

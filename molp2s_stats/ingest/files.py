@@ -41,13 +41,22 @@ def _looks_like_inspect_log(path: Path) -> bool:
 
 
 def expand(paths: list[Path]) -> list[Path]:
-    """Response files, with each folder replaced by the response files directly in it (sorted).
+    """Response files: each folder replaced by the response files directly in it, each
+    pattern (``runs/*.jsonl``, quoted so that the shell passes it on) by its matches, sorted.
 
     In a folder, .json files that are not Inspect AI logs are passed over; a path given
     by name is always read, so a wrong file there is an error, not a skip.
     """
     files = []
     for path in paths:
+        if not path.exists() and any(c in str(path) for c in "*?["):  # a quoted glob the shell left alone
+            root = Path(path.anchor) if path.is_absolute() else Path(".")
+            matched = sorted(p for p in root.glob(str(path.relative_to(root)) if path.is_absolute() else str(path))
+                             if p.is_file())
+            if not matched:
+                raise InputError(path, "no file matches this pattern")
+            files += matched
+            continue
         if path.is_dir() and path.suffix.lower() not in FORMATS:
             found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in FORMATS
                            and (p.suffix.lower() != ".json" or _looks_like_inspect_log(p)))

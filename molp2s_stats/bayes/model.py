@@ -150,14 +150,22 @@ def build_model(data: ModelData, *, family_effects: bool = True) -> pm.Model:
     return model
 
 
+def _family_draws(post) -> np.ndarray | None:
+    """Draws of the family intercepts ``σ_f·u_f``, shape (draws, families); None without family effects."""
+    if "family_z" not in post:
+        return None
+    draws = post.sizes["chain"] * post.sizes["draw"]
+    return post["family_sd"].values.reshape(draws, 1) * post["family_z"].values.reshape(draws, -1)
+
+
 def pair_effects(idata: az.InferenceData, data_pairs: list[tuple[str, str]]) -> np.ndarray:
     """Draws of ``σ_f·u_f + σ_fc·v_{f,c}`` per cohort pair, shape (draws, pairs); zeros without family effects."""
     post = idata.posterior
     draws = post.sizes["chain"] * post.sizes["draw"]
-    if "family_z" not in post:
+    family = _family_draws(post)
+    if family is None:
         return np.zeros((draws, len(data_pairs)))
     families = {f: i for i, f in enumerate(post.coords["family"].values)}
-    family = (post["family_sd"].values.reshape(draws, 1) * post["family_z"].values.reshape(draws, -1))
     family_channel = (post["family_channel_sd"].values.reshape(draws, 1)
                       * post["family_channel_z"].values.reshape(draws, -1))
     return family[:, [families[f] for f, _ in data_pairs]] + family_channel
@@ -175,15 +183,12 @@ def pointwise_log_likelihood(idata: az.InferenceData, data: ModelData, *, max_dr
     chains, draws = thinned.posterior.sizes["chain"], thinned.posterior.sizes["draw"]
     cell = thinned.posterior["cell"].values.reshape(chains * draws, *thinned.posterior["cell"].shape[2:])
     effects = pair_effects(thinned, data.family_channels)
-    pair_code = {p: i for i, p in enumerate(data.family_channels)}
     cells = data.cells
-    pairs = np.array([pair_code[p] for p in cells.select("family_id", "channel").iter_rows()], dtype=np.int64)
     eta = (cell[:, cells["model_index"].to_numpy(), cells["condition_index"].to_numpy(),
-                cells["channel_index"].to_numpy()] + effects[:, pairs])
+                cells["channel_index"].to_numpy()] + effects[:, cells["family_channel_index"].to_numpy()])
     eta_p0 = thinned.posterior["p0_mean"].values.reshape(chains * draws, -1)[:, data.p0["model_index"].to_numpy()]
-    if "family_z" in thinned.posterior:
-        family = (thinned.posterior["family_sd"].values.reshape(-1, 1)
-                  * thinned.posterior["family_z"].values.reshape(chains * draws, -1))
+    family = _family_draws(thinned.posterior)
+    if family is not None:
         eta_p0 = eta_p0 + family[:, data.p0["family_index"].to_numpy()]
     successes = np.concatenate([cells["successes"].to_numpy(), data.p0["successes"].to_numpy()])
     trials = np.concatenate([cells["trials"].to_numpy(), data.p0["trials"].to_numpy()])

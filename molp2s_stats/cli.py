@@ -14,7 +14,7 @@ import polars as pl
 import typer
 from rich.progress import Progress
 
-from . import bayes, compare, metrics, power, simulate, stability, store
+from . import bayes, compare, metrics, power, prompts, simulate, stability, store
 from .ingest import InputError, load, read_benchmark
 from .output import Format, emit, leaderboard
 
@@ -123,6 +123,47 @@ def load_command(
             typer.echo(f"{f.path}: already loaded, nothing added")
         else:
             typer.echo(f"{f.path}: {f.rows} rows ({f.parsed} parsed from text, {f.invalid} invalid)")
+
+
+@command("prompts")
+def prompts_command(
+    out: Annotated[Path, typer.Option("--out", help="File to write.")],
+    benchmark: Annotated[Optional[Path], typer.Option("--benchmark", help="Benchmark folder; default: the embedded benchmark.")] = None,
+    db: Annotated[Optional[Path], typer.Option("--db", help="Read the benchmark from this database instead of a folder.")] = None,
+    channel: Annotated[Optional[list[str]], typer.Option("--channel", help="Only these channels (repeat; `none` for the P0 tasks).")] = None,
+    condition: Annotated[Optional[list[str]], typer.Option("--condition", help="Only these conditions: none | source | shuffled | cf (repeat).")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="jsonl | csv | parquet (one row per task) | openai-batch | anthropic-batch (request lines).")] = "jsonl",
+    model: Annotated[Optional[str], typer.Option("--model", help="Model the batch requests go to (batch formats).")] = None,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Token limit of each batch request.")] = 1024,
+    max_peaks: Annotated[int, typer.Option("--max-peaks", help="IR and Raman: the strongest peaks shown.")] = prompts.DEFAULT_MAX_PEAKS,
+) -> None:
+    """Write every task as the messages a model reads: a system message and a user prompt.
+
+    The prompts never name the condition, the task or the family: source, shuffled and cf
+    prompts of one family differ only in the property block.
+
+    Example: molp2s prompts --format openai-batch --model gpt-4o --channel ir --out requests.jsonl
+    """
+    if benchmark is not None and db is not None:
+        raise ValueError("give --benchmark or --db, not both")
+    for name in condition or []:
+        if name not in compare.CONDITIONS:
+            raise ValueError(f"--condition must be one of {', '.join(compare.CONDITIONS)}, got {name!r}")
+    if db is not None:
+        con = _open(db)
+        tables = prompts.benchmark_tables(con)
+        con.close()
+    else:
+        tables = read_benchmark(benchmark or DEFAULT_BENCHMARK)
+    known = set(tables["channels"]["channel"]) | {"none"}
+    unknown = [c for c in channel or [] if c not in known]
+    if unknown:
+        raise ValueError(f"unknown channel(s) {unknown}; known: {', '.join(sorted(known))}")
+    rendered = prompts.render_prompts(tables, channels=channel, conditions=condition, max_peaks=max_peaks)
+    if rendered.height == 0:
+        raise ValueError("no task matches the given --channel and --condition")
+    prompts.write_prompts(rendered, out, fmt=fmt, model=model, max_tokens=max_tokens)
+    typer.echo(f"wrote {rendered.height} prompts ({fmt}, template {prompts.TEMPLATE}) to {out}")
 
 
 @command("metrics")

@@ -174,6 +174,7 @@ def metrics_command(
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates (0: point estimates only).")] = metrics.DEFAULT_DRAWS,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
+    invalid: Annotated[str, typer.Option("--invalid", help="Invalid answers: wrong (scored 0, the paper's rule) | exclude (left out; n counts the families that entered).")] = "wrong",
     fmt: FormatOption = Format.table,
     out: OutOption = None,
 ) -> None:
@@ -191,7 +192,7 @@ def metrics_command(
     try:
         result = metrics.compute_metrics(outcomes, channels=channels, models=models,
                                          metrics=tuple(metric) if metric else metrics.METRICS,
-                                         draws=bootstrap, seed=seed, conf_level=conf_level)
+                                         draws=bootstrap, seed=seed, conf_level=conf_level, invalid=invalid)
     except ValueError as exc:
         _fail(str(exc))
     emit(result, fmt, out, title="Metrics (rates in %, differences in pp)")

@@ -28,6 +28,7 @@ COLUMNS: dict[str, str] = {
     "draws": "bootstrap replicates drawn (0 when no interval)",
     "draws_undefined": "replicates left out of the interval because the statistic was undefined in them",
     "seed": "seed of the random stream; rerunning with it gives the same interval",
+    "invalid": "how invalid answers entered: wrong (scored 0, the paper's rule) or exclude (left out)",
     # comparisons
     "tasks": "tasks in the comparison",
     "families": "families in the comparison",

@@ -40,28 +40,54 @@ METRICS = (
 RESULT_SCHEMA = {
     "model": pl.String, "channel": pl.String, "metric": pl.String, "estimate": pl.Float64,
     "conf_low": pl.Float64, "conf_high": pl.Float64, "conf_level": pl.Float64, "n": pl.Int64,
-    "method": pl.String, "draws": pl.Int64, "draws_undefined": pl.Int64, "seed": pl.Int64,
+    "method": pl.String, "draws": pl.Int64, "draws_undefined": pl.Int64, "seed": pl.Int64, "invalid": pl.String,
 }
 DEFAULT_DRAWS = 2000
 
 
+INVALID_RULES = ("wrong", "exclude")
+# The family_outcomes columns that the "exclude" rule reads from their *_valid twins.
+_VALID_TWINS = ("y_p0", "y_source", "y_shuffled", "cf_tasks", "cf_correct", "cf_recovery", "cf_persist",
+                "cf_other")
+
+
 def metric_components(metric: str) -> tuple[pl.Expr, pl.Expr]:
-    """(a_f, b_f) of the table above as polars expressions over family_outcomes."""
-    has_cf = (pl.col("cf_tasks") > 0).cast(pl.Float64)
+    """(a_f, b_f) of the table above as polars expressions over family_outcomes.
+
+    A family whose input is missing (null: every answer it needs was invalid and left
+    out) gets b_f = 0, so it leaves that metric and its n; under the default rule
+    (invalid = wrong) no cohort input is ever null.
+    """
+    has_cf = (pl.col("cf_tasks").fill_null(0) > 0).cast(pl.Float64)
     src = pl.col("y_source")
-    weighted = lambda share: (src * pl.col(share).fill_null(0.0), src * has_cf)  # noqa: E731
+    known = lambda *names: pl.all_horizontal([pl.col(n).is_not_null() for n in names]).cast(pl.Float64)  # noqa: E731
+    weighted = lambda share: (src.fill_null(0.0) * pl.col(share).fill_null(0.0),  # noqa: E731
+                              src.fill_null(0.0) * has_cf)
     return {
-        "acc_p0": (pl.col("y_p0"), pl.lit(1.0)),
-        "acc_source": (src, pl.lit(1.0)),
-        "acc_shuffled": (pl.col("y_shuffled"), pl.lit(1.0)),
-        "reliance_margin": (src - pl.col("y_shuffled"), pl.lit(1.0)),
-        "cf_accuracy": (pl.col("cf_correct"), pl.col("cf_tasks").cast(pl.Float64)),
-        "pgr": (has_cf * (0.5 * src + 0.5 * pl.col("cf_recovery").fill_null(0.0)), has_cf),
+        "acc_p0": (pl.col("y_p0").fill_null(0.0), known("y_p0")),
+        "acc_source": (src.fill_null(0.0), known("y_source")),
+        "acc_shuffled": (pl.col("y_shuffled").fill_null(0.0), known("y_shuffled")),
+        "reliance_margin": ((src - pl.col("y_shuffled")).fill_null(0.0), known("y_source", "y_shuffled")),
+        "cf_accuracy": (pl.col("cf_correct").fill_null(0.0), pl.col("cf_tasks").fill_null(0).cast(pl.Float64)),
+        "pgr": (has_cf * (0.5 * src + 0.5 * pl.col("cf_recovery")).fill_null(0.0), has_cf * known("y_source")),
         "cfr": weighted("cf_recovery"),
         "persist": weighted("cf_persist"),
         "other": weighted("cf_other"),
         "random_baseline": (1.0 / pl.col("n_candidates"), pl.lit(1.0)),
     }[metric]
+
+
+def apply_invalid_rule(outcomes: pl.DataFrame, invalid: str) -> pl.DataFrame:
+    """family_outcomes under one rule for invalid answers: ``wrong`` (counted as wrong, the
+    paper's rule) or ``exclude`` (left out: each input read from its ``*_valid`` column)."""
+    if invalid not in INVALID_RULES:
+        raise ValueError(f"invalid must be one of {', '.join(INVALID_RULES)}, got {invalid!r}")
+    if invalid == "wrong":
+        return outcomes
+    missing = [f"{c}_valid" for c in _VALID_TWINS if f"{c}_valid" not in outcomes.columns]
+    if missing:
+        raise ValueError(f"invalid='exclude' needs the family_outcomes columns {missing}")
+    return outcomes.with_columns(pl.col(f"{c}_valid").alias(c) for c in _VALID_TWINS)
 
 
 def read_channels_and_models(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str]]:
@@ -92,6 +118,7 @@ def compute_metrics(
     draws: int = DEFAULT_DRAWS,
     seed: int = 0,
     conf_level: float = 0.95,
+    invalid: str = "wrong",
 ) -> pl.DataFrame:
     """Point estimates and family-bootstrap intervals from per-family outcomes.
 
@@ -112,12 +139,16 @@ def compute_metrics(
         name, and every model of a channel shares the same replicates.
     conf_level
         Coverage of the percentile interval.
+    invalid
+        ``wrong`` (the paper's rule): an invalid answer scores 0. ``exclude``: it leaves
+        its task out of its family's means, a family with no valid answer where a metric
+        needs one leaves that metric, and ``n`` counts the families that entered.
 
     Returns
     -------
     polars.DataFrame
         One row per model × channel × metric: ``model, channel, metric, estimate,
-        conf_low, conf_high, conf_level, n, method, draws, draws_undefined, seed``.
+        conf_low, conf_high, conf_level, n, method, draws, draws_undefined, seed, invalid``.
 
     Examples
     --------
@@ -145,6 +176,7 @@ def compute_metrics(
     if unknown:
         raise ValueError(f"unknown metric(s) {unknown}; choose from {', '.join(METRICS)}")
     resample.check_options(draws=draws, conf_level=conf_level)
+    outcomes = apply_invalid_rule(outcomes, invalid)
     channels = channels if channels is not None else outcomes["channel"].unique(maintain_order=True).to_list()
     models = models if models is not None else sorted(outcomes["model"].unique().to_list())
     parts = [
@@ -157,7 +189,8 @@ def compute_metrics(
     for channel in channels:
         rows.append(_channel_metrics(values.filter(pl.col("channel") == channel), channel, models,
                                      metrics, draws, seed, conf_level))
-    return pl.concat(rows) if rows else pl.DataFrame(schema=RESULT_SCHEMA)
+    result = pl.concat(rows) if rows else pl.DataFrame(schema=RESULT_SCHEMA)
+    return result.with_columns(pl.lit(invalid).alias("invalid"))
 
 
 def family_matrices(values: pl.DataFrame, *, models: list[str], columns: list[str]
@@ -207,6 +240,7 @@ def _channel_metrics(values: pl.DataFrame, channel: str, models: list[str], metr
             "draws": [draws] * len(cells),
             "draws_undefined": undefined,
             "seed": [seed] * len(cells),
+            "invalid": [None] * len(cells),
         },
         schema=RESULT_SCHEMA,
     ).with_columns(pl.col(pl.Float64).fill_nan(None))

@@ -7,7 +7,10 @@ completed molecule (SPEC section 2). Text in backticks is always read as
 SMILES, never as a label. Anything else is invalid and carries one of
 `INVALID_REASONS`.
 
-Evidence is gathered in three tiers, highest first: ``final answer``
+A line that starts with ``Answer:`` (or ``Final answer:``) decides on its own where
+it names a candidate, the last such line winning over anything above it, so the
+letters a justification mentions do not make the answer ambiguous. Otherwise
+evidence is gathered in three tiers, highest first: ``final answer``
 markers, other answer markers (``Answer:``, ``answer is``), and structured
 mentions anywhere in the text. The first non-empty tier decides: its valid
 items must all name the same candidate, otherwise the answer is
@@ -28,7 +31,12 @@ RDLogger.DisableLog("rdApp.*")  # malformed SMILES in responses are expected
 
 __all__ = ["INVALID_REASONS", "CandidateIndex", "ParsedAnswer", "parse_answer"]
 
-INVALID_REASONS = ("no_answer", "ambiguous", "bad_smiles", "not_a_candidate")
+#: Why an answer is invalid. The parser gives the first five: no candidate named
+#: (``no_answer``), two named where one must decide (``ambiguous``), a SMILES that
+#: does not parse (``bad_smiles``) or matches no candidate (``not_a_candidate``), and a
+#: reply that declines to choose ("I cannot determine…", ``refusal``). The loader adds
+#: ``request_failed`` for a batch or harness request that returned no answer.
+INVALID_REASONS = ("no_answer", "ambiguous", "bad_smiles", "not_a_candidate", "refusal", "request_failed")
 
 _MAX_SMILES_LEN = 1000  # longer tokens are not fragments; spare RDKit the work
 
@@ -180,6 +188,19 @@ _STRUCTURED = (
 _WHOLE_LABEL = re.compile(r"(?:\*\*|__)?\s*[(\[{]?\s*([A-Za-z])\s*[)\]}]?\s*(?:\*\*|__)?\s*[.!]?")
 
 
+# An answer line: "Answer: B", "**Final answer:** B", "> Answer - B".
+_ANSWER_LINE = re.compile(r"^[ \t>#*_-]*(?:final\s+)?answer\b[^\n]*$", re.I | re.M)
+# A reply that declines to choose. Only consulted when no candidate is named.
+_REFUSAL = re.compile(
+    r"\b(?:I\s*(?:cannot|can't|can\s+not|am\s+unable\s+to|'m\s+unable\s+to|am\s+not\s+able\s+to|won't|"
+    r"will\s+not|must\s+decline\s+to|do\s+not\s+have\s+enough)\b"
+    r"|\bI(?:'m|\s+am)\s+sorry\b|\bI\s+apologi[sz]e\b"
+    r"|\b(?:not\s+possible|impossible)\s+to\s+(?:determine|tell|say|choose|decide)\b"
+    r"|\bcannot\s+be\s+(?:determined|decided)\b|\binsufficient\s+information\b)",
+    re.I,
+)
+
+
 def _looks_like_smiles(token: str) -> bool:
     if not _SMILES_CHARS.fullmatch(token) or not _ATOMISH.search(token):
         return False
@@ -277,6 +298,10 @@ def parse_answer(text: str | None, candidates: CandidateIndex) -> ParsedAnswer:
     ParsedAnswer(choice='A', reason=None)
     >>> parse_answer("A fragment with three carbons fits.", idx)
     ParsedAnswer(choice=None, reason='no_answer')
+    >>> parse_answer("A is too short and B too branched... on balance B.\nAnswer: A", idx)
+    ParsedAnswer(choice='A', reason=None)
+    >>> parse_answer("I cannot determine this from the data given.", idx)
+    ParsedAnswer(choice=None, reason='refusal')
     """
     if not text or not text.strip():
         return ParsedAnswer(None, "no_answer")
@@ -285,6 +310,11 @@ def parse_answer(text: str | None, candidates: CandidateIndex) -> ParsedAnswer:
     stripped = masked.strip()
     if whole := _WHOLE_LABEL.fullmatch(stripped):
         return _resolve([candidates._label(whole.group(1))])
+
+    for line in reversed(list(_ANSWER_LINE.finditer(masked))):
+        final, plain = _marker_evidence(line.group(), spans, candidates)
+        if final or plain:
+            return _resolve(final or plain)
 
     final, plain = _marker_evidence(masked, spans, candidates)
     if final or plain:
@@ -298,4 +328,7 @@ def parse_answer(text: str | None, candidates: CandidateIndex) -> ParsedAnswer:
     token = _strip_token(stripped)
     if not spans and _TOKEN.fullmatch(stripped) and _looks_like_smiles(token):
         evidence.append(candidates._smiles(token))  # a response that is only a SMILES
-    return _resolve(evidence)
+    result = _resolve(evidence)
+    if result.reason == "no_answer" and _REFUSAL.search(masked):
+        return ParsedAnswer(None, "refusal")
+    return result

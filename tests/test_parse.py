@@ -90,7 +90,17 @@ BASIC_CASES = [
     ("(A) or (B) could both fit.", None, "ambiguous"),
     ("**A** looks good, but **B** is also possible", None, "ambiguous"),
     ("Answer: B or C", None, "ambiguous"),
-    ("Answer: A\nAnswer: D", None, "ambiguous"),
+    # the last Answer: line decides, whatever the lines above it name
+    ("Answer: A\nAnswer: D", "D", None),
+    ("A fits the dipole; C does not.\nAnswer: C", "C", None),
+    ("The answer is A, though (B) is close.\n**Answer:** B", "B", None),
+    ("Answer: C\nOn reflection the dipole fits B better.", "C", None),
+    ("B and C both fit.\nAnswer: B or C", None, "ambiguous"),
+    # refusals stand apart from answers that name nothing
+    ("I cannot determine which fragment this is from the data given.", None, "refusal"),
+    ("I'm sorry, but it is not possible to tell these apart.", None, "refusal"),
+    ("The spectrum is broad.", None, "no_answer"),
+    ("I cannot be sure, but (B) fits best.", "B", None),
     # --- explicit labels outside the family
     ("Answer: F", None, "not_a_candidate"),
     ("Answer: E", None, "not_a_candidate"),
@@ -210,7 +220,8 @@ def test_duplicate_family(text, choice, reason):
 
 def test_every_reason_is_exercised():
     reasons = {r for cases in (BASIC_CASES, STEREO_CASES, DUPLICATE_CASES) for *_, r in cases}
-    assert set(INVALID_REASONS) <= reasons
+    # request_failed is the loader's (a batch or harness request with no answer): test_batches.py
+    assert set(INVALID_REASONS) - {"request_failed"} <= reasons
 
 
 def test_labels_and_match_smiles():

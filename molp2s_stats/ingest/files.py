@@ -20,7 +20,7 @@ from .errors import InputError
 FORMATS = {".parquet": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".eval": "inspect",
            ".json": "inspect"}
 # What `--format` accepts: the suffix-implied ones, and lm-eval (JSONL that auto-detection also recognises).
-FORMAT_NAMES = ("jsonl", "csv", "parquet", "inspect", "lm-eval")
+FORMAT_NAMES = ("jsonl", "csv", "parquet", "inspect", "lm-eval", "openai-batch", "anthropic-batch")
 
 
 def file_format(path: Path) -> str:

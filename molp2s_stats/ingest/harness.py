@@ -18,10 +18,12 @@ from .errors import InputError
 from .files import json_lines
 
 
-def _rows_frame(rows: list[dict]) -> pl.DataFrame:
+def rows_frame(rows: list[dict]) -> pl.DataFrame:
+    """Staged rows (dicts) as the loader's standard frame; ``_failed`` is optional per row."""
     schema = {"_where": pl.String, "_line": pl.Int64, "model": pl.String, "task_id": pl.String, "sample": pl.Int64,
-              "attempt": pl.Int64, "response": pl.String, "choice": pl.String, "metadata": pl.String}
-    return pl.DataFrame(rows, schema=schema, orient="row")
+              "attempt": pl.Int64, "response": pl.String, "choice": pl.String, "metadata": pl.String,
+              "_failed": pl.String}
+    return pl.DataFrame([{"_failed": None, **row} for row in rows], schema=schema, orient="row")
 
 
 def stage_inspect(path: Path, *, task_ids: dict[str, str] | None = None) -> pl.DataFrame:
@@ -57,10 +59,13 @@ def stage_inspect(path: Path, *, task_ids: dict[str, str] | None = None) -> pl.D
         scores = {name: {"value": score.value, "answer": score.answer} for name, score in (sample.scores or {}).items()}
         extra = {"inspect_sample_id": sample.id, "epoch": sample.epoch, "scores": scores,
                  "error": sample.error.message if sample.error is not None else None}
+        if "template" in metadata:  # the prompt template the molp2s Inspect task rendered
+            extra["template"] = metadata["template"]
+        failed = "request_failed" if sample.error is not None and not completion else None
         rows.append({"_where": where, "_line": position, "model": model, "task_id": str(task_id),
                      "sample": sample.epoch - 1, "attempt": 0, "response": completion or "", "choice": None,
-                     "metadata": json.dumps(extra, default=str)})
-    return _rows_frame(rows)
+                     "_failed": failed, "metadata": json.dumps(extra, default=str)})
+    return rows_frame(rows)
 
 
 def is_lm_eval_samples(data: bytes) -> bool:
@@ -120,4 +125,4 @@ def stage_lm_eval(path: Path, data: bytes, *, model: str | None = None) -> pl.Da
             rows.append({"_where": where, "_line": line, "model": model, "task_id": str(task_id), "sample": sample,
                          "attempt": 0, "response": text, "choice": None,
                          "metadata": json.dumps({**extra, "answer_field": field}, default=str)})
-    return _rows_frame(rows)
+    return rows_frame(rows)

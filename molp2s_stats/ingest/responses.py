@@ -22,6 +22,7 @@ from ..parse import CandidateIndex, parse_answer
 from ..store import fetch_one
 from .errors import InputError, more
 from .files import FORMAT_NAMES, check_no_nul, check_utf8, file_format, read_bytes, read_csv_text, read_parquet
+from .batches import batch_format, stage_batch_results
 from .harness import is_lm_eval_samples, stage_inspect, stage_lm_eval
 
 REQUIRED = ("model", "task_id")
@@ -30,7 +31,7 @@ KEY = ("model", "task_id", "sample", "attempt")
 STANDARD_SCHEMA = {
     "_where": pl.String, "_line": pl.Int64, "model": pl.String, "task_id": pl.String,
     "sample": pl.Int64, "attempt": pl.Int64, "response": pl.String, "choice": pl.String,
-    "metadata": pl.String,
+    "metadata": pl.String, "_failed": pl.String,
 }
 
 
@@ -192,8 +193,16 @@ def resolve_format(path: Path, data: bytes | None, fmt: str | None) -> str:
             raise InputError(path, f"unknown format {fmt!r}; expected one of {', '.join(FORMAT_NAMES)}")
         return fmt
     fmt = file_format(path)
-    if fmt == "jsonl" and is_lm_eval_samples(data if data is not None else read_bytes(path)):
-        return "lm-eval"
+    if fmt == "jsonl":
+        data = data if data is not None else read_bytes(path)
+        if is_lm_eval_samples(data):
+            return "lm-eval"
+        found = batch_format(data)
+        if found == "batch-requests":
+            raise InputError(path, "this is a batch request file (what `molp2s prompts` writes); "
+                             "load the results the batch API returned for it")
+        if found is not None:
+            return found
     return fmt
 
 
@@ -209,6 +218,8 @@ def stage_file(path: Path, data: bytes | None = None, *, fmt: str | None = None,
         staged = stage_inspect(path, task_ids=task_ids)
     elif fmt == "lm-eval":
         staged = stage_lm_eval(path, data if data is not None else read_bytes(path), model=model)
+    elif fmt in ("openai-batch", "anthropic-batch"):
+        staged = stage_batch_results(path, data if data is not None else read_bytes(path), fmt, model=model)
     elif fmt == "jsonl":
         staged = _stage_jsonl(path, data if data is not None else read_bytes(path))
     elif fmt == "csv":
@@ -217,6 +228,8 @@ def stage_file(path: Path, data: bytes | None = None, *, fmt: str | None = None,
         staged = _stage_table(path, read_parquet(path), from_text=False)
     if staged.height == 0:
         raise InputError(path, "file has no rows")
+    if "_failed" not in staged.columns:  # set only by readers that know a request failed
+        staged = staged.with_columns(pl.lit(None, pl.String).alias("_failed"))
     staged = staged.select([pl.col(c).cast(t) for c, t in STANDARD_SCHEMA.items()])
     _fail_first(path, staged, pl.col("model").is_null() | (pl.col("model").str.strip_chars() == ""),
                 "missing required field 'model'")
@@ -291,9 +304,13 @@ def _parse_responses(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> pl.
     )
     joined = frame.join(answers, on=["family_id", "response"], how="left", nulls_equal=True)
     given = pl.col("choice").is_not_null()
+    # a failed request or an API-flagged refusal is invalid whatever its text says
+    failed = pl.col("_failed").is_not_null()
     return joined.with_columns(
-        pl.when(given).then(pl.col("choice")).otherwise(pl.col("parsed_choice")).alias("choice"),
-        pl.when(given).then(None).otherwise(pl.col("invalid_reason")).alias("invalid_reason"),
+        pl.when(given).then(pl.col("choice")).when(failed).then(None).otherwise(pl.col("parsed_choice"))
+        .alias("choice"),
+        pl.when(given).then(None).when(failed).then(pl.col("_failed")).otherwise(pl.col("invalid_reason"))
+        .alias("invalid_reason"),
         pl.when(given).then(pl.lit("given")).otherwise(pl.lit("parsed")).alias("choice_source"),
     ).drop("parsed_choice")
 

@@ -6,12 +6,14 @@
 --   cf_recovery                  mean over cf tasks of 1[choice = k] (NULL without cf tasks)
 --   cf_persist, cf_other         mean over cf tasks of 1[choice = source], of anything else
 --   n_candidates                 K_f
+--   *_valid                      the same over valid answers only: a task whose answers are
+--                                all invalid leaves the family's means (NULL where none is left)
 CREATE OR REPLACE VIEW family_outcomes AS
 WITH cohort_families AS (
     SELECT family_id, channel FROM cohort WHERE in_cohort
 ),
 p0 AS (
-    SELECT model, family_id, avg(y) AS y_p0
+    SELECT model, family_id, avg(y) AS y_p0, avg(y_valid) AS y_p0_valid
     FROM task_outcomes
     WHERE condition = 'none'
     GROUP BY model, family_id
@@ -27,7 +29,14 @@ by_condition AS (
         coalesce(sum(y) FILTER (WHERE condition = 'cf'), 0) AS cf_correct,
         avg(y) FILTER (WHERE condition = 'cf') AS cf_recovery,
         avg(chose_source) FILTER (WHERE condition = 'cf') AS cf_persist,
-        avg(chose_other) FILTER (WHERE condition = 'cf') AS cf_other
+        avg(chose_other) FILTER (WHERE condition = 'cf') AS cf_other,
+        avg(y_valid) FILTER (WHERE condition = 'source') AS y_source_valid,
+        avg(y_valid) FILTER (WHERE condition = 'shuffled') AS y_shuffled_valid,
+        count(y_valid) FILTER (WHERE condition = 'cf') AS cf_tasks_valid,
+        coalesce(sum(y_valid) FILTER (WHERE condition = 'cf'), 0) AS cf_correct_valid,
+        avg(y_valid) FILTER (WHERE condition = 'cf') AS cf_recovery_valid,
+        avg(chose_source_valid) FILTER (WHERE condition = 'cf') AS cf_persist_valid,
+        avg(chose_other_valid) FILTER (WHERE condition = 'cf') AS cf_other_valid
     FROM task_outcomes
     WHERE condition <> 'none'
     GROUP BY model, channel, family_id
@@ -45,7 +54,15 @@ final AS (
         b.cf_recovery,
         b.cf_persist,
         b.cf_other,
-        fs.n_candidates
+        fs.n_candidates,
+        p0.y_p0_valid,
+        b.y_source_valid,
+        b.y_shuffled_valid,
+        b.cf_tasks_valid,
+        b.cf_correct_valid,
+        b.cf_recovery_valid,
+        b.cf_persist_valid,
+        b.cf_other_valid
     FROM cohort_families AS cf
     JOIN by_condition AS b USING (family_id, channel)
     JOIN p0 ON p0.model = b.model AND p0.family_id = cf.family_id

@@ -198,6 +198,40 @@ def metrics_command(
     emit(result, fmt, out, title="Metrics (rates in %, differences in pp)")
 
 
+@command("explanations")
+def explanations_command(
+    db: DbOption = Path(store.DEFAULT_DB),
+    channel: Annotated[Optional[list[str]], typer.Option("--channel", help="Restrict to these channels.")] = None,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates (0: point estimates only).")] = metrics.DEFAULT_DRAWS,
+    seed: SeedOption = 0,
+    conf_level: LevelOption = 0.95,
+    per_response: Annotated[bool, typer.Option("--per-response", help="One row per response (cites, persists) instead of the rates.")] = False,
+    fmt: FormatOption = Format.table,
+    out: OutOption = None,
+) -> None:
+    """Do the justifications cite the shown property? Rates per model × channel × condition.
+
+    A response cites the property when its text names the channel's quantity (dipole, gap,
+    IR, shielding, ...) or repeats a number the prompt showed. On cf tasks,
+    cites_but_persists is the share of answers that cite the property yet keep the source
+    candidate. Only responses with text count (a bare label has no justification).
+
+    Example: molp2s explanations --channel ir --bootstrap 2000 --seed 1
+    """
+    from . import explanations
+
+    con = _open(db)
+    known, _ = metrics.read_channels_and_models(con)
+    chosen = _known_channels(channel, known)
+    if per_response:
+        result = explanations.response_citations(con).filter(pl.col("channel").is_in(chosen))
+        emit(result, fmt, out, title="Justifications that cite the shown property, per response")
+        return
+    result = explanations.explanations_from_db(con, draws=bootstrap, seed=seed, conf_level=conf_level)
+    emit(result.filter(pl.col("channel").is_in(chosen)), fmt, out,
+         title="Justifications that cite the shown property (% of answers with text)")
+
+
 @command("compare-inputs")
 def compare_inputs_command(
     from_channel: Annotated[str, typer.Option("--from", help="Input X (a channel or bundle).")],

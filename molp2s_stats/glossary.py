@@ -43,6 +43,7 @@ COLUMNS: dict[str, str] = {
     "p_value": "exact McNemar p-value (two-sided binomial test of the discordant tasks)",
     "p_adjusted": "p_value adjusted for the comparisons in the same output (see adjustment)",
     "adjustment": "multiple-comparison method behind p_adjusted, e.g. holm",
+    "answers": "responses with justification text counted in the rate",
     # cohort
     "families_total": "families with tasks in the channel",
     "input_validated": "families whose verifiable candidate pairs are all at least the cutoff apart",

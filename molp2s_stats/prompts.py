@@ -71,7 +71,9 @@ FORMATS = {
 # The kind of value each known channel holds; a benchmark's own channels fall back on
 # the kind their distance implies.
 CHANNEL_KINDS = {"dipole_norm": "dipole_norm", "dipole_vector": "dipole_vector", "gap": "gap",
-                 "ir": "spectrum", "raman": "spectrum", "uvvis": "uvvis"}
+                 "ir": "spectrum", "raman": "spectrum", "uvvis": "uvvis",
+                 **{f"{nucleus}_{form}": "nmr" for nucleus in ("h1", "c13")
+                    for form in ("peaks", "peaks_int", "peaks_deg", "atomwise")}}
 DISTANCE_KINDS = {"abs_diff": "number", "euclidean": "vector", "peak_overlap": "spectrum",
                   "wasserstein": "nmr", "uvvis_l1": "uvvis"}
 SPECTRUM_WEIGHTS = {"ir": "IR intensity", "raman": "Raman activity"}
@@ -91,7 +93,8 @@ def _template_hash() -> str:
 TEMPLATE = f"{TEMPLATE_ID}@{_template_hash()}"
 
 PROMPT_SCHEMA = {"task_id": pl.String, "family_id": pl.String, "channel": pl.String, "condition": pl.String,
-                 "target": pl.String, "system": pl.String, "prompt": pl.String, "template": pl.String}
+                 "target": pl.String, "system": pl.String, "prompt": pl.String, "template": pl.String,
+                 "property_text": pl.String}
 
 
 def _kind(channel: str, distance: str | None) -> str:
@@ -230,7 +233,8 @@ def render_prompts(tables: dict[str, pl.DataFrame], *, channels: list[str] | Non
     -------
     polars.DataFrame
         One row per task, in task-id order: ``task_id, family_id, channel, condition,
-        target, system, prompt, template``.
+        target, system, prompt, template, property_text`` (the property block alone; null
+        for P0 tasks).
     """
     if max_peaks < 1:
         raise ValueError("max_peaks must be at least 1")
@@ -280,7 +284,7 @@ def render_prompts(tables: dict[str, pl.DataFrame], *, channels: list[str] | Non
                                              max_peaks=max_peaks)
             block = blocks[key]
         rows.append((task["task_id"], family, task["channel"], task["condition"], task["target"], SYSTEM,
-                     _user_message(scaffolds[family], listing[family], block), TEMPLATE))
+                     _user_message(scaffolds[family], listing[family], block), TEMPLATE, block))
     return pl.DataFrame(rows, schema=PROMPT_SCHEMA, orient="row")
 
 

@@ -12,6 +12,11 @@ The generative model (all on the logit scale, ``σ`` the logistic function), for
 - a wrong answer is uniform over the other candidates; finally, with probability
   ``invalid_m``, the answer is replaced by text that names no candidate.
 
+A share ``raw_text_share`` of answers comes as raw text; on tasks with properties, the
+text opens with a one-sentence justification that names the shown quantity with
+probability ``cites_m`` (drawn from a stream of its own, so the choices do not depend
+on it).
+
 The truth written beside the responses is on the probability scale and averaged over
 all the benchmark's families (the statistics average over each channel's cohort, a
 subset): ``reliance = (1 − invalid)·mean_f[σ(skill + reliance − d_f) − σ(skill − d_f)]``
@@ -44,6 +49,7 @@ class SimulatedModel:
     responsiveness: dict[str, float]
     invalid: float = 0.02
     raw_text_share: float = 0.3
+    cites: float = 0.5
 
     def for_channel(self, table: dict[str, float], channel: str) -> float:
         return table.get(channel, table["*"])
@@ -60,11 +66,24 @@ DEFAULT_MODELS = (
                    {"dipole_norm": 1.4, "dipole_vector": 1.2, "gap": 1.0, "all": 1.2, "*": 0.2},
                    {"dipole_norm": 0.5, "dipole_vector": 0.45, "gap": 0.4, "all": 0.45, "*": 0.1}),
     SimulatedModel("sim-generalist", 0.3, {"*": 0.8}, {"*": 0.35}),
-    SimulatedModel("sim-structure-only", 0.9, {"*": 0.0}, {"*": 0.03}),
-    SimulatedModel("sim-responsive", -0.2, {"*": 0.5}, {"*": 0.75}),
-    SimulatedModel("sim-weak", -0.8, {"*": 0.2}, {"*": 0.1}, invalid=0.05),
+    SimulatedModel("sim-structure-only", 0.9, {"*": 0.0}, {"*": 0.03}, cites=0.1),
+    SimulatedModel("sim-responsive", -0.2, {"*": 0.5}, {"*": 0.75}, cites=0.8),
+    SimulatedModel("sim-weak", -0.8, {"*": 0.2}, {"*": 0.1}, invalid=0.05, cites=0.3),
     SimulatedModel("sim-noisy", 0.2, {"*": 0.6}, {"*": 0.3}, invalid=0.15, raw_text_share=0.6),
 )
+# What a justification calls the shown quantity (the prompt's own words), per kind of channel.
+QUANTITY_NAMES = {"dipole_norm": "dipole moment", "dipole_vector": "dipole vector", "gap": "HOMO–LUMO gap",
+                  "uvvis": "UV–Vis excitations", "ir": "IR spectrum", "raman": "Raman spectrum",
+                  "h1": "¹H shieldings", "c13": "¹³C shieldings", "vibrational_bundle": "IR and Raman spectra",
+                  "nmr_bundle": "NMR shieldings", "all": "dipole moment and spectra"}
+
+
+def _justification(channel: str, cites: bool) -> str:
+    """One sentence that names no candidate (so the answer after it stays unambiguous)."""
+    if not cites:
+        return "The size and branching of this fragment suit the scaffold best."
+    name = QUANTITY_NAMES.get(channel) or QUANTITY_NAMES.get(channel.split("_")[0], "computed properties")
+    return f"This fragment fits the shown {name} best."
 
 INVALID_TEXTS = ("I cannot tell from the information given.", "Answer: `C1CC(`", "Either (A) or (B), hard to say.",
                  "The properties do not match any option.")
@@ -98,6 +117,7 @@ def simulate(tables: dict[str, pl.DataFrame], *, models: tuple[SimulatedModel, .
         ``reliance``, ``responsiveness``), value in % or pp.
     """
     rng = np.random.default_rng(seed)
+    text_rng = np.random.default_rng([seed, 1])  # justifications: a stream of their own
     families = tables["families"].sort("family_id")
     family_ids = families["family_id"].to_list()
     difficulty = dict(zip(family_ids, rng.normal(0.0, FAMILY_SD, len(family_ids))))
@@ -130,6 +150,9 @@ def simulate(tables: dict[str, pl.DataFrame], *, models: tuple[SimulatedModel, .
                 elif rng.uniform() < model.raw_text_share:
                     _, fragment, molecule = members[family_id][labels.index(choice)]
                     row["response"] = _answer_text(choice, fragment, molecule, rng)
+                    if condition != "none":
+                        cites = bool(text_rng.uniform() < model.cites)
+                        row["response"] = f"{_justification(channel, cites)}\n{row['response']}"
                 else:
                     row["choice"] = choice
                 rows.append(row)

@@ -238,3 +238,42 @@ def test_holm_over_several_pairs():
     assert p[("m1", "m2")] == pytest.approx((2 * 0.5 ** 10, 3 * 2 * 0.5 ** 10))
     assert p[("m1", "m3")] == pytest.approx((0.125, 0.125))
     assert p[("m2", "m3")] == pytest.approx((0.0625, 0.125))
+
+
+# With invalid answers left out (--invalid exclude). m1 has one invalid answer in the
+# cohort, F2's cf-C; m2 has none, so its figures do not move.
+GOLDEN_EXCLUDE = {
+    ("m1", "cf_accuracy"): (100 * 2 / 4, 3),   # F1B ✓ F1C ✗ F2A ✓ F4A ✗ (F2C left out)
+    ("m1", "pgr"): (100 * 1.75 / 3, 3),        # F1 .75, F2 ½·1 + ½·(1/1) = 1, F4 0
+    ("m1", "cfr"): (75.0, 2),                  # w = (1, 1, 0): (½ + 1) / 2
+    ("m1", "persist"): (25.0, 2),              # (½ + 0) / 2
+    ("m1", "other"): (0.0, 2),                 # the only "other" answer was the invalid one
+    ("m1", "acc_source"): (100 * 2 / 3, 3),    # unchanged: no invalid source answer
+    ("m2", "pgr"): (100 * 2 / 3, 3),
+}
+
+
+@pytest.mark.parametrize(("model", "metric"), sorted(GOLDEN_EXCLUDE))
+def test_invalid_answers_left_out(tiny_db, model, metric):
+    result = metrics.metrics_from_db(tiny_db, draws=0, invalid="exclude")
+    row = result.filter((pl.col("model") == model) & (pl.col("metric") == metric)).row(0, named=True)
+    estimate, n = GOLDEN_EXCLUDE[(model, metric)]
+    assert math.isclose(row["estimate"], estimate, abs_tol=1e-9)
+    assert row["n"] == n and row["invalid"] == "exclude"
+
+
+def test_a_family_without_a_valid_answer_leaves_the_metric():
+    # F1's source answer is invalid (y_source_valid null): it leaves acc_source, RM and PGR,
+    # and n counts the one family that entered; acc_p0 keeps both.
+    base = {"model": ["m", "m"], "channel": ["ir", "ir"], "family_id": ["F1", "F2"], "n_candidates": [2, 2]}
+    values = {"y_p0": [1.0, 0.0], "y_source": [0.0, 1.0], "y_shuffled": [0.0, 0.0], "cf_tasks": [1, 1],
+              "cf_correct": [1.0, 0.0], "cf_recovery": [1.0, 0.0], "cf_persist": [0.0, 1.0], "cf_other": [0.0, 0.0]}
+    valid = {**{f"{k}_valid": v for k, v in values.items()}, "y_source_valid": [None, 1.0]}
+    outcomes = pl.DataFrame({**base, **values, **valid})
+    result = metrics.compute_metrics(outcomes, draws=0, invalid="exclude",
+                                     metrics=("acc_p0", "acc_source", "reliance_margin", "pgr"))
+    got = {r["metric"]: (r["estimate"], r["n"]) for r in result.iter_rows(named=True)}
+    assert got == {"acc_p0": (50.0, 2), "acc_source": (100.0, 1), "reliance_margin": (100.0, 1),
+                   "pgr": (50.0, 1)}  # F2: ½·1 + ½·0
+    wrong = metrics.compute_metrics(outcomes, draws=0, metrics=("acc_source",))
+    assert wrong["estimate"].to_list() == [50.0] and wrong["invalid"].to_list() == ["wrong"]

@@ -1,0 +1,157 @@
+"""Do the justifications cite the property they were shown?
+
+MolP2SBench asks for a choice and a one- or two-sentence justification. A response
+*cites the shown property* when its text names the channel's quantity (``dipole``,
+``HOMO–LUMO gap``, ``IR``, ``shielding``, …) or repeats a number that the prompt's
+property block shows (a number with a decimal point or of three or more digits, so
+that "three carbons" or "B2" do not count). Only responses with raw text enter; a
+response given as a bare label has no justification.
+
+Per model × channel × condition (source, shuffled, cf) over the channel's cohort:
+
+- ``cites_property``: the share of answers that cite the shown property;
+- ``cites_but_persists`` (cf tasks): the share of answers that cite the property yet
+  keep the source candidate: the justification talks about the property while the
+  choice ignores it.
+
+Both are ratios of sums over families with a family-bootstrap interval, like every
+metric.
+"""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+import numpy as np
+import polars as pl
+
+from . import resample
+from .metrics import DEFAULT_DRAWS
+
+__all__ = ["EXPLANATION_METRICS", "cites_property", "response_citations", "citation_rates", "explanations_from_db"]
+
+EXPLANATION_METRICS = ("cites_property", "cites_but_persists")
+# Words that name each kind of quantity; a bundle's response may name any component's.
+QUANTITY_WORDS = {
+    "dipole_norm": r"dipole",
+    "dipole_vector": r"dipole",
+    "gap": r"homo|lumo|band\s*gap|energy\s+gap|\bgap\b",
+    "ir": r"\bir\b|infra-?red|cm[-⁻]1|cm⁻¹|wavenumber|stretch|vibration",
+    "raman": r"raman|cm[-⁻]1|cm⁻¹|wavenumber|stretch|vibration",
+    "uvvis": r"uv|excitation|absorption|oscillator|\bev\b",
+    "nmr": r"nmr|shielding|chemical\s+shift|ppm|¹h|¹³c|\b1h\b|\b13c\b",
+}
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
+SCHEMA = {"model": pl.String, "channel": pl.String, "condition": pl.String, "metric": pl.String,
+          "estimate": pl.Float64, "conf_low": pl.Float64, "conf_high": pl.Float64, "conf_level": pl.Float64,
+          "n": pl.Int64, "answers": pl.Int64, "method": pl.String, "draws": pl.Int64, "draws_undefined": pl.Int64,
+          "seed": pl.Int64}
+
+
+def _significant_numbers(text: str) -> set[str]:
+    return {m for m in _NUMBER.findall(text) if "." in m or len(m) >= 3}
+
+
+def _quantity_pattern(channels: list[str]) -> re.Pattern:
+    words = [QUANTITY_WORDS["nmr" if c.startswith(("h1_", "c13_")) else c] for c in channels
+             if c in QUANTITY_WORDS or c.startswith(("h1_", "c13_"))]
+    return re.compile("|".join(words) or r"(?!)", re.I)
+
+
+def cites_property(response: str, property_text: str | None, components: list[str]) -> bool:
+    """Whether one justification names the quantity of ``components`` or a number shown in ``property_text``.
+
+    >>> cites_property("The 2.35 D dipole fits B best.\\nAnswer: B", "Dipole moment: 2.35 D", ["dipole_norm"])
+    True
+    >>> cites_property("B has three carbons.\\nAnswer: B", "Dipole moment: 2.35 D", ["dipole_norm"])
+    False
+    >>> cites_property("The peak at 1712 is a carbonyl.", "1712: 100.0", ["ir"])
+    True
+    """
+    if not response:
+        return False
+    if _quantity_pattern(components).search(response):
+        return True
+    return bool(property_text and _significant_numbers(response) & _significant_numbers(property_text))
+
+
+def response_citations(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """One row per terminal response with text to a cohort task with properties.
+
+    Columns: ``model, channel, condition, family_id, task_id, sample, cites, persists``
+    (``persists``: the choice is the family's source candidate on a cf task).
+    """
+    from .prompts import benchmark_tables, render_prompts
+
+    responses = con.sql(
+        """SELECT r.model, t.channel, t.condition, t.family_id, t.task_id, r.sample, r.response,
+                  r.choice = t.source_label AND t.condition = 'cf' AS persists
+           FROM stg_terminal_responses AS r
+           JOIN stg_tasks AS t USING (task_id)
+           JOIN cohort AS c ON c.family_id = t.family_id AND c.channel = t.channel AND c.in_cohort
+           WHERE t.condition IN ('source', 'shuffled', 'cf') AND r.response IS NOT NULL
+             AND trim(r.response) <> ''"""
+    ).pl()
+    if responses.height == 0:
+        return responses.drop("response").with_columns(pl.lit(False).alias("cites"))
+    tables = benchmark_tables(con)
+    tasks = responses["task_id"].unique().to_list()
+    tables["tasks"] = tables["tasks"].filter(pl.col("task_id").is_in(tasks))
+    shown = dict(render_prompts(tables).select("task_id", "property_text").iter_rows())
+    components = dict(con.sql("SELECT channel, list(component) FROM stg_channel_components GROUP BY channel")
+                      .fetchall())
+    cites = [cites_property(text, shown.get(task_id), components.get(channel, [channel]))
+             for text, task_id, channel in responses.select("response", "task_id", "channel").iter_rows()]
+    return responses.drop("response").with_columns(pl.Series("cites", cites, pl.Boolean),
+                                                   pl.col("persists").fill_null(False))
+
+
+def citation_rates(citations: pl.DataFrame, *, draws: int = DEFAULT_DRAWS, seed: int = 0,
+                   conf_level: float = 0.95) -> pl.DataFrame:
+    """The citing rates per model × channel × condition with family-bootstrap intervals (in %).
+
+    ``citations`` has the columns of :func:`response_citations`. One row per model ×
+    channel × condition × metric; ``n`` is the families with at least one answer,
+    ``answers`` the responses counted. The channel's families are resampled; every
+    model and condition of a channel shares the same replicates.
+    """
+    resample.check_options(draws=draws, conf_level=conf_level)
+    per_family = citations.group_by("model", "channel", "condition", "family_id").agg(
+        pl.len().alias("answers"), pl.col("cites").sum().alias("cites"),
+        (pl.col("cites") & pl.col("persists")).sum().alias("cites_but_persists"))
+    rows = []
+    for (channel,), part in sorted(per_family.group_by("channel"), key=lambda g: g[0]):
+        families = sorted(part["family_id"].unique().to_list())
+        cells = sorted({(m, c) for m, c in part.select("model", "condition").iter_rows()})
+        cells = [(m, c, metric) for m, c in cells for metric in EXPLANATION_METRICS
+                 if metric == "cites_property" or c == "cf"]
+        index = {f: i for i, f in enumerate(families)}
+        a = np.zeros((len(families), len(cells)))
+        b = np.zeros((len(families), len(cells)))
+        column = {cell: j for j, cell in enumerate(cells)}
+        for row in part.iter_rows(named=True):
+            for metric in EXPLANATION_METRICS:
+                j = column.get((row["model"], row["condition"], metric))
+                if j is not None:
+                    a[index[row["family_id"]], j] = row["cites" if metric == "cites_property" else metric]
+                    b[index[row["family_id"]], j] = row["answers"]
+        estimate = resample.ratio_of_sums(np.ones((1, len(families))), a, b)[0] * 100
+        low, high, undefined, method, used = resample.bootstrap_ratio(
+            a, b, draws=draws, seed=seed, key=f"explanations:{channel}", conf_level=conf_level)
+        for j, (model, condition, metric) in enumerate(cells):
+            rows.append((model, channel, condition, metric, float(estimate[j]), float(low[j]), float(high[j]),
+                         conf_level, int((b[:, j] > 0).sum()), int(b[:, j].sum()), method, used,
+                         int(undefined[j]), seed))
+    return pl.DataFrame(rows, schema=SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None))
+
+
+def explanations_from_db(con: duckdb.DuckDBPyConnection, **options) -> pl.DataFrame:
+    """:func:`citation_rates` of the database's cohort responses, channels in display order."""
+    rates = citation_rates(response_citations(con), **options)
+    order = con.sql("SELECT channel, position FROM channels").pl()
+    conditions = pl.DataFrame({"condition": ["source", "shuffled", "cf"], "_c": [0, 1, 2]})
+    names = pl.DataFrame({"metric": list(EXPLANATION_METRICS), "_m": list(range(len(EXPLANATION_METRICS)))})
+    return (rates.join(order, on="channel", how="left").join(conditions, on="condition", how="left")
+            .join(names, on="metric", how="left").sort("position", "model", "_c", "_m")
+            .drop("position", "_c", "_m"))

@@ -1,0 +1,211 @@
+"""Prompts: golden renderings checked by hand, and the invariants that keep the condition hidden,
+over every task of the embedded benchmark."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import hypothesis.strategies as st
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from typer.testing import CliRunner
+
+from molp2s_stats import prompts
+from molp2s_stats.cli import app
+from molp2s_stats.defaults import DEFAULT_BENCHMARK
+from molp2s_stats.ingest import read_benchmark
+
+from tiny_benchmark import write_benchmark
+
+runner = CliRunner()
+
+# ------------------------------------------------------------ golden renderings, by kind
+
+
+@pytest.mark.parametrize(("channel", "value", "expected"), [
+    ("dipole_norm", 2.346, "Dipole moment: 2.35 D"),  # 2 decimals
+    ("dipole_vector", [1.234, 0.0, 3.0],
+     "Dipole moment vector (principal axes of inertia, smallest moment first): x = 1.23 D, y = 0.00 D, z = 3.00 D"),
+    # 0.25 Hartree × 27.211386 eV/Hartree = 6.80 eV
+    ("gap", 0.25, "HOMO–LUMO gap: 6.80 eV (0.2500 Hartree)"),
+    # UV–Vis sorted by energy: 4.5 before 5.25
+    ("uvvis", {"energies": [5.25, 4.5], "strengths": [0.1234, 0.0]},
+     "UV–Vis: the lowest 2 excitations (energy in eV, oscillator strength):\n4.50 eV, f = 0.000\n5.25 eV, f = 0.123"),
+    ("h1_peaks", {"shieldings": [29.514, 31.2]}, "¹H shieldings (ppm), one per distinct peak: 29.51, 31.20"),
+    ("h1_peaks", [29.514, 31.2], "¹H shieldings (ppm), one per distinct peak: 29.51, 31.20"),
+    ("h1_peaks_int", {"shieldings": [29.5, 31.2], "counts": [3, 1]},
+     "¹H shieldings (ppm), one per distinct peak, with integrals (nuclei per peak) in parentheses: "
+     "29.50 (3H), 31.20 (1H)"),
+    ("h1_atomwise", {"shieldings": [29.5, 29.6, 31.2], "atoms": [2, 2, 4]},
+     "¹H shieldings (ppm) of each scaffold hydrogen, with the scaffold atom it is bonded to (0-based index in the "
+     "scaffold SMILES, [*] counted): atom 2: 29.50; atom 2: 29.60; atom 4: 31.20"),
+    ("c13_peaks_deg", {"shieldings": [60.0, 150.25], "counts": [2, 1]},
+     "¹³C shieldings (ppm), one per distinct peak, with degeneracies (carbons per peak) in parentheses: "
+     "60.00 (×2), 150.25 (×1)"),
+    ("c13_atomwise", {"shieldings": [60.0], "atoms": [1]},
+     "¹³C shieldings (ppm) of each scaffold carbon, with the scaffold atom it is (0-based index in the scaffold "
+     "SMILES, [*] counted): atom 1: 60.00"),
+])
+def test_golden_single_channel(channel, value, expected):
+    assert prompts.render_property(channel, value) == expected
+
+
+def test_golden_ir_keeps_the_strongest_peaks_sorted_by_frequency():
+    # four peaks, the two strongest are at 1700 (40) and 3000 (10); relative to 40: 100 and 25
+    value = {"frequencies": [3000.0, 1700.0, 800.0, 1200.0], "intensities": [10.0, 40.0, 1.0, 2.0]}
+    assert prompts.render_property("ir", value, name="IR", max_peaks=2) == (
+        "IR spectrum, the 2 strongest of 4 peaks, sorted by frequency (frequency in cm⁻¹: IR intensity relative "
+        "to the strongest = 100):\n1700: 100.0\n3000: 25.0")
+
+
+def test_golden_bundle_has_headings_in_channel_order_and_says_when_a_value_is_missing():
+    components = [("ir", "IR", "peak_overlap"), ("raman", "Raman", "peak_overlap")]
+    block = prompts.property_block(components, {"ir": {"frequencies": [1000.0], "intensities": [5.0]}}, bundle=True)
+    assert block == ("### IR\nIR spectrum, the 1 strongest of 1 peaks, sorted by frequency (frequency in cm⁻¹: "
+                     "IR intensity relative to the strongest = 100):\n1000: 100.0\n\n### Raman\nRaman: not available")
+
+
+def test_golden_whole_prompt_of_the_tiny_benchmark(tmp_path):
+    # F1: scaffold c1ccc(cc1)[*], candidates A [*]C, B [*]CC, C [*]O; source A with dipole 1.0 D
+    tables = read_benchmark(write_benchmark(tmp_path / "bench"))
+    rendered = prompts.render_prompts(tables)
+    row = rendered.filter(pl.col("task_id") == "F1-dipole_norm-source").row(0, named=True)
+    assert row["system"] == prompts.SYSTEM
+    assert row["prompt"] == (
+        "One fragment of a molecule is masked. In the scaffold SMILES, [*] marks the atom where the masked "
+        "fragment attaches.\n\nScaffold: c1ccc(cc1)[*]\n\n"
+        "Candidate fragments ([*] marks the atom that bonds to the scaffold):\nA. [*]C\nB. [*]CC\nC. [*]O\n\n"
+        "Computed properties of the complete molecule:\nDipole moment: 1.00 D\n\n"
+        "Which candidate fragment completes the molecule? Justify your choice in one or two sentences, then give "
+        "the letter of your choice alone on the last line, as \"Answer: X\".")
+    p0 = rendered.filter(pl.col("task_id") == "F1-p0").row(0, named=True)
+    assert "Computed properties" not in p0["prompt"] and p0["property_text"] is None
+    assert row["template"] == prompts.TEMPLATE and re.fullmatch(r"molp2s-prompt-v1@[0-9a-f]{12}", prompts.TEMPLATE)
+
+
+@settings(max_examples=60, deadline=None)
+@given(peaks=st.lists(st.tuples(st.floats(100, 4000), st.floats(0.001, 1000)), min_size=1, max_size=60),
+       max_peaks=st.integers(1, 30))
+def test_spectrum_rendering_invariants(peaks, max_peaks):
+    value = {"frequencies": [p[0] for p in peaks], "intensities": [p[1] for p in peaks]}
+    lines = prompts.render_property("raman", value, name="Raman", max_peaks=max_peaks).split("\n")[1:]
+    assert len(lines) == min(max_peaks, len(peaks))
+    frequencies = [float(line.split(":")[0]) for line in lines]
+    relative = [float(line.split(":")[1]) for line in lines]
+    assert frequencies == sorted(frequencies)
+    assert max(relative) == 100.0 and all(0 <= r <= 100 for r in relative)
+
+
+# ------------------------------------------------- invariants over the embedded benchmark
+
+@pytest.fixture(scope="module")
+def default_prompts():
+    tables = read_benchmark(DEFAULT_BENCHMARK)
+    return tables, prompts.render_prompts(tables)
+
+
+def test_every_task_is_rendered(default_prompts):
+    tables, rendered = default_prompts
+    assert rendered.height == tables["tasks"].height
+    assert rendered["task_id"].n_unique() == rendered.height
+    assert rendered.filter(pl.col("condition") != "none")["property_text"].null_count() == 0
+
+
+_TELLS = re.compile(r"\b(source|shuffled?|counterfactual|cf|condition|target|correct answer)\b", re.I)
+
+
+def test_no_prompt_names_a_task_a_family_or_a_condition(default_prompts):
+    tables, rendered = default_prompts
+    assert rendered["system"].n_unique() == 1
+    for task_id, family_id, system, prompt in rendered.select("task_id", "family_id", "system", "prompt").iter_rows():
+        text = system + prompt
+        assert task_id not in text and family_id not in text
+        assert not _TELLS.search(text), (task_id, _TELLS.search(text))
+
+
+def test_conditions_of_a_family_look_alike_outside_the_property_block(default_prompts):
+    _, rendered = default_prompts
+    shells = rendered.filter(pl.col("condition") != "none").with_columns(
+        pl.struct("prompt", "property_text").map_elements(
+            lambda r: r["prompt"].replace(r["property_text"], "<properties>", 1), return_dtype=pl.String)
+        .alias("shell"))
+    per_family = shells.group_by("family_id").agg(pl.col("shell").n_unique().alias("shells"))
+    assert per_family["shells"].max() == 1
+    p0 = rendered.filter(pl.col("condition") == "none").select("family_id", pl.col("prompt").alias("p0"))
+    joined = shells.join(p0, on="family_id")
+    # P0 is the same prompt without the property section
+    assert all(s.replace("Computed properties of the complete molecule:\n<properties>\n\n", "") == p
+               for s, p in joined.select("shell", "p0").iter_rows())
+
+
+def test_a_shuffled_task_shows_its_shown_familys_source_text(default_prompts):
+    tables, rendered = default_prompts
+    text = dict(rendered.select("task_id", "property_text").iter_rows())
+    tasks = tables["tasks"]
+    source = {(f, c): t for t, f, c in tasks.filter(pl.col("condition") == "source")
+              .select("task_id", "family_id", "channel").iter_rows()}
+    shuffled = tasks.filter(pl.col("condition") == "shuffled")
+    assert shuffled.height > 0
+    for task_id, shown_family, channel in shuffled.select("task_id", "shown_family", "channel").iter_rows():
+        assert text[task_id] == text[source[(shown_family, channel)]]
+
+
+def test_every_channel_of_the_toy_benchmark_renders_its_kind():
+    tables = read_benchmark("tests/fixtures/toy")
+    rendered = prompts.render_prompts(tables, conditions=["source"])
+    words = {"dipole_norm": "Dipole moment:", "dipole_vector": "vector", "gap": "eV (", "uvvis": "oscillator",
+             "ir": "cm⁻¹", "raman": "Raman activity", "h1_peaks": "¹H", "c13_atomwise": "¹³C",
+             "nmr_bundle": "### 13C atomwise", "all": "### Dipole norm"}
+    for channel, word in words.items():
+        texts = rendered.filter(pl.col("channel") == channel)["property_text"].to_list()
+        assert texts and all(word in t for t in texts), channel
+
+
+# ------------------------------------------------------------------ exports
+
+def test_prompts_command_writes_all_five_formats(tmp_path):
+    bench = write_benchmark(tmp_path / "bench")
+    for fmt in prompts.EXPORT_FORMATS:
+        out = tmp_path / f"prompts.{fmt}"
+        result = runner.invoke(app, ["prompts", "--benchmark", str(bench), "--format", fmt, "--model", "my-model",
+                                     "--max-tokens", "256", "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        assert out.exists()
+    table = pl.read_parquet(tmp_path / "prompts.parquet")
+    assert table.columns == ["task_id", "system", "prompt", "channel", "condition", "template"]
+    assert pl.read_csv(tmp_path / "prompts.csv").height == table.height == pl.read_ndjson(tmp_path / "prompts.jsonl").height
+    openai = [json.loads(line) for line in (tmp_path / "prompts.openai-batch").read_text().splitlines()]
+    first = openai[0]
+    assert first["method"] == "POST" and first["url"] == "/v1/chat/completions"
+    assert first["body"]["model"] == "my-model" and first["body"]["max_completion_tokens"] == 256
+    assert [m["role"] for m in first["body"]["messages"]] == ["system", "user"]
+    anthropic = [json.loads(line) for line in (tmp_path / "prompts.anthropic-batch").read_text().splitlines()]
+    assert anthropic[0]["params"]["max_tokens"] == 256 and anthropic[0]["params"]["system"] == prompts.SYSTEM
+    assert {line["custom_id"] for line in anthropic} == set(table["task_id"])
+    manifest = json.loads((tmp_path / "prompts.anthropic-batch.manifest.json").read_text())
+    assert manifest["template"] == prompts.TEMPLATE and manifest["tasks"] == table.height
+
+
+def test_prompts_filter_by_channel_and_condition(tmp_path):
+    bench = write_benchmark(tmp_path / "bench")
+    out = tmp_path / "p.jsonl"
+    result = runner.invoke(app, ["prompts", "--benchmark", str(bench), "--channel", "none", "--channel",
+                                 "dipole_norm", "--condition", "none", "--condition", "cf", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert set(pl.read_ndjson(out)["condition"]) == {"none", "cf"}
+
+
+def test_batch_export_needs_a_model_and_refuses_a_bad_custom_id(tmp_path):
+    bench = write_benchmark(tmp_path / "bench")
+    result = runner.invoke(app, ["prompts", "--benchmark", str(bench), "--format", "openai-batch",
+                                 "--out", str(tmp_path / "x")])
+    assert result.exit_code == 2 and "needs --model" in result.output
+    tasks = pl.read_csv(bench / "tasks.csv").with_columns(
+        pl.when(pl.col("task_id") == "F1-p0").then(pl.lit("F1 p0 (first)")).otherwise(pl.col("task_id"))
+        .alias("task_id"))
+    tasks.write_csv(bench / "tasks.csv")
+    result = runner.invoke(app, ["prompts", "--benchmark", str(bench), "--format", "anthropic-batch",
+                                 "--model", "claude", "--out", str(tmp_path / "y")])
+    assert result.exit_code == 2 and "'F1 p0 (first)'" in result.output and "custom_id" in result.output

@@ -37,6 +37,7 @@ test: $(STAMP) chromium
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_load_and_metrics.py
 	$(BIN)/python benchmarks/bench_stability.py
+	$(BIN)/python benchmarks/bench_prompts.py
 
 # Rebuild data/ from scratch: QM9 families, GFN2-xTB properties (about 30 min on 2 cores;
 # results are cached per molecule in build/xtb-cache), then the simulated responses.

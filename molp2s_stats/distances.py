@@ -89,7 +89,8 @@ def parse_value(distance: str, raw: object) -> object:
     object
         ``float`` (abs_diff); 1-D float array (euclidean; wasserstein, from
         ``{"shieldings": [...]}`` or a plain list); tuple ``(positions,
-        weights)`` of equal-length 1-D float arrays (peak_overlap, uvvis_l1).
+        weights)`` of equal-length 1-D float arrays (peak_overlap, uvvis_l1, and
+        wasserstein peaks with ``"counts"``).
 
     Raises
     ------
@@ -103,6 +104,8 @@ def parse_value(distance: str, raw: object) -> object:
     --------
     >>> parse_value("wasserstein", {"shieldings": [31, 30.5]})
     array([31. , 30.5])
+    >>> parse_value("wasserstein", {"shieldings": [31, 30.5], "counts": [3, 1]})
+    (array([31. , 30.5]), array([3., 1.]))
     >>> try:
     ...     parse_value("abs_diff", True)
     ... except PropertyValueError as err:
@@ -115,7 +118,19 @@ def parse_value(distance: str, raw: object) -> object:
     if distance == "euclidean":
         return _array(raw, "vector")
     if distance == "wasserstein":
-        return _field(raw, "shieldings") if isinstance(raw, Mapping) else _array(raw, "shieldings")
+        if not isinstance(raw, Mapping):
+            return _array(raw, "shieldings")
+        shieldings = _field(raw, "shieldings")
+        for key in ("counts", "atoms"):
+            if key in raw and len(_field(raw, key)) != len(shieldings):
+                raise PropertyValueError(f"length mismatch: {len(shieldings)} shieldings but "
+                                         f"{len(raw[key])} {key}")
+        if "counts" not in raw:
+            return shieldings
+        counts = _field(raw, "counts")
+        if np.any(counts <= 0) or np.any(counts != np.round(counts)):
+            raise PropertyValueError(f"counts must be positive integers, got {counts.tolist()}")
+        return shieldings, counts  # peaks weighted by their nuclei
     pos_key, w_key = _SPECTRUM_KEYS[distance]
     if not isinstance(raw, Mapping):
         msg = f"expected an object with keys {pos_key!r} and {w_key!r}, got {_type_name(raw)}"
@@ -207,6 +222,11 @@ def pair_distance(
     0.3
     >>> pair_distance("wasserstein", np.array([0.0, 1.0]), np.array([1.0, 2.0]))
     1.0
+
+    Peaks with counts: three nuclei at 0 and one at 1 against four at 1 move ¾ of the mass by 1.
+
+    >>> pair_distance("wasserstein", (np.array([0.0, 1.0]), np.array([3.0, 1.0])), np.array([1.0]))
+    0.75
     """
     _check_kind(distance)
     if distance == "abs_diff":
@@ -217,7 +237,9 @@ def pair_distance(
             raise PropertyValueError(f"vector length mismatch: {a.size} vs {b.size}")
         return float(np.linalg.norm(a - b))
     if distance == "wasserstein":
-        return float(wasserstein_distance(a, b))
+        # peaks with counts weigh by their nuclei; a plain list weighs each shielding alike
+        (a, wa), (b, wb) = (x if isinstance(x, tuple) else (x, None) for x in (a, b))
+        return float(wasserstein_distance(a, b, wa, wb))
     name, width = ("fwhm", fwhm) if distance == "peak_overlap" else ("uvvis_sigma", uvvis_sigma)
     if not (math.isfinite(width) and width > 0):
         raise ValueError(f"{name} must be positive and finite, got {width!r}")

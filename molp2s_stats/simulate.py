@@ -70,6 +70,14 @@ DEFAULT_MODELS = (
     SimulatedModel("sim-responsive", -0.2, {"*": 0.5}, {"*": 0.75}, cites=0.8),
     SimulatedModel("sim-weak", -0.8, {"*": 0.2}, {"*": 0.1}, invalid=0.05, cites=0.3),
     SimulatedModel("sim-noisy", 0.2, {"*": 0.6}, {"*": 0.3}, invalid=0.15, raw_text_share=0.6),
+    # The paper's NMR finding as known truth: more reliance on ¹H than on ¹³C, yet less
+    # responsiveness to ¹H when it is replaced by a counterfactual candidate's.
+    SimulatedModel("sim-nmr-expert", 0.0,
+                   {"h1_peaks": 1.5, "h1_peaks_int": 1.6, "h1_atomwise": 1.4, "c13_peaks": 0.8, "c13_peaks_deg": 0.9,
+                    "c13_atomwise": 0.7, "nmr_bundle": 1.6, "all": 1.2, "*": 0.2},
+                   {"h1_peaks": 0.2, "h1_peaks_int": 0.25, "h1_atomwise": 0.2, "c13_peaks": 0.5,
+                    "c13_peaks_deg": 0.55, "c13_atomwise": 0.45, "nmr_bundle": 0.4, "all": 0.35, "*": 0.1},
+                   cites=0.6),
 )
 # What a justification calls the shown quantity (the prompt's own words), per kind of channel.
 QUANTITY_NAMES = {"dipole_norm": "dipole moment", "dipole_vector": "dipole vector", "gap": "HOMO–LUMO gap",

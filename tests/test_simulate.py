@@ -80,4 +80,16 @@ def test_same_seed_same_responses(tmp_path):
     assert all(first[m].equals(again[m]) for m in first)
     assert truth_first.equals(truth_again)
     assert all(name.startswith("sim-") for name in first)
-    assert len(first) == 7
+    assert len(first) == len(simulate.DEFAULT_MODELS) == 8
+
+
+def test_the_nmr_expert_relies_more_on_1h_yet_follows_it_less():
+    # the paper's NMR finding as known truth, on the toy benchmark that has every channel
+    from molp2s_stats.ingest import read_benchmark
+
+    _, truth = simulate.simulate(read_benchmark("tests/fixtures/toy"), seed=1)
+    nmr = truth.filter(pl.col("model") == "sim-nmr-expert")
+    value = {(c, q): v for c, q, v in nmr.select("channel", "quantity", "value").iter_rows()}
+    for form in ("peaks", "atomwise"):
+        assert value[(f"h1_{form}", "reliance")] > value[(f"c13_{form}", "reliance")]
+        assert value[(f"h1_{form}", "responsiveness")] < value[(f"c13_{form}", "responsiveness")]

@@ -189,10 +189,137 @@ PROVENANCE = pl.DataFrame(
 )
 
 
+QM_PROVENANCE = [
+    ("uvvis", "lowest singlet excitations: energies and oscillator strengths", "eV, dimensionless", "PySCF",
+     "CIS (TDA on RHF)/6-31G at the QM9 geometry"),
+    *[(c, f"GIAO isotropic shieldings of the scaffold's {'1H' if c.startswith('h1') else '13C'} nuclei"
+       + {"peaks": ", one per symmetry class", "peaks_int": ", one per class with its nuclei",
+          "peaks_deg": ", one per class with its carbons", "atomwise": ", one per nucleus with its scaffold atom"}[
+           c.split("_", 1)[1]], "ppm", "PySCF with pyscf-properties", "RHF/6-31G GIAO at the QM9 geometry")
+      for c in ("h1_peaks", "h1_peaks_int", "h1_atomwise", "c13_peaks", "c13_peaks_deg", "c13_atomwise")],
+]
+QM_TARGET = 140  # families per new channel after input validation: the paper's 136 and a margin
+
+
+def _validated(values: dict[str, dict[str, object]], channel: str, cutoff: float, distance: str) -> bool:
+    """Every pair of the family's candidates at least the cutoff apart in the channel."""
+    from ..distances import family_pair_distances, parse_value
+
+    parsed = {label: parse_value(distance, v) for label, v in values.items()}
+    return all(d >= cutoff * (1 - 1e-9) for _, _, d in family_pair_distances(distance, parsed))
+
+
+def _grouped_derangement(groups: dict[object, list[str]], rng: np.random.Generator) -> dict[str, str]:
+    """A derangement within each group (groups in sorted order, singletons left out)."""
+    shown = {}
+    for key in sorted(groups, key=repr):
+        members = sorted(groups[key])
+        if len(members) >= 2:
+            shown.update(zip(members, derangement(members, rng)))
+    return shown
+
+
+def add_qm_channels(tables: dict[str, pl.DataFrame], cache: dict[int, dict], *, seed: int = SEED,
+                    order_seed: int | None = None, target: int = QM_TARGET) -> tuple[dict[str, pl.DataFrame], dict]:
+    """The benchmark with UV–Vis and the six NMR channels for a seeded subset of families.
+
+    Families are taken in the seeded order of ``qm.family_order`` while every one of their
+    candidates is in ``cache``, until each new channel has ``target`` input-validated
+    families (or the cache runs out). A family gets a channel's tasks only when every
+    candidate has a value in it (a scaffold with no hydrogen has no ¹H channels); the
+    ``nmr_bundle`` when it has all six NMR channels. Shuffled tasks are a seeded
+    derangement among the families with the channel; for the ``all`` bundle, among the
+    families with the same channels, so a shuffled prompt shows the same headings as the
+    source prompt. Earlier runs' rows for these channels are replaced, so the function
+    can be run again as the cache grows; the other channels' tasks stay as they are.
+
+    Returns the tables and a summary (families taken, validated per channel).
+    """
+    from ..ingest.benchmark import DEFAULT_CHANNELS
+    from . import qm
+
+    order_seed = qm.SEED if order_seed is None else order_seed
+    new = set(qm.QM_CHANNELS) | {"nmr_bundle"}
+    channel_table = pl.read_csv(DEFAULT_CHANNELS).filter(pl.col("channel").is_in(list(qm.QM_CHANNELS)))
+    rules = {r["channel"]: (r["distance"], r["cutoff"]) for r in channel_table.iter_rows(named=True)}
+    families, candidates, molecules = tables["families"], tables["candidates"], tables["molecules"]
+    scaffold = dict(families.select("family_id", "scaffold").iter_rows())
+    members = molecules.join(candidates, on=["family_id", "label"]).sort("family_id", "label")
+    by_family = {f: g for (f,), g in members.group_by("family_id")}
+
+    chosen, values, validated = [], {}, {c: 0 for c in qm.QM_CHANNELS}
+    for family in qm.family_order(sorted(by_family), order_seed):
+        if min(validated.values()) >= target:
+            break
+        group = by_family[family]
+        if not all(i in cache for i in group["qm9_index"]):
+            break  # the cache grows family by family in this order: stop at the first gap
+        per_label = {}
+        for row in group.iter_rows(named=True):
+            entry = cache[row["qm9_index"]]
+            found = qm.nmr_values(scaffold[family], row["fragment"], entry)
+            if (uv := qm.uvvis_value(entry)) is not None:
+                found["uvvis"] = uv
+            per_label[row["label"]] = found
+        chosen.append(family)
+        for channel in qm.QM_CHANNELS:
+            if all(channel in v for v in per_label.values()):
+                values[(family, channel)] = {label: v[channel] for label, v in per_label.items()}
+                validated[channel] += _validated(values[(family, channel)], channel, rules[channel][1],
+                                                 rules[channel][0])
+
+    properties = tables["properties"].filter(~pl.col("channel").is_in(list(new)))
+    rows = [(f, label, channel, json.dumps(value)) for (f, channel), by_label in sorted(values.items())
+            for label, value in sorted(by_label.items())]
+    properties = pl.concat([properties, pl.DataFrame(rows, schema=properties.schema, orient="row")])
+
+    tasks = tables["tasks"].filter(~pl.col("channel").is_in(list(new)))
+    source = dict(families.select("family_id", "source").iter_rows())
+    labels = {f: sorted(g["label"]) for f, g in by_family.items()}
+    has = {f: {c for c in qm.QM_CHANNELS if (f, c) in values} for f in by_family}
+    new_tasks = []
+    for position, channel in enumerate((*qm.QM_CHANNELS, "nmr_bundle")):
+        wanted = set(qm.NMR_CHANNELS) if channel == "nmr_bundle" else {channel}
+        with_channel = sorted(f for f in by_family if wanted <= has[f])
+        shown = _grouped_derangement({0: with_channel}, np.random.default_rng([seed, 100 + position]))
+        for f in with_channel:
+            s = source[f]
+            new_tasks.append((f"{f}-{channel}-source", f, channel, "source", s, f, s))
+            if f in shown:
+                new_tasks.append((f"{f}-{channel}-shuffled", f, channel, "shuffled", s, shown[f], source[shown[f]]))
+            new_tasks += [(f"{f}-{channel}-cf-{k}", f, channel, "cf", k, f, k) for k in labels[f] if k != s]
+    # the all bundle: shuffled within families that have the same channels
+    shown_all = _grouped_derangement({key: [f for f in by_family if frozenset(has[f]) == key]
+                                      for key in {frozenset(v) for v in has.values()}},
+                                     np.random.default_rng([seed, CHANNELS.index("all")]))
+    tasks = tasks.with_columns(
+        pl.when((pl.col("channel") == "all") & (pl.col("condition") == "shuffled"))
+        .then(pl.col("family_id").replace_strict(shown_all, default=None)).otherwise(pl.col("shown_family"))
+        .alias("shown_family"))
+    tasks = tasks.filter(~((pl.col("channel") == "all") & (pl.col("condition") == "shuffled")
+                           & pl.col("shown_family").is_null()))
+    tasks = tasks.with_columns(
+        pl.when((pl.col("channel") == "all") & (pl.col("condition") == "shuffled"))
+        .then(pl.col("shown_family").replace_strict(source, default=None)).otherwise(pl.col("shown_label"))
+        .alias("shown_label"))
+    tasks = pl.concat([tasks, pl.DataFrame(new_tasks, schema=tasks.schema, orient="row")]).sort("task_id")
+    summary = {"families": len(chosen), "validated": validated,
+               "with_channel": {c: sum(c in v for v in has.values()) for c in qm.QM_CHANNELS}}
+    return {**tables, "properties": properties.sort("family_id", "label", "channel"), "tasks": tasks}, summary
+
+
+def read_built(folder: Path) -> dict[str, pl.DataFrame]:
+    """A built benchmark folder's tables (those ``write_benchmark`` writes, provenance aside)."""
+    return {p.stem: pl.read_parquet(p) for p in sorted(Path(folder).glob("*.parquet")) if p.stem != "provenance"}
+
+
 def write_benchmark(tables: dict[str, pl.DataFrame], out: Path) -> None:
     """Compressed Parquet, no statistics: small files that rebuild byte for byte."""
     out.mkdir(parents=True, exist_ok=True)
-    for name, frame in {**tables, "provenance": PROVENANCE}.items():
+    provenance = PROVENANCE
+    if tables["properties"]["channel"].is_in([row[0] for row in QM_PROVENANCE]).any():
+        provenance = pl.concat([PROVENANCE, pl.DataFrame(QM_PROVENANCE, schema=PROVENANCE.schema, orient="row")])
+    for name, frame in {**tables, "provenance": provenance}.items():
         frame.write_parquet(out / f"{name}.parquet", compression="zstd", compression_level=19, statistics=False)
 
 
@@ -201,14 +328,30 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path("data/benchmark"))
     parser.add_argument("--validated", type=int, default=VALIDATED)
     parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--qm-only", action="store_true",
+                        help="only (re)add the PySCF channels from data/qm-cache to the benchmark in --out")
     args = parser.parse_args(argv)
+    if args.qm_only:
+        _write_with_qm(read_built(args.out), args.out, seed=args.seed)
+        return
     molecules = qm9.qm9_frame()
     pools = qm9.family_pools(molecules)
     chosen = select_families(pools, molecules, validated=args.validated, seed=args.seed)
     print(f"{chosen['family_id'].n_unique()} families, {chosen['qm9_index'].n_unique()} molecules", flush=True)
     results = xtb_properties(molecules, sorted(chosen["qm9_index"].unique().to_list()))
-    write_benchmark(assemble(chosen, molecules, results, seed=args.seed), args.out)
-    print(f"wrote {args.out}", flush=True)
+    _write_with_qm(assemble(chosen, molecules, results, seed=args.seed), args.out, seed=args.seed)
+
+
+def _write_with_qm(tables: dict[str, pl.DataFrame], out: Path, *, seed: int) -> None:
+    from . import qm
+
+    cache = qm.read_cache(qm.CACHE)
+    if cache:
+        tables, summary = add_qm_channels(tables, cache, seed=seed)
+        print(f"PySCF channels for {summary['families']} families; input-validated per channel: "
+              f"{summary['validated']}", flush=True)
+    write_benchmark(tables, out)
+    print(f"wrote {out}", flush=True)
 
 
 if __name__ == "__main__":

@@ -184,6 +184,40 @@ def run(benchmark: Path, cache: Path, *, seed: int, families: int | None, proces
                   f"ETA {eta / 60:.0f} min", flush=True)
 
 
+def checks(cache: dict[int, dict]) -> dict[str, float]:
+    """What the data card reports: timings per step, the SCF gap against QM9's B3LYP gap, and
+    ¹³C shieldings of sp³ against sp² carbons (sp² carbons are deshielded: lower shielding)."""
+    from rdkit import Chem
+    from scipy import stats
+
+    from . import qm9
+
+    indices = sorted(cache)
+    qm9_rows = qm9.qm9_frame().filter(pl.col("Index").is_in(indices)).sort("Index")
+    gaps = dict(qm9_rows.select("Index", "HOMO_LUMO_gap_au").iter_rows())
+    smiles = dict(qm9_rows.select("Index", "SMILES").iter_rows())
+    ours = np.array([cache[i]["homo_lumo_gap"] for i in indices])
+    theirs = np.array([gaps[i] for i in indices])
+    by_hybridisation: dict[str, list[float]] = {"SP3": [], "SP2": [], "SP": []}
+    for index in indices:
+        mol = Chem.AddHs(Chem.MolFromSmiles(smiles[index]))
+        order = atom_order(mol, cache[index]["numbers"], cache[index]["positions"])
+        for atom in mol.GetAtoms():
+            kind = str(atom.GetHybridization())
+            if atom.GetAtomicNum() == 6 and kind in by_hybridisation:
+                by_hybridisation[kind].append(cache[index]["shieldings"][order[atom.GetIdx()]])
+    seconds = {step: float(np.median([cache[i]["seconds"][step] for i in indices])) for step in ("scf", "nmr", "cis")}
+    return {
+        "molecules": len(indices),
+        **{f"median_seconds_{k}": v for k, v in seconds.items()},
+        "gap_pearson_r": float(stats.pearsonr(ours, theirs).statistic),
+        "gap_spearman_rho": float(stats.spearmanr(ours, theirs).statistic),
+        "gap_mean_ratio": float(np.mean(ours / theirs)),
+        **{f"c13_{k.lower()}_median_ppm": float(np.median(v)) for k, v in by_hybridisation.items() if v},
+        **{f"c13_{k.lower()}_count": len(v) for k, v in by_hybridisation.items()},
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--benchmark", type=Path, default=Path("data/benchmark"))
@@ -191,8 +225,109 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--families", type=int, default=None, help="only the first N families of the order")
     parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--check", action="store_true", help="print the data card's checks of the cache and stop")
     args = parser.parse_args(argv)
+    if args.check:
+        for key, value in checks(read_cache(args.cache)).items():
+            print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}")
+        return
     run(args.benchmark, args.cache, seed=args.seed, families=args.families, processes=args.processes)
+
+
+
+# ------------------------------------------------------------------ channel values
+
+NMR_CHANNELS = ("h1_peaks", "h1_peaks_int", "h1_atomwise", "c13_peaks", "c13_peaks_deg", "c13_atomwise")
+QM_CHANNELS = ("uvvis", *NMR_CHANNELS)
+_NUCLEUS = {"h1": 1, "c13": 6}
+
+
+def completed_molecule(scaffold: str, fragment: str):
+    """The scaffold joined to the fragment, with explicit hydrogens, and where each scaffold atom went.
+
+    Returns ``(mol, position)``: ``position[i]`` is the index in ``mol`` of atom ``i`` of
+    ``Chem.MolFromSmiles(scaffold)`` (the ``[*]`` atom counted, and absent from the map).
+    Scaffold atoms come first, fragment atoms next, hydrogens last.
+    """
+    from rdkit import Chem
+
+    s, f = Chem.MolFromSmiles(scaffold), Chem.MolFromSmiles(fragment)
+    if s is None or f is None:
+        raise ValueError(f"invalid SMILES: {scaffold!r} or {fragment!r}")
+    dummies = [next(a.GetIdx() for a in m.GetAtoms() if a.GetAtomicNum() == 0) for m in (s, f)]
+    anchors = [m.GetAtomWithIdx(d).GetNeighbors()[0].GetIdx() for m, d in zip((s, f), dummies)]
+    combined = Chem.RWMol(Chem.CombineMols(s, f))
+    offset = s.GetNumAtoms()
+    combined.AddBond(anchors[0], anchors[1] + offset, Chem.BondType.SINGLE)
+    for index in sorted((dummies[0], dummies[1] + offset), reverse=True):
+        combined.RemoveAtom(index)
+    mol = combined.GetMol()
+    Chem.SanitizeMol(mol)
+    position = {i: i - (i > dummies[0]) for i in range(offset) if i != dummies[0]}
+    return Chem.AddHs(mol), position
+
+
+def atom_order(mol, numbers: list[int], positions: list[list[float]]) -> list[int]:
+    """For each atom of ``mol``, its index in the QM9 geometry (matched by elements and bonds)."""
+    from rdkit import Chem
+    from rdkit.Chem import rdDetermineBonds
+
+    block = f"{len(numbers)}\n\n" + "\n".join(f"{SYMBOLS[z]} {x} {y} {w}" for z, (x, y, w) in zip(numbers, positions))
+    geometry = Chem.MolFromXYZBlock(block)
+    rdDetermineBonds.DetermineConnectivity(geometry)
+    params = Chem.AdjustQueryParameters.NoAdjustments()
+    params.makeBondsGeneric = True  # the geometry has connectivity, not bond orders
+    match = geometry.GetSubstructMatch(Chem.AdjustQueryProperties(mol, params))
+    if len(match) != mol.GetNumAtoms() or geometry.GetNumAtoms() != mol.GetNumAtoms():
+        raise ValueError("the QM9 geometry does not match the completed molecule")
+    return list(match)
+
+
+def nmr_values(scaffold: str, fragment: str, entry: dict) -> dict[str, dict]:
+    """The six NMR channel values of one candidate from its cached shieldings.
+
+    Scaffold nuclei only: the scaffold's carbons, and the hydrogens bonded to scaffold
+    heavy atoms, as they sit in the completed molecule. Peaks average the shieldings of
+    symmetry-equivalent nuclei (RDKit canonical ranks of the completed molecule, ties
+    kept), one value per peak, sorted, with their counts; atomwise values keep one
+    shielding per nucleus with the scaffold atom index (for ¹H the heavy atom it is
+    bonded to). A nucleus with no scaffold nucleus (no hydrogen, say) gets no value.
+    """
+    from rdkit import Chem
+
+    mol, position = completed_molecule(scaffold, fragment)
+    order = atom_order(mol, entry["numbers"], entry["positions"])
+    ranks = list(Chem.CanonicalRankAtoms(mol, breakTies=False))
+    shielding = [entry["shieldings"][order[i]] for i in range(mol.GetNumAtoms())]
+    values = {}
+    for nucleus, z in _NUCLEUS.items():
+        nuclei = []  # (scaffold atom index, index in mol)
+        for scaffold_index, index in sorted(position.items()):
+            atom = mol.GetAtomWithIdx(index)
+            if z == 6 and atom.GetAtomicNum() == 6:
+                nuclei.append((scaffold_index, index))
+            elif z == 1:
+                nuclei += [(scaffold_index, h.GetIdx()) for h in atom.GetNeighbors() if h.GetAtomicNum() == 1]
+        if not nuclei:
+            continue
+        atomwise = sorted((a, round(shielding[i], 3)) for a, i in nuclei)
+        classes: dict[int, list[float]] = {}
+        for _, index in nuclei:
+            classes.setdefault(ranks[index], []).append(shielding[index])
+        peaks = sorted((round(float(np.mean(v)), 3), len(v)) for v in classes.values())
+        count_key = "h1_peaks_int" if nucleus == "h1" else "c13_peaks_deg"
+        values[f"{nucleus}_peaks"] = {"shieldings": [p for p, _ in peaks]}
+        values[count_key] = {"shieldings": [p for p, _ in peaks], "counts": [c for _, c in peaks]}
+        values[f"{nucleus}_atomwise"] = {"shieldings": [s for _, s in atomwise], "atoms": [a for a, _ in atomwise]}
+    return values
+
+
+def uvvis_value(entry: dict) -> dict | None:
+    """Energies (eV) and oscillator strengths of the cached excitations; None if all are dark."""
+    strengths = [float(f"{f:.4g}") for f in entry["strengths"]]
+    if not any(f > 0 for f in strengths):
+        return None
+    return {"energies": [round(e, 4) for e in entry["energies"]], "strengths": strengths}
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ WITH final AS (
         sample,
         max(attempt) AS attempt,
         arg_max_null(choice, attempt) AS choice,
-        arg_max_null(invalid_reason, attempt) AS invalid_reason
+        arg_max_null(invalid_reason, attempt) AS invalid_reason,
+        arg_max_null(response, attempt) AS response
     FROM responses
     GROUP BY model, task_id, sample
 )

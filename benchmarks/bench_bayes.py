@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Benchmark: the hierarchical model at paper size, default sampler next to plain PyMC NUTS.
 
-7 simulated models (simulate.DEFAULT_MODELS) × 12 channels × 136 families
+7 simulated models (the first seven of simulate.DEFAULT_MODELS) × 12 channels × 136 families
 (simulate.synthetic_benchmark), the fit's default chains, tuning and draws, seeded. For each
 sampler: wall time, max R-hat, min bulk and tail ESS, min bulk ESS per second,
 divergences; and the recovery of the simulator's reliance (share of the 84 model ×
@@ -32,13 +32,15 @@ CHANNELS = ("dipole_norm", "dipole_vector", "gap", "uvvis", "ir", "raman", "h1_p
             "h1_atomwise", "c13_peaks", "c13_peaks_deg", "c13_atomwise")
 
 
-def paper_size_data(root: Path, seed: int) -> tuple[bayes_data.ModelData, pl.DataFrame]:
+def paper_size_data(root: Path, seed: int, *, families: int = 136, models: int = 7
+                    ) -> tuple[bayes_data.ModelData, pl.DataFrame]:
     folder = root / "bench"
     folder.mkdir()
-    for name, frame in simulate.synthetic_benchmark(families=136, channels=CHANNELS).items():
+    for name, frame in simulate.synthetic_benchmark(families=families, channels=CHANNELS).items():
         frame.write_parquet(folder / f"{name}.parquet")
-    responses, truth = simulate.simulate(read_benchmark(folder), seed=seed)
-    paths = simulate.write(responses, truth, root / "responses", models=simulate.DEFAULT_MODELS, seed=seed, samples=1)
+    chosen = simulate.DEFAULT_MODELS[:models]
+    responses, truth = simulate.simulate(read_benchmark(folder), models=chosen, seed=seed)
+    paths = simulate.write(responses, truth, root / "responses", models=chosen, seed=seed, samples=1)
     con = store.connect(root / "db.duckdb")
     load(con, benchmark=folder, responses=paths)
     return bayes_data.read_model_data(con), truth
@@ -52,9 +54,11 @@ def main() -> None:
     parser.add_argument("--chains", type=int, default=bayes.DEFAULT_CHAINS)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--target-accept", type=float, default=bayes.TARGET_ACCEPT)
+    parser.add_argument("--families", type=int, default=136, help="families (the paper: 136)")
+    parser.add_argument("--models", type=int, default=7, help="simulated models (the paper: 7)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        data, truth = paper_size_data(Path(tmp), args.seed)
+        data, truth = paper_size_data(Path(tmp), args.seed, families=args.families, models=args.models)
     print(f"{data.cells.height + data.p0.height} binomial cells; {len(data.models)} models, {len(data.channels)} "
           f"channels, {len(data.families)} families; {args.chains} chains x ({args.tune} + {args.draws})", flush=True)
     print(f"{'sampler':8} {'wall s':>7} {'r_hat':>6} {'ess_bulk':>8} {'ess_tail':>8} {'ess/s':>6} {'div':>4} "

@@ -314,7 +314,8 @@ def measure_bootstrap_and_paired(work: Path, benchmark: Path, tasks: pl.DataFram
     con = _connect(db)
     ingest.load(con, benchmark=benchmark, responses=files)
     boot_s, boot_runs, boot = _timed(lambda: metrics.metrics_from_db(con, draws=2000), REPEATS)
-    outcomes = metrics.read_family_outcomes(con)[0]
+    # paired_inputs takes task outcomes of one condition (with each task's target), not family outcomes
+    outcomes = compare.read_condition_outcomes(con, channels=["ir", "raman"], condition="source")
     paired_s, paired_runs, paired = _timed(
         lambda: compare.paired_inputs(outcomes, from_channel="ir", to_channel="raman", draws=10_000), REPEATS)
     shape = con.execute("SELECT count(DISTINCT model), count(DISTINCT channel), max(n) FROM "

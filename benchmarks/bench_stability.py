@@ -48,17 +48,22 @@ def median_seconds(run, repeats: int = 3) -> tuple[float, list[float]]:
     return statistics.median(times), times
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    repeats = parser.parse_args(argv).repeats
     frame = outcomes()
     channels = sorted(frame["channel"].unique().to_list())
     models = sorted(frame["model"].unique().to_list())
     sizes = (25, 50, 75, 100, 125)
     per_channel, t1 = median_seconds(lambda: stability.ranking_stability(
-        frame, score="reliance_margin", channels=channels, models=models, sizes=sizes, draws=1000, seed=1))
+        frame, score="reliance_margin", channels=channels, models=models, sizes=sizes, draws=1000, seed=1), repeats)
     macro, t2 = median_seconds(lambda: stability.ranking_stability(
-        frame, score="cfr", channels=channels, models=models, macro=True, sizes=sizes, draws=1000, seed=1))
+        frame, score="cfr", channels=channels, models=models, macro=True, sizes=sizes, draws=1000, seed=1), repeats)
     ranks, t3 = median_seconds(lambda: stability.rank_intervals(
-        frame, score="pgr", channels=channels, models=models, draws=2000, seed=1))
+        frame, score="pgr", channels=channels, models=models, draws=2000, seed=1), repeats)
     print(f"paper size: {MODELS} models x {CHANNELS} channels x {FAMILIES} families; medians of 3")
     print(f"  stability, every channel, 5 sizes x 1000 draws: {per_channel:.2f} s  {[round(t, 2) for t in t1]}"
           f"  target <= 5 s: {'pass' if per_channel <= 5 else 'FAIL'}")

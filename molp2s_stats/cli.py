@@ -1,4 +1,9 @@
-"""The ``molp2s`` command line: parse arguments, call the package, print. Nothing else."""
+"""The ``molp2s`` command line: parse arguments, call the package, print. Nothing else.
+
+The package's modules are imported lazily (``lazy.lazy_import``): ``molp2s --help``,
+``sql`` and ``cohort`` start without scipy, pingouin or PyMC; a command imports what it
+calls when it calls it.
+"""
 
 from __future__ import annotations
 
@@ -9,16 +14,25 @@ import time
 from pathlib import Path
 from typing import Annotated, Optional
 
-import duckdb
-import polars as pl
 import typer
-from rich.progress import Progress
 
-from . import bayes, compare, metrics, power, prompts, simulate, stability, store
-from .ingest import InputError, load, read_benchmark
+from . import bayes  # constants only: bayes/__init__ imports nothing
+from .defaults import (CONDITIONS, DB_ENV_VAR, DEFAULT_BENCHMARK, DEFAULT_DB, DEFAULT_DRAWS, DEFAULT_MAX_PEAKS,
+                       DEFAULT_PAIRED_DRAWS, DEFAULT_RESPONSES, REPORTS, SIMULATION_SEED, load_default_data)
+from .glossary import METRICS
+from .lazy import lazy_import
 from .output import Format, emit, leaderboard
 
-from .defaults import DEFAULT_BENCHMARK, DEFAULT_RESPONSES, REPORTS, load_default_data
+pl = lazy_import("polars")
+duckdb = lazy_import("duckdb")
+compare = lazy_import("molp2s_stats.compare")
+metrics = lazy_import("molp2s_stats.metrics")
+power = lazy_import("molp2s_stats.power")
+prompts = lazy_import("molp2s_stats.prompts")
+simulate = lazy_import("molp2s_stats.simulate")
+stability = lazy_import("molp2s_stats.stability")
+store = lazy_import("molp2s_stats.store")
+ingest = lazy_import("molp2s_stats.ingest")
 
 app = typer.Typer(
     help="MolP2SBench statistics: load responses, build cohorts, report metrics with family-level uncertainty.",
@@ -28,7 +42,7 @@ app = typer.Typer(
 )
 
 DbOption = Annotated[Path, typer.Option("--db", help="DuckDB database file (env MOLP2S_DB).",
-                                        envvar=store.DB_ENV_VAR, show_default=True)]
+                                        envvar=DB_ENV_VAR, show_default=True)]
 FormatOption = Annotated[Format, typer.Option("--format", help="table | csv | json | parquet.")]
 OutOption = Annotated[Optional[Path], typer.Option("--out", help="Write to this file instead of stdout.")]
 SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap; recorded in the output.")]
@@ -47,8 +61,10 @@ def command(name: str):
         def wrapper(*args, **kwargs):
             try:
                 return function(*args, **kwargs)
-            except (ValueError, InputError, store.StoreError) as exc:
-                _fail(str(exc))
+            except Exception as exc:  # InputError is a ValueError; StoreError is looked up only on failure
+                if isinstance(exc, ValueError) or isinstance(exc, store.StoreError):
+                    _fail(str(exc))
+                raise
         return app.command(name)(wrapper)
     return register
 
@@ -79,7 +95,7 @@ def load_command(
         metavar="FILE...", show_default=False)] = None,
     responses: Annotated[Optional[list[Path]], typer.Option("--responses", help="Response files or folders: .jsonl, .csv, .parquet, Inspect AI .eval/.json, lm-eval samples .jsonl.")] = None,
     benchmark: Annotated[Optional[Path], typer.Option("--benchmark", help="Benchmark folder (families, candidates, properties, tasks[, channels]).")] = None,
-    db: DbOption = Path(store.DEFAULT_DB),
+    db: DbOption = Path(DEFAULT_DB),
     fmt: Annotated[Optional[str], typer.Option("--format", help="jsonl | csv | parquet | inspect | lm-eval; default: from the suffix (lm-eval samples are recognised).")] = None,
     model: Annotated[Optional[str], typer.Option("--model", help="Model name for lm-eval samples files (default: their folder's name).")] = None,
     task_map: Annotated[Optional[Path], typer.Option("--task-map", help="CSV with columns sample_id, task_id: Inspect sample ids to task ids.")] = None,
@@ -106,8 +122,8 @@ def load_command(
     except store.StoreError as exc:
         _fail(str(exc))
     try:
-        summary = load(con, benchmark=benchmark, responses=files, fmt=fmt, model=model, task_ids=task_ids)
-    except InputError as exc:
+        summary = ingest.load(con, benchmark=benchmark, responses=files, fmt=fmt, model=model, task_ids=task_ids)
+    except ingest.InputError as exc:
         con.close()
         if not existed:  # leave no half-made database behind
             for leftover in (Path(db), Path(f"{db}.wal")):
@@ -135,7 +151,7 @@ def prompts_command(
     fmt: Annotated[str, typer.Option("--format", help="jsonl | csv | parquet (one row per task) | openai-batch | anthropic-batch (request lines).")] = "jsonl",
     model: Annotated[Optional[str], typer.Option("--model", help="Model the batch requests go to (batch formats).")] = None,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Token limit of each batch request.")] = 1024,
-    max_peaks: Annotated[int, typer.Option("--max-peaks", help="IR and Raman: the strongest peaks shown.")] = prompts.DEFAULT_MAX_PEAKS,
+    max_peaks: Annotated[int, typer.Option("--max-peaks", help="IR and Raman: the strongest peaks shown.")] = DEFAULT_MAX_PEAKS,
 ) -> None:
     """Write every task as the messages a model reads: a system message and a user prompt.
 
@@ -147,14 +163,14 @@ def prompts_command(
     if benchmark is not None and db is not None:
         raise ValueError("give --benchmark or --db, not both")
     for name in condition or []:
-        if name not in compare.CONDITIONS:
-            raise ValueError(f"--condition must be one of {', '.join(compare.CONDITIONS)}, got {name!r}")
+        if name not in CONDITIONS:
+            raise ValueError(f"--condition must be one of {', '.join(CONDITIONS)}, got {name!r}")
     if db is not None:
         con = _open(db)
         tables = prompts.benchmark_tables(con)
         con.close()
     else:
-        tables = read_benchmark(benchmark or DEFAULT_BENCHMARK)
+        tables = ingest.read_benchmark(benchmark or DEFAULT_BENCHMARK)
     known = set(tables["channels"]["channel"]) | {"none"}
     unknown = [c for c in channel or [] if c not in known]
     if unknown:
@@ -168,10 +184,10 @@ def prompts_command(
 
 @command("metrics")
 def metrics_command(
-    db: DbOption = Path(store.DEFAULT_DB),
-    metric: Annotated[Optional[list[str]], typer.Option("--metric", help=f"One of: {', '.join(metrics.METRICS)}; repeat for several. Default: all.")] = None,
+    db: DbOption = Path(DEFAULT_DB),
+    metric: Annotated[Optional[list[str]], typer.Option("--metric", help=f"One of: {', '.join(METRICS)}; repeat for several. Default: all.")] = None,
     channel: Annotated[Optional[list[str]], typer.Option("--channel", help="Restrict to these channels.")] = None,
-    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates (0: point estimates only).")] = metrics.DEFAULT_DRAWS,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates (0: point estimates only).")] = DEFAULT_DRAWS,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
     invalid: Annotated[str, typer.Option("--invalid", help="Invalid answers: wrong (scored 0, the paper's rule) | exclude (left out; n counts the families that entered).")] = "wrong",
@@ -200,9 +216,9 @@ def metrics_command(
 
 @command("explanations")
 def explanations_command(
-    db: DbOption = Path(store.DEFAULT_DB),
+    db: DbOption = Path(DEFAULT_DB),
     channel: Annotated[Optional[list[str]], typer.Option("--channel", help="Restrict to these channels.")] = None,
-    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates (0: point estimates only).")] = metrics.DEFAULT_DRAWS,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates (0: point estimates only).")] = DEFAULT_DRAWS,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
     per_response: Annotated[bool, typer.Option("--per-response", help="One row per response (cites, persists) instead of the rates.")] = False,
@@ -236,10 +252,10 @@ def explanations_command(
 def compare_inputs_command(
     from_channel: Annotated[str, typer.Option("--from", help="Input X (a channel or bundle).")],
     to_channel: Annotated[str, typer.Option("--to", help="Input Y.")],
-    db: DbOption = Path(store.DEFAULT_DB),
+    db: DbOption = Path(DEFAULT_DB),
     model: Annotated[Optional[list[str]], typer.Option("--model", help="Model(s); default: every model.")] = None,
     condition: Annotated[str, typer.Option("--condition", help="none | source | shuffled | cf.")] = "source",
-    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates.")] = compare.DEFAULT_PAIRED_DRAWS,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates.")] = DEFAULT_PAIRED_DRAWS,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
     fmt: FormatOption = Format.table,
@@ -249,8 +265,8 @@ def compare_inputs_command(
 
     Example: molp2s compare-inputs --from vibrational_bundle --to all --model sim-alpha
     """
-    if condition not in compare.CONDITIONS:
-        _fail(f"--condition must be one of {', '.join(compare.CONDITIONS)}")
+    if condition not in CONDITIONS:
+        _fail(f"--condition must be one of {', '.join(CONDITIONS)}")
     con = _open(db)
     channels, models = metrics.read_channels_and_models(con)
     for name in (from_channel, to_channel):
@@ -269,11 +285,11 @@ def compare_inputs_command(
 @command("transitions")
 def transitions_command(
     channel: Annotated[str, typer.Option("--channel", help="Channel whose cohort tasks are compared.")],
-    db: DbOption = Path(store.DEFAULT_DB),
+    db: DbOption = Path(DEFAULT_DB),
     condition: Annotated[str, typer.Option("--condition", help="none | source | shuffled | cf.")] = "source",
     model_a: Annotated[Optional[str], typer.Option("--model-a", help="First model (with --model-b); default: every pair.")] = None,
     model_b: Annotated[Optional[str], typer.Option("--model-b", help="Second model.")] = None,
-    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates for the net difference.")] = metrics.DEFAULT_DRAWS,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates for the net difference.")] = DEFAULT_DRAWS,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
     fmt: FormatOption = Format.table,
@@ -283,8 +299,8 @@ def transitions_command(
 
     Example: molp2s transitions --channel ir --condition source --model-a sim-alpha --model-b sim-beta
     """
-    if condition not in compare.CONDITIONS:
-        _fail(f"--condition must be one of {', '.join(compare.CONDITIONS)}")
+    if condition not in CONDITIONS:
+        _fail(f"--condition must be one of {', '.join(CONDITIONS)}")
     if (model_a is None) != (model_b is None):
         _fail("give both --model-a and --model-b, or neither")
     con = _open(db)
@@ -299,7 +315,7 @@ def transitions_command(
 
 @command("cohort")
 def cohort_command(
-    db: DbOption = Path(store.DEFAULT_DB),
+    db: DbOption = Path(DEFAULT_DB),
     dropped: Annotated[bool, typer.Option("--dropped", help="List the families left out, with the reason.")] = False,
     fmt: FormatOption = Format.table,
     out: OutOption = None,
@@ -322,7 +338,7 @@ def cohort_command(
 
 @command("stability")
 def stability_command(
-    db: DbOption = Path(store.DEFAULT_DB),
+    db: DbOption = Path(DEFAULT_DB),
     score: Annotated[str, typer.Option("--score", help="pgr | reliance_margin | cfr.")] = "pgr",
     channel: Annotated[Optional[list[str]], typer.Option("--channel", help="Channel(s); default: every channel.")] = None,
     macro: Annotated[bool, typer.Option("--macro", help="Rank by the mean score over the channels.")] = False,
@@ -341,6 +357,8 @@ def stability_command(
     chosen = _known_channels(channel, channels)
     size_list = tuple(int(part) for part in sizes.split(",") if part.strip())
     groups = 1 if macro else len(chosen)
+    from rich.progress import Progress
+
     with Progress(transient=True, disable=not sys.stderr.isatty()) as bar:
         task = bar.add_task("subsampling", total=groups * len(size_list))
         result = stability.ranking_stability(outcomes, score=score, channels=chosen, models=models, macro=macro,
@@ -351,10 +369,10 @@ def stability_command(
 
 @command("ranks")
 def ranks_command(
-    db: DbOption = Path(store.DEFAULT_DB),
+    db: DbOption = Path(DEFAULT_DB),
     score: Annotated[str, typer.Option("--score", help="A metric name, e.g. pgr.")] = "pgr",
     channel: Annotated[Optional[list[str]], typer.Option("--channel", help="Channel(s); default: every channel.")] = None,
-    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates.")] = metrics.DEFAULT_DRAWS,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates.")] = DEFAULT_DRAWS,
     distribution: Annotated[bool, typer.Option("--distribution", help="Print P(rank) per model instead of the intervals.")] = False,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
@@ -375,7 +393,7 @@ def ranks_command(
 
 @command("power")
 def power_command(
-    db: DbOption = Path(store.DEFAULT_DB),
+    db: DbOption = Path(DEFAULT_DB),
     channel: Annotated[Optional[list[str]], typer.Option("--channel", help="Channel(s); default: every channel.")] = None,
     families: Annotated[Optional[int], typer.Option("--families", help="Families per channel; default: the cohort size.")] = None,
     difference: Annotated[Optional[float], typer.Option("--difference", help="Also report the families needed for this difference (pp).")] = None,
@@ -403,7 +421,7 @@ def power_command(
 
 @command("frequentist")
 def frequentist_command(
-    db: DbOption = Path(store.DEFAULT_DB),
+    db: DbOption = Path(DEFAULT_DB),
     metric: Annotated[Optional[list[str]], typer.Option("--metric", help="Metric(s); default: all.")] = None,
     conf_level: LevelOption = 0.95,
     fmt: FormatOption = Format.table,
@@ -423,7 +441,7 @@ def frequentist_command(
 
 @command("separability")
 def separability_command(
-    db: DbOption = Path(store.DEFAULT_DB),
+    db: DbOption = Path(DEFAULT_DB),
     fmt: FormatOption = Format.table,
     out: OutOption = None,
 ) -> None:
@@ -442,15 +460,15 @@ def simulate_command(
     benchmark: Annotated[Path, typer.Option("--benchmark", help="Benchmark folder to answer.")] = DEFAULT_BENCHMARK,
     params: Annotated[Optional[Path], typer.Option("--params", help="simulation.json-style file with the models; default: the 7 built-in profiles.")] = None,
     samples: Annotated[int, typer.Option("--samples", help="Sampled answers per task.")] = 1,
-    seed: SeedOption = simulate.DEFAULT_SEED,
+    seed: SeedOption = SIMULATION_SEED,
 ) -> None:
     """Write responses of simulated models with known reliance and responsiveness.
 
     Example: molp2s simulate --benchmark data/benchmark --out runs/simulated --seed 7
     """
     try:
-        tables = read_benchmark(benchmark)
-    except InputError as exc:
+        tables = ingest.read_benchmark(benchmark)
+    except ingest.InputError as exc:
         _fail(str(exc))
     models = simulate.load_models(params) if params else simulate.DEFAULT_MODELS
     responses, truth = simulate.simulate(tables, models=models, seed=seed, samples=samples)
@@ -463,7 +481,7 @@ def simulate_command(
 @command("fit")
 def fit_command(
     out: Annotated[Path, typer.Option("--out", help="Where to save the fit (NetCDF InferenceData).")] = Path("fit.nc"),
-    db: DbOption = Path(store.DEFAULT_DB),
+    db: DbOption = Path(DEFAULT_DB),
     channel: Annotated[Optional[list[str]], typer.Option("--channels", help="Channel(s); default: every channel with a cohort.")] = None,
     draws: Annotated[int, typer.Option("--draws", help="Draws per chain.")] = bayes.DEFAULT_DRAWS,
     tune: Annotated[int, typer.Option("--tune", help="Tuning steps per chain.")] = bayes.DEFAULT_TUNE,
@@ -543,7 +561,7 @@ def report_command(
     out: Annotated[Path, typer.Option("--out", help="Folder for the site (HTML pages, tables/ with CSV and LaTeX).")] = REPORTS / "_site",
     fit_file: Annotated[Optional[Path], typer.Option("--fit", help="A saved fit for the posterior page; default: <db>.fit.nc, fitted if missing.")] = None,
     engine: Annotated[str, typer.Option("--engine", help="auto (quarto if on PATH, else jupyter) | quarto | jupyter.")] = "auto",
-    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates on every page.")] = metrics.DEFAULT_DRAWS,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates on every page.")] = DEFAULT_DRAWS,
     seed: SeedOption = 0,
 ) -> None:
     """Render the report site (reports/*.qmd) for a database: with Quarto if installed, else on a Jupyter kernel.
@@ -583,7 +601,7 @@ def report_command(
 @command("sql")
 def sql_command(
     query: Annotated[str, typer.Argument(help="SQL to run (read-only).")],
-    db: DbOption = Path(store.DEFAULT_DB),
+    db: DbOption = Path(DEFAULT_DB),
     timeout: Annotated[float, typer.Option("--timeout", help="Stop the query after this many seconds (0: never).")] = 60.0,
     fmt: FormatOption = Format.table,
     out: OutOption = None,
@@ -632,7 +650,7 @@ def sql_command(
 @command("demo")
 def demo_command(
     db: DbOption = Path("molp2s-demo.duckdb"),
-    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates.")] = metrics.DEFAULT_DRAWS,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates.")] = DEFAULT_DRAWS,
     seed: SeedOption = 0,
     fmt: FormatOption = Format.table,
     out: OutOption = None,

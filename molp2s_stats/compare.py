@@ -15,10 +15,10 @@ import polars as pl
 from scipy import stats
 
 from . import resample
+from .defaults import DEFAULT_PAIRED_DRAWS
 from .ingest.benchmark import CONDITIONS  # noqa: F401 (the CLI validates --condition against it)
 from .metrics import DEFAULT_DRAWS, family_matrices
 
-DEFAULT_PAIRED_DRAWS = 10_000
 
 PAIRED_INPUT_SCHEMA = {
     "model": pl.String, "from": pl.String, "to": pl.String, "condition": pl.String, "n": pl.Int64,

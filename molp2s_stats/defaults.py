@@ -7,8 +7,10 @@ of the repository.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
+if TYPE_CHECKING:  # this module is read by `molp2s --help`: nothing heavy at import time
+    import duckdb
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -22,6 +24,15 @@ DATA = _resource("data")
 REPORTS = _resource("reports")
 DEFAULT_BENCHMARK = DATA / "benchmark"
 DEFAULT_RESPONSES = DATA / "responses"
+
+# Defaults the command line shows before it imports the statistics.
+DEFAULT_DB = "molp2s.duckdb"
+DB_ENV_VAR = "MOLP2S_DB"
+DEFAULT_DRAWS = 2000            # family-bootstrap replicates of every metric
+DEFAULT_PAIRED_DRAWS = 10_000   # paired input comparisons (the paper's check figure)
+DEFAULT_MAX_PEAKS = 20          # IR and Raman peaks shown in a prompt
+SIMULATION_SEED = 20261129
+CONDITIONS = ("none", "source", "shuffled", "cf")
 
 
 def default_response_files() -> list[Path]:

@@ -8,6 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+#: The metric ids of ``molp2s metrics``, in the order they are reported.
+METRICS = (
+    "acc_p0", "acc_source", "acc_shuffled", "reliance_margin", "cf_accuracy",
+    "pgr", "cfr", "persist", "other", "random_baseline",
+)
+
 COLUMNS: dict[str, str] = {
     # keys
     "model": "model identifier, as in the response files",
@@ -17,7 +23,7 @@ COLUMNS: dict[str, str] = {
     "model_b": "second model of a pair",
     "from": "input channel compared from (X in X → Y)",
     "to": "input channel compared to (Y in X → Y)",
-    "metric": "name of the statistic (see METRICS in molp2s_stats.metrics)",
+    "metric": "name of the statistic (see METRICS in molp2s_stats.glossary)",
     # estimates
     "estimate": "point estimate on the full cohort: rates in %, differences in pp",
     "conf_low": "lower end of the interval (same unit as estimate)",

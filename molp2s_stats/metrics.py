@@ -32,17 +32,14 @@ import polars as pl
 from scipy import stats
 
 from . import resample
+from .defaults import DEFAULT_DRAWS
+from .glossary import METRICS
 
-METRICS = (
-    "acc_p0", "acc_source", "acc_shuffled", "reliance_margin", "cf_accuracy",
-    "pgr", "cfr", "persist", "other", "random_baseline",
-)
 RESULT_SCHEMA = {
     "model": pl.String, "channel": pl.String, "metric": pl.String, "estimate": pl.Float64,
     "conf_low": pl.Float64, "conf_high": pl.Float64, "conf_level": pl.Float64, "n": pl.Int64,
     "method": pl.String, "draws": pl.Int64, "draws_undefined": pl.Int64, "seed": pl.Int64, "invalid": pl.String,
 }
-DEFAULT_DRAWS = 2000
 
 
 INVALID_RULES = ("wrong", "exclude")

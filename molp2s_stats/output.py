@@ -6,9 +6,9 @@ import sys
 from enum import Enum
 from pathlib import Path
 
-import polars as pl
-from rich.console import Console
-from rich.table import Table
+from .lazy import lazy_import
+
+pl = lazy_import("polars")
 
 
 class Format(str, Enum):
@@ -29,7 +29,17 @@ def _cell(value: object) -> str:
     return str(value)
 
 
-def rich_table(frame: pl.DataFrame, title: str | None = None) -> Table:
+def rich_table(frame: pl.DataFrame, title: str | None = None):
+    from rich.table import Table
+
+    if frame.height == 1 and frame.width > 6:
+        # one wide row (fit diagnostics, say) reads as a list of name and value, not cut columns
+        table = Table(title=title, show_lines=False)
+        table.add_column("column")
+        table.add_column("value", justify="right")
+        for name, value in frame.row(0, named=True).items():
+            table.add_row(name, _cell(value))
+        return table
     table = Table(title=title, show_lines=False)
     for name, dtype in frame.schema.items():
         table.add_column(name, justify="right" if dtype.is_numeric() else "left")
@@ -46,6 +56,8 @@ def emit(frame: pl.DataFrame, fmt: Format, out: Path | None, *, title: str | Non
         frame.write_parquet(out)
         return
     if fmt is Format.table:
+        from rich.console import Console
+
         console = Console(file=open(out, "w", encoding="utf-8") if out else sys.stdout, width=max(Console().width, 160))
         console.print(rich_table(frame, title))
         return

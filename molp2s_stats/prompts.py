@@ -27,11 +27,12 @@ from collections.abc import Iterable
 import numpy as np
 import polars as pl
 
+from .defaults import DEFAULT_MAX_PEAKS
+
 __all__ = ["TEMPLATE", "TEMPLATE_ID", "PROMPT_SCHEMA", "render_prompts", "render_property", "property_block"]
 
 TEMPLATE_ID = "molp2s-prompt-v1"
 HARTREE_IN_EV = 27.211386245988
-DEFAULT_MAX_PEAKS = 20
 
 SYSTEM = (
     "You are an expert chemist. Each question shows a molecule with one fragment masked, a set of "

@@ -35,7 +35,9 @@ import numpy as np
 import polars as pl
 from scipy.special import expit
 
-DEFAULT_SEED = 20261129
+from .defaults import SIMULATION_SEED
+
+DEFAULT_SEED = SIMULATION_SEED
 FAMILY_SD = 0.8
 
 

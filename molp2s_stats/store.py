@@ -16,12 +16,12 @@ from typing import Iterator
 
 import duckdb
 
+from .defaults import DB_ENV_VAR, DEFAULT_DB
+
 # A wheel carries sql/ inside the package; a checkout (and an editable install) has it
 # at the top of the repository.
 _PACKAGE = Path(__file__).resolve().parent
 SQL_DIR = _PACKAGE / "sql" if (_PACKAGE / "sql").is_dir() else _PACKAGE.parent / "sql"
-DEFAULT_DB = "molp2s.duckdb"
-DB_ENV_VAR = "MOLP2S_DB"
 
 # Views in dependency order: staging reads tables, marts read staging and each other.
 VIEW_FILES = (

@@ -20,12 +20,12 @@ import polars as pl
 
 from .. import chem
 from ..distances import DISTANCES, PropertyValueError, family_pair_distances, parse_value
+from ..defaults import CONDITIONS
 from ..store import fetch_one
 from .errors import InputError, more
 from .files import file_format, json_lines, read_bytes, read_csv_text, read_parquet
 
 DEFAULT_CHANNELS = Path(__file__).resolve().parent.parent / "channels.csv"
-CONDITIONS = ("none", "source", "shuffled", "cf")
 MIN_CANDIDATES, MAX_CANDIDATES = 2, 6
 
 # column -> (kind, required). Kinds: id (text, integers accepted as ids), text,

@@ -1,0 +1,38 @@
+"""Every script under benchmarks/ runs, on a tiny size, so that none of them rots unnoticed.
+
+Speed and memory figures are the scripts' business (they print them); here only that each
+runs to the end and prints its summary.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+TINY = {
+    "bench_load_and_metrics.py": (["--rows", "20000", "--jsonl-rows", "200"], "Summary"),
+    "bench_stability.py": (["--repeats", "1"], "rank intervals"),
+    "bench_prompts.py": (["--repeats", "1"], "render every task"),
+    "bench_startup.py": (["--repeats", "1"], "molp2s --help"),
+    "bench_bayes.py": (["--families", "10", "--models", "2", "--chains", "2", "--tune", "30", "--draws", "30",
+                        "--samplers", "nutpie"], "nutpie"),
+}
+
+
+def test_every_script_is_covered():
+    assert sorted(p.name for p in BENCHMARKS.glob("*.py")) == sorted(TINY)
+
+
+@pytest.mark.parametrize("script", sorted(TINY))
+def test_script_runs_on_a_tiny_size(script):
+    arguments, expected = TINY[script]
+    run = subprocess.run([sys.executable, str(BENCHMARKS / script), *arguments], capture_output=True, text=True,
+                         timeout=600)
+    # a figure that misses its target exits 1: only a crash fails here
+    assert run.returncode in (0, 1), run.stdout[-2000:] + run.stderr[-4000:]
+    assert "Traceback" not in run.stderr, run.stderr[-4000:]
+    assert expected in run.stdout, run.stdout[-2000:]

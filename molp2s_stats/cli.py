@@ -41,6 +41,14 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
+@app.callback()
+def _entry() -> None:
+    """Before every command: third-party notices known to be harmless stay quiet."""
+    from .notices import silence_known_notices
+
+    silence_known_notices()
+
 DbOption = Annotated[Path, typer.Option("--db", help="DuckDB database file (env MOLP2S_DB).",
                                         envvar=DB_ENV_VAR, show_default=True)]
 FormatOption = Annotated[Format, typer.Option("--format", help="table | csv | json | parquet.")]
@@ -487,7 +495,7 @@ def fit_command(
     tune: Annotated[int, typer.Option("--tune", help="Tuning steps per chain.")] = bayes.DEFAULT_TUNE,
     chains: Annotated[int, typer.Option("--chains", help="Chains.")] = bayes.DEFAULT_CHAINS,
     sampler: Annotated[str, typer.Option("--sampler", help="nutpie (JAX gradient, the fast default) or pymc (PyMC's own NUTS).")] = "nutpie",
-    loo: Annotated[bool, typer.Option("--loo/--no-loo", help="Also fit the model without family effects and compare by LOO.")] = True,
+    loo: Annotated[bool, typer.Option("--loo/--no-loo", help="Also fit the model without family effects and compare by LOO (about doubles the time).")] = False,
     allow_unconverged: Annotated[bool, typer.Option("--allow-unconverged", help="Exit 0 even when the health gate fails.")] = False,
     seed: SeedOption = 0,
 ) -> None:
@@ -507,7 +515,7 @@ def fit_command(
     if sampler not in bayes.SAMPLERS:
         raise ValueError(f"--sampler must be one of {', '.join(bayes.SAMPLERS)}")
     idata = bayes_fit.fit(data, draws=draws, tune=tune, chains=chains, seed=seed, sampler=sampler, loo=loo,
-                          progressbar=sys.stderr.isatty())
+                          progressbar=bayes_fit.show_progress())
     idata.to_netcdf(str(out))
     row = health.diagnostics(idata)
     emit(row, Format.table, None, title=f"Fit health ({out})")

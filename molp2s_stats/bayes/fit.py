@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 import time
 import warnings
 
@@ -13,6 +15,11 @@ from . import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_TUNE, SAMPLERS, TARGET_ACCE
 from .data import ModelData
 from .model import build_model, pointwise_log_likelihood
 
+
+
+def show_progress() -> bool:
+    """A progress bar (draws, divergences, time left) only on a terminal, never in CI or in a pipe."""
+    return sys.stderr.isatty() and not os.environ.get("CI")
 
 
 def sample(model: pm.Model, *, draws: int, tune: int, chains: int, seed: int, sampler: str = "nutpie",
@@ -35,9 +42,13 @@ def sample(model: pm.Model, *, draws: int, tune: int, chains: int, seed: int, sa
 
 
 def fit(data: ModelData, *, draws: int = DEFAULT_DRAWS, tune: int = DEFAULT_TUNE, chains: int = DEFAULT_CHAINS,
-        seed: int = 0, sampler: str = "nutpie", target_accept: float = TARGET_ACCEPT, loo: bool = True,
+        seed: int = 0, sampler: str = "nutpie", target_accept: float = TARGET_ACCEPT, loo: bool = False,
         progressbar: bool = False) -> az.InferenceData:
-    """Sample the model (and, for LOO, the same model without family effects).
+    """Sample the model (and, with ``loo``, the same model without family effects).
+
+    LOO is asked for, not done by default: it samples a second model and computes the
+    pointwise log-likelihood of both, about as long again as the fit itself. The report
+    asks for it; ``molp2s fit --loo`` too.
 
     The InferenceData carries in ``attrs`` the seed, the sampler settings, the wall
     time of the model's fit (``seconds``, without the LOO refit), the cohort (the

@@ -20,6 +20,9 @@ import duckdb
 
 from .. import metrics, store
 from ..defaults import REPORTS, load_default_data
+from ..notices import silence_known_notices
+
+silence_known_notices()  # every page imports this module first
 
 BUILD = REPORTS / "_build"
 
@@ -71,7 +74,9 @@ def fit_path() -> Path:
         from ..bayes import data as bayes_data
         from ..bayes import fit as bayes_fit
 
-        bayes_fit.fit(bayes_data.read_model_data(database()), seed=seed()).to_netcdf(str(path))
+        # the posterior page shows LOO against the model without family effects: ask for it
+        bayes_fit.fit(bayes_data.read_model_data(database()), seed=seed(), loo=True,
+                      progressbar=bayes_fit.show_progress()).to_netcdf(str(path))
     return path
 
 

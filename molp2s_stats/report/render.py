@@ -116,6 +116,7 @@ def _page_html(title: str, body: str, pages: list[Page], current: Page, css: str
 def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeout: int = 1200,
                         pages: list[str] | None = None, log=print) -> list[Path]:
     """Execute each page on a Python kernel and write self-contained HTML into ``out``."""
+    from jupyter_client import KernelManager
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
     from nbconvert import HTMLExporter
@@ -138,7 +139,9 @@ def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeou
             started = time.perf_counter()
             notebook = read_qmd(project / page.source, echo=echo)
             try:
-                NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+                # IPC sockets, not TCP: the kernel is local, and ipykernel warns about plain TCP
+                manager = KernelManager(kernel_name="python3", transport="ipc")
+                NotebookClient(notebook, km=manager, timeout=timeout, kernel_name="python3",
                                resources={"metadata": {"path": str(project)}}).execute()
             except CellExecutionError as exc:
                 raise RenderError(f"{project / page.source}: a cell failed: {exc.ename}: {exc.evalue}") from exc

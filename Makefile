@@ -40,10 +40,14 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_prompts.py
 
 # Rebuild data/ from scratch: QM9 families, GFN2-xTB properties (about 30 min on 2 cores;
-# results are cached per molecule in build/xtb-cache), then the simulated responses.
+# cached per molecule in build/xtb-cache), the PySCF NMR and UV-Vis values (hours on 2 cores;
+# cached per molecule in data/qm-cache, which git tracks, and resumed where it stopped),
+# then the benchmark with every channel, then the simulated responses.
 data: $(STAMP)
 	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[build]'
 	$(BIN)/python -m molp2s_stats.build.benchmark --out data/benchmark
+	$(BIN)/python -m molp2s_stats.build.qm --benchmark data/benchmark --families 200
+	$(BIN)/python -m molp2s_stats.build.benchmark --qm-only --out data/benchmark
 	$(BIN)/molp2s simulate --benchmark data/benchmark --out data/responses
 
 clean:

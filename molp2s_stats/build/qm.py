@@ -175,13 +175,21 @@ def run(benchmark: Path, cache: Path, *, seed: int, families: int | None, proces
     todo = [(i, n, p, str(cache)) for i, n, p in jobs if not (cache / f"{i}.json").exists()]
     print(f"{len(jobs)} molecules, {len(jobs) - len(todo)} cached, {len(todo)} to compute "
           f"on {processes} processes", flush=True)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
+
     started = time.perf_counter()
-    with mp.get_context("spawn").Pool(processes) as pool:
+    # a bar with the time left on a terminal; one line per molecule in a log file
+    bar = Progress("PySCF", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), "left", TimeRemainingColumn(),
+                   disable=not sys.stderr.isatty())
+    with bar, mp.get_context("spawn").Pool(processes) as pool:
+        task = bar.add_task("molecules", total=len(todo))
         for done, (index, seconds) in enumerate(pool.imap(_one, todo), start=1):
-            elapsed = time.perf_counter() - started
-            eta = elapsed / done * (len(todo) - done)
-            print(f"[{done}/{len(todo)}] QM9 {index}: {seconds:.0f} s; elapsed {elapsed / 60:.0f} min, "
-                  f"ETA {eta / 60:.0f} min", flush=True)
+            bar.advance(task)
+            if not sys.stderr.isatty():
+                elapsed = time.perf_counter() - started
+                eta = elapsed / done * (len(todo) - done)
+                print(f"[{done}/{len(todo)}] QM9 {index}: {seconds:.0f} s; elapsed {elapsed / 60:.0f} min, "
+                      f"ETA {eta / 60:.0f} min", flush=True)
 
 
 def checks(cache: dict[int, dict]) -> dict[str, float]:

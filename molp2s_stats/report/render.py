@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -134,13 +135,15 @@ def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeou
     exporter.register_preprocessor(TagRemovePreprocessor(remove_input_tags={"remove_input"}, enabled=True), True)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    with _environment(env):
+    with _environment(env), tempfile.TemporaryDirectory(prefix="molp2s-kernel-") as socket_folder:
+        sockets = Path(socket_folder)
         for page in chosen:
             started = time.perf_counter()
             notebook = read_qmd(project / page.source, echo=echo)
             try:
-                # IPC sockets, not TCP: the kernel is local, and ipykernel warns about plain TCP
-                manager = KernelManager(kernel_name="python3", transport="ipc")
+                # IPC sockets, not TCP: the kernel is local, and ipykernel warns about plain TCP. The
+                # socket path is absolute: the kernel runs in the project folder, not in ours.
+                manager = KernelManager(kernel_name="python3", transport="ipc", ip=str(sockets / "kernel"))
                 NotebookClient(notebook, km=manager, timeout=timeout, kernel_name="python3",
                                resources={"metadata": {"path": str(project)}}).execute()
             except CellExecutionError as exc:

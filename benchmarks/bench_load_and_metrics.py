@@ -86,7 +86,7 @@ def _source_index(f: int) -> int:
 
 
 def _property_value(channel: str, f: int, i: int, rng: np.random.Generator) -> object:
-    """A value in the SPEC section 2 format for candidate ``i`` (0 = A) of family ``f``.
+    """A value in its channel's format for candidate ``i`` (0 = A) of family ``f``.
 
     Every channel has a value, sized like a real molecule's (about 40 IR/Raman peaks,
     10 UV-Vis states, 10 1H and 7 13C shieldings), so loading pays for every pair

@@ -62,7 +62,7 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def command(name: str):
+def command(name: str, **options):
     """Register a command whose bad-argument errors print as one line, not a traceback."""
     def register(function):
         @functools.wraps(function)
@@ -73,7 +73,7 @@ def command(name: str):
                 if isinstance(exc, ValueError) or isinstance(exc, store.StoreError):
                     _fail(str(exc))
                 raise
-        return app.command(name)(wrapper)
+        return app.command(name, **options)(wrapper)
     return register
 
 
@@ -190,7 +190,16 @@ def prompts_command(
     typer.echo(f"wrote {rendered.height} prompts ({fmt}, template {prompts.TEMPLATE}) to {out}")
 
 
-@command("metrics")
+def _metrics_help() -> str:
+    from .glossary import definition
+
+    lines = "\n\n".join(f"{metric}: {definition(metric)}" for metric in METRICS)
+    return ("Every metric per model × channel, with family-bootstrap intervals (rates in %, differences in pp).\n\n"
+            f"{lines}\n\nExample: molp2s metrics --metric pgr --metric cfr --bootstrap 2000 --seed 1 --format csv "
+            "--out metrics.csv")
+
+
+@command("metrics", help=_metrics_help())
 def metrics_command(
     db: DbOption = Path(DEFAULT_DB),
     metric: Annotated[Optional[list[str]], typer.Option("--metric", help=f"One of: {', '.join(METRICS)}; repeat for several. Default: all.")] = None,
@@ -202,7 +211,7 @@ def metrics_command(
     fmt: FormatOption = Format.table,
     out: OutOption = None,
 ) -> None:
-    """Every SPEC metric per model × channel with family-bootstrap intervals.
+    """Every metric (accuracy, RM, CF accuracy, PGR, CFR/Persist/Other) per model × channel with family-bootstrap intervals.
 
     Example: molp2s metrics --metric pgr --metric cfr --bootstrap 2000 --seed 1 --format csv --out metrics.csv
     """
@@ -499,7 +508,7 @@ def fit_command(
     allow_unconverged: Annotated[bool, typer.Option("--allow-unconverged", help="Exit 0 even when the health gate fails.")] = False,
     seed: SeedOption = 0,
 ) -> None:
-    """Fit the hierarchical model of per-channel reliance (SPEC §5) and save it.
+    """Fit the hierarchical model of per-channel reliance (with family random effects) and save it.
 
     Example: molp2s fit --db runs.duckdb --channels ir --channels raman --seed 1 --out fit.nc
     """

@@ -1,6 +1,6 @@
 """Paired comparisons: one model across two inputs, and two models on the same tasks.
 
-Both pair outcomes within a family and resample families (SPEC §4), sharing one
+Both pair outcomes within a family and resample families (the unit of uncertainty), sharing one
 replicate matrix across all models so that rows are comparable.
 """
 

@@ -1,4 +1,4 @@
-"""Distances between two candidates' property values (SPEC sections 2 and 3).
+"""Distances between two candidates' property values, for input validation.
 
 Pure numpy/scipy kernels used by input validation: :func:`parse_value` checks
 and normalises one decoded JSON property value, :func:`pair_distance` measures
@@ -82,7 +82,7 @@ def parse_value(distance: str, raw: object) -> object:
         One of :data:`DISTANCES`.
     raw : object
         The decoded JSON value (what ``json.loads`` gave): a number, a list or
-        a dict, in the format SPEC section 2 gives for the channel.
+        a dict, in the format of the channel's value (see the README's data model).
 
     Returns
     -------

@@ -8,11 +8,43 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+#: What each metric of ``molp2s metrics`` is, in the order they are reported. The pages,
+#: ``--help`` and the README take their definitions from here (a test holds the README to it).
+#: Each is computed over the channel's cohort; y(t) is 1 when the answer to task t is its
+#: target (the mean over samples when there are several).
+METRIC_DEFINITIONS: dict[str, str] = {
+    "acc_p0": "the share of cohort families whose P0 task (no properties shown) is answered right; "
+              "every channel has its own P0 figure, over its own cohort",
+    "acc_source": "the share of cohort families whose source task (the molecule's own properties) is answered right",
+    "acc_shuffled": "the share of cohort families whose shuffled task (another family's properties) is answered "
+                    "right",
+    "reliance_margin": "reliance margin (RM): acc_source − acc_shuffled, in percentage points: how much the right "
+                       "pairing of properties and molecule helps",
+    "cf_accuracy": "the share of all counterfactual tasks answered with the counterfactual candidate; every "
+                   "(family, counterfactual) pair weighs the same",
+    "pgr": "property-grounded recovery (PGR): per family with a cf task, half its source score plus half its "
+           "mean cf score, averaged over families",
+    "cfr": "counterfactual flip rate (CFR): among families whose source task was answered right (weighted by "
+           "y(source) when there are samples), the mean share of their cf tasks answered with the counterfactual "
+           "candidate",
+    "persist": "the same share for cf tasks answered with the original source candidate",
+    "other": "the same share for cf tasks answered with anything else, invalid answers included; "
+             "CFR + Persist + Other = 100",
+    "random_baseline": "the mean over cohort families of 1/K_f (K_f candidates): what a uniform guess scores on "
+                       "accuracy and PGR",
+}
 #: The metric ids of ``molp2s metrics``, in the order they are reported.
-METRICS = (
-    "acc_p0", "acc_source", "acc_shuffled", "reliance_margin", "cf_accuracy",
-    "pgr", "cfr", "persist", "other", "random_baseline",
-)
+METRICS = tuple(METRIC_DEFINITIONS)
+
+
+def definition(metric: str) -> str:
+    """The one-sentence definition of a metric id, capitalised, as pages and help print it.
+
+    >>> definition("reliance_margin")
+    'Reliance margin (RM): acc_source − acc_shuffled, in percentage points: how much the right pairing of properties and molecule helps.'
+    """
+    text = METRIC_DEFINITIONS[metric]
+    return text[0].upper() + text[1:] + "."
 
 COLUMNS: dict[str, str] = {
     # keys

@@ -1,4 +1,4 @@
-"""The SPEC §4 metrics per model × channel, with family cluster bootstrap intervals.
+"""The benchmark's metrics per model × channel, with family cluster bootstrap intervals.
 
 Every metric is a ratio of sums over the cohort's families, ``Σ a_f / Σ b_f``, read
 off the ``family_outcomes`` view (one row per model × channel × family):

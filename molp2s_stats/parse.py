@@ -3,7 +3,7 @@ r"""Parse raw MolP2SBench model responses into candidate labels.
 A response names a candidate either by an explicit label (``Answer: B``,
 ``(B)``, ``**B**``, ``\boxed{B}``, a response that is just ``B``) or by a
 SMILES string that RDKit canonicalises to one candidate's fragment or
-completed molecule (SPEC section 2). Text in backticks is always read as
+completed molecule. Text in backticks is always read as
 SMILES, never as a label. Anything else is invalid and carries one of
 `INVALID_REASONS`.
 

@@ -1,13 +1,13 @@
 """Family cluster bootstrap kernels: pure numpy, no frames.
 
-Families, not tasks, are the resampling unit (SPEC §4). A bootstrap replicate is a
+Families, not tasks, are the resampling unit. A bootstrap replicate is a
 vector of multiplicities, one per family (how often the family was drawn), so every
 statistic that is a ratio of family sums, ``Σ w_f a_f / Σ w_f b_f``, is computed for
 all replicates and all models at once as two matrix products.
 
 scipy.stats.bootstrap resamples observations for one statistic at a time and cannot
 drop the replicates where a statistic is undefined (CFR with no correct source in the
-draw) while counting them, which the SPEC asks for; hence these few lines.
+draw) while counting them, which the output reports (draws_undefined); hence these few lines.
 """
 
 from __future__ import annotations

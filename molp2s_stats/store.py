@@ -1,6 +1,6 @@
 """The DuckDB database file: schema, views, transactions and read-only access.
 
-The database holds the benchmark tables under their SPEC names, every loaded
+The database holds the benchmark tables under the names of the benchmark's files, every loaded
 response row in ``responses``, and the views from ``sql/`` (staging, then marts),
 so a user can open the file in the DuckDB CLI and query ``cohort`` or
 ``family_outcomes`` by name.

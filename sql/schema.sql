@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS properties (
     family_id VARCHAR NOT NULL,
     label     VARCHAR NOT NULL,
     channel   VARCHAR NOT NULL,
-    value     VARCHAR NOT NULL,     -- JSON text, format per channel (SPEC §2)
+    value     VARCHAR NOT NULL,     -- JSON text, format per channel (README: data model)
     PRIMARY KEY (family_id, label, channel)
 );
 

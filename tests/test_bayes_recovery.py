@@ -1,4 +1,4 @@
-"""SPEC §5: the model recovers known per-model, per-channel reliance (reduced size for CI).
+"""The model recovers known per-model, per-channel reliance (reduced size for CI).
 
 Four simulated models × three channels × 150 families, 2 chains × (300 + 300): the
 90% HDIs must cover the simulator's truth in at least 80% of the 12 cells and the

@@ -1,4 +1,4 @@
-"""Task-table rules of SPEC §1 that the loader enforces, each with its message."""
+"""Task-table rules that the loader enforces, each with its message."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests for molp2s_stats.distances (SPEC section 3): golden values worked by
+"""Tests for molp2s_stats.distances: golden values worked by
 hand, independent reference implementations, property tests, bad values."""
 
 import math

@@ -1,4 +1,4 @@
-"""Bad inputs to the loader (SPEC section 2): every one is refused with an InputError
+"""Bad inputs to the loader: every one is refused with an InputError
 that names the file, the line or row, and the problem, and leaves the database
 exactly as it was (one transaction per ``load`` call).
 

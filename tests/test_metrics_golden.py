@@ -144,7 +144,7 @@ def test_model_transitions_golden(tiny_db):
 
 
 def test_paper_check_figure_paired_bootstrap():
-    """SPEC §4: 136 paired families, 9 gains and 16 losses → Δ = −5.1 pp, 95% [−12.5, 2.2].
+    """The paper's check figure: 136 paired families, 9 gains and 16 losses → Δ = −5.1 pp, 95% [−12.5, 2.2].
 
     Δ = (9 − 16) / 136 = −5.147 pp. The interval is a Monte Carlo quantity; with
     10,000 draws its ends move by a few tenths of a pp from seed to seed.

@@ -73,7 +73,7 @@ def write_benchmark(directory: Path) -> Path:
     pl.DataFrame(fams, schema=["family_id", "scaffold", "source"], orient="row").write_csv(directory / "families.csv")
     pl.DataFrame(cands, schema=["family_id", "label", "fragment", "molecule"], orient="row").write_csv(
         directory / "candidates.csv")
-    # JSONL with the JSON value itself (a number), as SPEC §2 allows.
+    # JSONL with the JSON value itself (a number), as the loader allows.
     (directory / "properties.jsonl").write_text("".join(json.dumps(p) + "\n" for p in props))
     pl.DataFrame(tasks, schema=["task_id", "family_id", "channel", "condition", "target", "shown_family",
                                 "shown_label"], orient="row").write_csv(directory / "tasks.csv")

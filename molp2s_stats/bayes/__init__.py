@@ -1,4 +1,4 @@
-"""The hierarchical Bayesian model of per-channel property reliance (SPEC §5)."""
+"""The hierarchical Bayesian model of per-channel property reliance, with family random effects."""
 
 # Measured with benchmarks/bench_bayes.py at paper size and `molp2s fit` on the default
 # data (issue 5 note): 300 tuning steps suffice for nutpie's adaptation. With 4 × 1,500

@@ -97,7 +97,8 @@ def recovery(idata: az.InferenceData, truth: pl.DataFrame, *, metric: str = "rel
     """Posterior against a simulator's truth (``simulate`` writes it): one row per model × channel.
 
     Columns ``model, channel, estimate, conf_low, conf_high, truth, covered``; the share
-    of ``covered`` and the correlation of estimate with truth are SPEC §5's recovery check.
+    of ``covered`` and the correlation of estimate with truth are the recovery check (90% intervals
+    should cover the truth in at least 80% of cells).
     """
     models = list(idata.posterior.coords["model"].values)
     known = {(m, c): v for m, c, q, v in truth.iter_rows() if q == metric}

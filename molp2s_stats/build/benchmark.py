@@ -124,7 +124,7 @@ def derangement(items: list[str], rng: np.random.Generator) -> list[str]:
 
 def assemble(chosen: pl.DataFrame, molecules: pl.DataFrame, xtb_results: dict[int, dict], *,
              seed: int) -> dict[str, pl.DataFrame]:
-    """The SPEC §2 tables, plus ``molecules`` (provenance per candidate)."""
+    """The benchmark tables (families, candidates, properties, tasks), plus ``molecules`` (provenance per candidate)."""
     dft = {row["Index"]: row for row in molecules.filter(pl.col("Index").is_in(chosen["qm9_index"].implode()))
            .select("Index", "SMILES", "Dipole_debye", "HOMO_LUMO_gap_au").iter_rows(named=True)}
     families = (chosen.filter(pl.col("is_source")).select("family_id", "scaffold", pl.col("label").alias("source"))

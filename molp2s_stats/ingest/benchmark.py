@@ -1,4 +1,4 @@
-"""Loading a benchmark folder (SPEC §2): families, candidates, properties, tasks, channels.
+"""Loading a benchmark folder: families, candidates, properties, tasks, channels.
 
 Each table is one file, ``<table>.parquet``, ``.jsonl`` or ``.csv``. Every row is
 checked before anything is written; pair distances for input validation are
@@ -225,7 +225,7 @@ def _check_smiles(path: Path, frame: pl.DataFrame, columns: tuple[str, ...], *, 
 
 
 def _check_family_sizes(path: Path, candidates: pl.DataFrame) -> None:
-    """SPEC §1: a candidate set has 2–6 labelled fragments."""
+    """A candidate set has 2–6 labelled fragments."""
     sizes = candidates.group_by("family_id").len().filter(~pl.col("len").is_between(MIN_CANDIDATES, MAX_CANDIDATES))
     if sizes.height:
         family_id, size = sizes.sort("family_id").row(0)
@@ -244,7 +244,7 @@ def read_benchmark(directory: str | Path) -> dict[str, pl.DataFrame]:
     candidates = read_table(paths["candidates"], "candidates")
     properties = read_table(paths["properties"], "properties", optional=("value",))
     # A null value is a candidate without a value in that channel: its pairs are not
-    # verifiable (SPEC §2), so there is nothing to store.
+    # verifiable, so there is nothing to store.
     properties = properties.filter(pl.col("value").is_not_null())
     tasks = read_table(paths["tasks"], "tasks")
 
@@ -274,7 +274,7 @@ def read_benchmark(directory: str | Path) -> dict[str, pl.DataFrame]:
 
 
 def _check_tasks(path: Path, tasks: pl.DataFrame, families: pl.DataFrame, candidates: pl.DataFrame) -> None:
-    """Condition rules of SPEC §1: what each condition's target and channel must be."""
+    """Condition rules: what each condition's target and channel must be."""
     source = dict(families.select("family_id", "source").iter_rows())
     labels = set(candidates.select("family_id", "label").iter_rows())
     seen: set[tuple[str, str, str]] = set()

@@ -1,4 +1,4 @@
-"""Loading response files (SPEC §2): JSONL, CSV or Parquet, many per benchmark.
+"""Loading response files: JSONL, CSV or Parquet, many per benchmark.
 
 A file is read into one standard frame (``model, task_id, sample, attempt,
 response, choice, metadata``), checked row by row against the benchmark, its raw

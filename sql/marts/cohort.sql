@@ -1,6 +1,6 @@
 -- cohort: one row per family × channel that has tasks for the family.
 -- Key: (family_id, channel).
--- The cohort (SPEC §3) is the input-validated families with complete coverage; it is
+-- The cohort is the input-validated families with complete coverage; it is
 -- the same for every model. drop_reason says why a family is left out.
 CREATE OR REPLACE VIEW cohort AS
 WITH final AS (

@@ -1,6 +1,6 @@
 -- coverage: one row per family × channel that has tasks for the family.
 -- Key: (family_id, channel).
--- Complete coverage (SPEC §3): the family has its P0, source and shuffled tasks, and
+-- Complete coverage: the family has its P0, source and shuffled tasks, and
 -- every model has a terminal response for the P0 task and for each of the family's
 -- source, shuffled and cf tasks in the channel.
 CREATE OR REPLACE VIEW coverage AS

@@ -1,6 +1,6 @@
 -- family_outcomes: one row per model × channel × cohort family.
 -- Key: (model, channel, family_id).
--- The per-family quantities every SPEC §4 metric aggregates:
+-- The per-family quantities every metric aggregates:
 --   y_p0, y_source, y_shuffled   correctness of the P0, source and shuffled tasks
 --   cf_tasks, cf_correct         number of cf tasks and the sum of their correctness
 --   cf_recovery                  mean over cf tasks of 1[choice = k] (NULL without cf tasks)

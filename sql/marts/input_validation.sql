@@ -1,7 +1,7 @@
 -- input_validation: one row per family × channel that has tasks for the family.
 -- Key: (family_id, channel).
 -- A family is input-validated in a channel when every verifiable pair is separated;
--- a family with no verifiable pair passes (SPEC §2).
+-- a family with no verifiable pair passes.
 CREATE OR REPLACE VIEW input_validation AS
 WITH family_channels AS (
     SELECT DISTINCT family_id, channel FROM tasks WHERE channel <> 'none'

@@ -1,5 +1,5 @@
 -- stg_terminal_responses: one row per model × task × sample. Key: (model, task_id, sample).
--- The terminal response is the one with the highest attempt (SPEC §2). arg_max_null
+-- The terminal response is the one with the highest attempt. arg_max_null
 -- keeps a NULL choice (an invalid terminal answer) rather than skipping to an older one;
 -- attempts are unique per (model, task_id, sample), the loader makes sure of that.
 CREATE OR REPLACE VIEW stg_terminal_responses AS

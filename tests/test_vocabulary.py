@@ -1,0 +1,54 @@
+"""One definition per metric, from the glossary; no user-facing text cites the internal contract."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from molp2s_stats.cli import app
+from molp2s_stats.glossary import METRIC_DEFINITIONS, METRICS
+
+ROOT = Path(__file__).resolve().parent.parent
+runner = CliRunner()
+COMMANDS = sorted(command.name for command in app.registered_commands)
+
+
+def test_readme_states_each_metric_as_the_glossary_does():
+    readme = (ROOT / "README.md").read_text()
+    for metric, text in METRIC_DEFINITIONS.items():
+        assert f"- **{metric}**: {text}." in readme, metric
+
+
+def test_metrics_help_lists_every_definition():
+    result = runner.invoke(app, ["metrics", "--help"], terminal_width=400)
+    assert result.exit_code == 0
+    flat = " ".join(result.output.split())
+    for metric in METRICS:
+        assert f"{metric}:" in flat
+    assert "property-grounded recovery (pgr): per family with a cf task" in flat.lower()
+
+
+def test_the_leaderboard_takes_its_definition_from_the_glossary():
+    page = (ROOT / "reports" / "leaderboard.qmd").read_text()
+    assert "definition('pgr')" in page
+    assert "gets wrong without properties" not in page  # the old, wrong definition
+
+
+_SPEC = re.compile(r"\bSPEC\b")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_no_help_text_cites_the_spec(command):
+    result = runner.invoke(app, [command, "--help"], terminal_width=400)
+    assert result.exit_code == 0, result.output
+    assert not _SPEC.search(result.output), command
+
+
+def test_no_page_readme_or_view_cites_the_spec():
+    files = [*ROOT.glob("reports/*.qmd"), ROOT / "README.md", ROOT / "data" / "README.md", *ROOT.glob("sql/**/*.sql"),
+             *ROOT.glob("molp2s_stats/**/*.py")]
+    cited = [str(f.relative_to(ROOT)) for f in files if _SPEC.search(f.read_text())]
+    assert not cited

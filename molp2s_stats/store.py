@@ -18,6 +18,8 @@ import duckdb
 
 from .defaults import DB_ENV_VAR, DEFAULT_DB
 
+MEMORY_ENV_VAR = "MOLP2S_MEMORY_LIMIT"  # e.g. 4GB: DuckDB's memory cap (default: DuckDB's own, 80% of RAM)
+
 # A wheel carries sql/ inside the package; a checkout (and an editable install) has it
 # at the top of the repository.
 _PACKAGE = Path(__file__).resolve().parent
@@ -86,6 +88,12 @@ def connect(path: str | os.PathLike[str], *, read_only: bool = False, wait: floa
                 raise StoreError(f"{path}: another process has the database open (waited {wait:g} s; "
                                  f"try again when it has finished)") from exc
             raise StoreError(f"{path}: cannot open the database ({exc})") from exc
+    # DuckDB may use 80% of the machine's memory; with a cap it spills large joins and
+    # aggregations to disk beside the database instead.
+    if (limit := os.environ.get(MEMORY_ENV_VAR, "").strip()):
+        if not limit[0].isdigit():
+            raise StoreError(f"{MEMORY_ENV_VAR}={limit!r}: expected a size such as 4GB")
+        con.execute(f"SET memory_limit = '{limit}'")
     if not read_only:
         initialise(con)
     return con

@@ -104,8 +104,8 @@ def load_command(
     responses: Annotated[Optional[list[Path]], typer.Option("--responses", help="Response files or folders: .jsonl, .csv, .parquet, Inspect AI .eval/.json, lm-eval samples .jsonl.")] = None,
     benchmark: Annotated[Optional[Path], typer.Option("--benchmark", help="Benchmark folder (families, candidates, properties, tasks[, channels]).")] = None,
     db: DbOption = Path(DEFAULT_DB),
-    fmt: Annotated[Optional[str], typer.Option("--format", help="jsonl | csv | parquet | inspect | lm-eval; default: from the suffix (lm-eval samples are recognised).")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", help="Model name for lm-eval samples files (default: their folder's name).")] = None,
+    fmt: Annotated[Optional[str], typer.Option("--format", help="jsonl | csv | parquet | inspect | lm-eval | openai-batch | anthropic-batch; default: from the suffix and the fields.")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", help="Model name: for lm-eval samples (default: their folder's name); for batch results it renames every line and names failed requests.")] = None,
     task_map: Annotated[Optional[Path], typer.Option("--task-map", help="CSV with columns sample_id, task_id: Inspect sample ids to task ids.")] = None,
     wait: Annotated[float, typer.Option("--wait", help="Seconds to wait for another process writing the database.")] = 300.0,
 ) -> None:
@@ -179,10 +179,7 @@ def prompts_command(
         con.close()
     else:
         tables = ingest.read_benchmark(benchmark or DEFAULT_BENCHMARK)
-    known = set(tables["channels"]["channel"]) | {"none"}
-    unknown = [c for c in channel or [] if c not in known]
-    if unknown:
-        raise ValueError(f"unknown channel(s) {unknown}; known: {', '.join(sorted(known))}")
+    _known_channels(channel, ["none", *tables["channels"].sort("position")["channel"]])  # refuses unknown ones
     rendered = prompts.render_prompts(tables, channels=channel, conditions=condition, max_peaks=max_peaks)
     if rendered.height == 0:
         raise ValueError("no task matches the given --channel and --condition")
@@ -239,6 +236,7 @@ def explanations_command(
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
     per_response: Annotated[bool, typer.Option("--per-response", help="One row per response (cites, persists) instead of the rates.")] = False,
+    max_peaks: Annotated[int, typer.Option("--max-peaks", help="The IR and Raman peak cap the prompts were exported with.")] = DEFAULT_MAX_PEAKS,
     fmt: FormatOption = Format.table,
     out: OutOption = None,
 ) -> None:
@@ -257,10 +255,11 @@ def explanations_command(
     known, _ = metrics.read_channels_and_models(con)
     chosen = _known_channels(channel, known)
     if per_response:
-        result = explanations.response_citations(con).filter(pl.col("channel").is_in(chosen))
+        result = explanations.response_citations(con, max_peaks=max_peaks).filter(pl.col("channel").is_in(chosen))
         emit(result, fmt, out, title="Justifications that cite the shown property, per response")
         return
-    result = explanations.explanations_from_db(con, draws=bootstrap, seed=seed, conf_level=conf_level)
+    result = explanations.explanations_from_db(con, draws=bootstrap, seed=seed, conf_level=conf_level,
+                                               max_peaks=max_peaks)
     emit(result.filter(pl.col("channel").is_in(chosen)), fmt, out,
          title="Justifications that cite the shown property (% of answers with text)")
 

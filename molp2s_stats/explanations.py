@@ -27,7 +27,8 @@ import numpy as np
 import polars as pl
 
 from . import resample
-from .metrics import DEFAULT_DRAWS
+from .defaults import DEFAULT_DRAWS, DEFAULT_MAX_PEAKS
+from .metrics import family_matrices
 
 __all__ = ["EXPLANATION_METRICS", "cites_property", "response_citations", "citation_rates", "explanations_from_db"]
 
@@ -50,7 +51,8 @@ SCHEMA = {"model": pl.String, "channel": pl.String, "condition": pl.String, "met
 
 
 def _significant_numbers(text: str) -> set[str]:
-    return {m for m in _NUMBER.findall(text) if "." in m or len(m) >= 3}
+    # 100 is the relative-intensity scale every spectrum shows, not a value of this molecule
+    return {m for m in _NUMBER.findall(text) if ("." in m or len(m) >= 3) and float(m) != 100}
 
 
 def _quantity_pattern(channels: list[str]) -> re.Pattern:
@@ -76,8 +78,11 @@ def cites_property(response: str, property_text: str | None, components: list[st
     return bool(property_text and _significant_numbers(response) & _significant_numbers(property_text))
 
 
-def response_citations(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+def response_citations(con: duckdb.DuckDBPyConnection, *, max_peaks: int = DEFAULT_MAX_PEAKS) -> pl.DataFrame:
     """One row per terminal response with text to a cohort task with properties.
+
+    ``max_peaks`` is the IR and Raman peak cap the prompts were exported with: the
+    numbers a justification can repeat are those its prompt showed.
 
     Columns: ``model, channel, condition, family_id, task_id, sample, cites, persists``
     (``persists``: the choice is the family's source candidate on a cf task).
@@ -98,7 +103,7 @@ def response_citations(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     tables = benchmark_tables(con)
     tasks = responses["task_id"].unique().to_list()
     tables["tasks"] = tables["tasks"].filter(pl.col("task_id").is_in(tasks))
-    shown = dict(render_prompts(tables).select("task_id", "property_text").iter_rows())
+    shown = dict(render_prompts(tables, max_peaks=max_peaks).select("task_id", "property_text").iter_rows())
     components = dict(con.sql("SELECT channel, list(component) FROM stg_channel_components GROUP BY channel")
                       .fetchall())
     cites = [cites_property(text, shown.get(task_id), components.get(channel, [channel]))
@@ -118,37 +123,34 @@ def citation_rates(citations: pl.DataFrame, *, draws: int = DEFAULT_DRAWS, seed:
     """
     resample.check_options(draws=draws, conf_level=conf_level)
     per_family = citations.group_by("model", "channel", "condition", "family_id").agg(
-        pl.len().alias("answers"), pl.col("cites").sum().alias("cites"),
-        (pl.col("cites") & pl.col("persists")).sum().alias("cites_but_persists"))
+        pl.len().cast(pl.Float64).alias("answers"), pl.col("cites").sum().cast(pl.Float64).alias("cites_property"),
+        (pl.col("cites") & pl.col("persists")).sum().cast(pl.Float64).alias("cites_but_persists"))
     rows = []
     for (channel,), part in sorted(per_family.group_by("channel"), key=lambda g: g[0]):
-        families = sorted(part["family_id"].unique().to_list())
-        cells = sorted({(m, c) for m, c in part.select("model", "condition").iter_rows()})
-        cells = [(m, c, metric) for m, c in cells for metric in EXPLANATION_METRICS
-                 if metric == "cites_property" or c == "cf"]
-        index = {f: i for i, f in enumerate(families)}
-        a = np.zeros((len(families), len(cells)))
-        b = np.zeros((len(families), len(cells)))
-        column = {cell: j for j, cell in enumerate(cells)}
-        for row in part.iter_rows(named=True):
-            for metric in EXPLANATION_METRICS:
-                j = column.get((row["model"], row["condition"], metric))
-                if j is not None:
-                    a[index[row["family_id"]], j] = row["cites" if metric == "cites_property" else metric]
-                    b[index[row["family_id"]], j] = row["answers"]
-        estimate = resample.ratio_of_sums(np.ones((1, len(families))), a, b)[0] * 100
-        low, high, undefined, method, used = resample.bootstrap_ratio(
-            a, b, draws=draws, seed=seed, key=f"explanations:{channel}", conf_level=conf_level)
-        for j, (model, condition, metric) in enumerate(cells):
-            rows.append((model, channel, condition, metric, float(estimate[j]), float(low[j]), float(high[j]),
-                         conf_level, int((b[:, j] > 0).sum()), int(b[:, j].sum()), method, used,
-                         int(undefined[j]), seed))
+        # one column per model × condition on the channel's families: every cell of a
+        # channel is resampled on the same replicates
+        part = part.with_columns(pl.concat_str("model", "condition", separator="\x1f").alias("cell"))
+        keys = sorted(part["cell"].unique().to_list())
+        _, matrices = family_matrices(part.rename({"model": "_model", "cell": "model"}), models=keys,
+                                      columns=["answers", *EXPLANATION_METRICS])
+        for metric in EXPLANATION_METRICS:
+            chosen = [j for j, key in enumerate(keys) if metric == "cites_property" or key.endswith("\x1fcf")]
+            a, b = matrices[metric][:, chosen], matrices["answers"][:, chosen]
+            estimate = resample.ratio_of_sums(np.ones((1, a.shape[0])), a, b)[0] * 100
+            low, high, undefined, method, used = resample.bootstrap_ratio(
+                a, b, draws=draws, seed=seed, key=f"explanations:{channel}", conf_level=conf_level)
+            for i, j in enumerate(chosen):
+                model, condition = keys[j].split("\x1f")
+                rows.append((model, channel, condition, metric, float(estimate[i]), float(low[i]), float(high[i]),
+                             conf_level, int((b[:, i] > 0).sum()), int(b[:, i].sum()), method, used,
+                             int(undefined[i]), seed))
     return pl.DataFrame(rows, schema=SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None))
 
 
-def explanations_from_db(con: duckdb.DuckDBPyConnection, **options) -> pl.DataFrame:
+def explanations_from_db(con: duckdb.DuckDBPyConnection, *, max_peaks: int = DEFAULT_MAX_PEAKS,
+                         **options) -> pl.DataFrame:
     """:func:`citation_rates` of the database's cohort responses, channels in display order."""
-    rates = citation_rates(response_citations(con), **options)
+    rates = citation_rates(response_citations(con, max_peaks=max_peaks), **options)
     order = con.sql("SELECT channel, position FROM channels").pl()
     conditions = pl.DataFrame({"condition": ["source", "shuffled", "cf"], "_c": [0, 1, 2]})
     names = pl.DataFrame({"metric": list(EXPLANATION_METRICS), "_m": list(range(len(EXPLANATION_METRICS)))})

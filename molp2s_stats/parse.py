@@ -192,11 +192,13 @@ _WHOLE_LABEL = re.compile(r"(?:\*\*|__)?\s*[(\[{]?\s*([A-Za-z])\s*[)\]}]?\s*(?:\
 _ANSWER_LINE = re.compile(r"^[ \t>#*_-]*(?:final\s+)?answer\b[^\n]*$", re.I | re.M)
 # A reply that declines to choose. Only consulted when no candidate is named.
 _REFUSAL = re.compile(
-    r"\b(?:I\s*(?:cannot|can't|can\s+not|am\s+unable\s+to|'m\s+unable\s+to|am\s+not\s+able\s+to|won't|"
-    r"will\s+not|must\s+decline\s+to|do\s+not\s+have\s+enough)\b"
-    r"|\bI(?:'m|\s+am)\s+sorry\b|\bI\s+apologi[sz]e\b"
+    r"\bI\s*(?:cannot|can't|can\s+not|am\s+unable\s+to|'m\s+unable\s+to|am\s+not\s+able\s+to|"
+    r"'m\s+not\s+able\s+to|will\s+not|won't)\s+(?:reliably\s+|confidently\s+)?"
+    r"(?:determine|decide|choose|pick|select|identify|tell|say|answer|distinguish|help)\b"
+    r"|\bI\s+(?:must|have\s+to)\s+decline\b"
     r"|\b(?:not\s+possible|impossible)\s+to\s+(?:determine|tell|say|choose|decide)\b"
-    r"|\bcannot\s+be\s+(?:determined|decided)\b|\binsufficient\s+information\b)",
+    r"|\bcannot\s+be\s+(?:determined|decided)\b"
+    r"|\binsufficient\s+information\s+to\s+(?:determine|decide|choose|tell)\b",
     re.I,
 )
 
@@ -272,6 +274,30 @@ def _marker_evidence(masked, spans, index) -> tuple[list[_Evidence], list[_Evide
     return final, plain
 
 
+_FINAL = re.compile(r"\bfinal\s+(?:answer|choice)\b", re.I)
+
+
+def _last_answer_line(masked: str, spans, candidates: CandidateIndex) -> ParsedAnswer | None:
+    """The verdict of the last ``Answer:`` line that names a candidate, or None.
+
+    A line that names no valid candidate (``Answer: (see above)``) does not decide, nor
+    does any line above a later "final answer", which the tiered reading then weighs.
+    A line whose answer is on the next line (``Answer:`` then ``B``) is read across it.
+    """
+    for line in reversed(list(_ANSWER_LINE.finditer(masked))):
+        if _FINAL.search(masked, line.end()):
+            return None
+        final, plain = _marker_evidence(line.group(), spans, candidates)
+        if not (final or plain):
+            following = masked.find("\n", line.end() + 1)
+            final, plain = _marker_evidence(masked[line.start():following if following >= 0 else None],
+                                            spans, candidates)
+        evidence = final or plain
+        if any(isinstance(e, frozenset) for e in evidence):
+            return _resolve(evidence)
+    return None
+
+
 def parse_answer(text: str | None, candidates: CandidateIndex) -> ParsedAnswer:
     r"""Parse one raw model response into a candidate label.
 
@@ -311,10 +337,8 @@ def parse_answer(text: str | None, candidates: CandidateIndex) -> ParsedAnswer:
     if whole := _WHOLE_LABEL.fullmatch(stripped):
         return _resolve([candidates._label(whole.group(1))])
 
-    for line in reversed(list(_ANSWER_LINE.finditer(masked))):
-        final, plain = _marker_evidence(line.group(), spans, candidates)
-        if final or plain:
-            return _resolve(final or plain)
+    if (decided := _last_answer_line(masked, spans, candidates)) is not None:
+        return decided
 
     final, plain = _marker_evidence(masked, spans, candidates)
     if final or plain:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import warnings
 from collections.abc import Iterable
 
 import numpy as np
@@ -57,7 +58,8 @@ FORMATS = {
     "gap": "HOMO–LUMO gap: {ev:.2f} eV ({hartree:.4f} Hartree)",
     "number": "{name}: {:.4g}",
     "vector": "{name}: [{}]",
-    "spectrum": "{name} spectrum, the {shown} strongest of {total} peaks, sorted by frequency "
+    # not "of N peaks": the count of modes would tell molecules apart without the spectrum
+    "spectrum": "{name} spectrum, the {shown} strongest peaks, sorted by frequency "
                 "(frequency in cm⁻¹: {weight} relative to the strongest = 100):",
     "spectrum_peak": "{:.0f}: {:.1f}",
     "nmr_peaks": "{nucleus} shieldings (ppm), one per distinct peak: {}",
@@ -109,12 +111,14 @@ def _kind(channel: str, distance: str | None) -> str:
 def _spectrum(channel: str, name: str, value: dict, max_peaks: int) -> str:
     frequencies = np.asarray(value["frequencies"], dtype=float)
     weights = np.asarray(value["intensities"], dtype=float)
+    if frequencies.size == 0 or frequencies.shape != weights.shape or not (weights > 0).any():
+        raise ValueError(f"channel {channel!r}: a spectrum needs peaks with one intensity each, "
+                         "at least one of them positive")
     # strongest first (ties by frequency, so the order is stable), then by frequency
     keep = np.lexsort((frequencies, -weights))[:max_peaks]
     keep = keep[np.argsort(frequencies[keep], kind="stable")]
     strongest = weights.max()
-    lines = [FORMATS["spectrum"].format(name=name, shown=len(keep), total=len(frequencies),
-                                        weight=SPECTRUM_WEIGHTS.get(channel, "intensity"))]
+    lines = [FORMATS["spectrum"].format(name=name, shown=len(keep), weight=SPECTRUM_WEIGHTS.get(channel, "intensity"))]
     lines += [FORMATS["spectrum_peak"].format(frequencies[i], 100 * weights[i] / strongest) for i in keep]
     return "\n".join(lines)
 
@@ -164,7 +168,7 @@ def render_property(channel: str, value, *, name: str | None = None, distance: s
     HOMO–LUMO gap: 6.81 eV (0.2503 Hartree)
     >>> print(render_property("ir", {"frequencies": [3000, 1700, 800], "intensities": [10, 40, 1]},
     ...                       name="IR", max_peaks=2))
-    IR spectrum, the 2 strongest of 3 peaks, sorted by frequency (frequency in cm⁻¹: IR intensity relative to the strongest = 100):
+    IR spectrum, the 2 strongest peaks, sorted by frequency (frequency in cm⁻¹: IR intensity relative to the strongest = 100):
     1700: 100.0
     3000: 25.0
     >>> print(render_property("h1_peaks_int", {"shieldings": [29.514, 31.2], "counts": [3, 2]}))
@@ -270,15 +274,23 @@ def render_prompts(tables: dict[str, pl.DataFrame], *, channels: list[str] | Non
                for (f,), g in tables["candidates"].group_by("family_id")}
 
     blocks: dict[tuple, str] = {}
-    rows = []
+    rows, mismatched = [], []
     for task in tasks.sort("task_id").iter_rows(named=True):
         family = task["family_id"]
         block = None
         if task["condition"] != "none":
-            shown = (task["shown_family"], task["shown_label"])
+            if task["shown_family"] is None:
+                if task["condition"] == "shuffled":
+                    raise ValueError(f"task {task['task_id']!r}: a shuffled task needs its shown_family")
+                shown = (family, task["target"])  # source and cf tasks show the family's own candidate
+            else:
+                shown = (task["shown_family"], task["shown_label"] or task["target"])
             wanted = tuple(components[task["channel"]])
             if task["channel"] in bundles:
-                wanted = tuple(c for c in wanted if c[0] in available[family])
+                # the shown family's components, so a shuffled task shows exactly its source text
+                wanted = tuple(c for c in wanted if c[0] in available[shown[0]])
+                if available[shown[0]] != available[family] and task["condition"] == "shuffled":
+                    mismatched.append(task["task_id"])
             key = (shown, task["channel"], wanted)
             if key not in blocks:
                 blocks[key] = property_block(wanted, values.get(shown, {}), bundle=task["channel"] in bundles,
@@ -286,6 +298,10 @@ def render_prompts(tables: dict[str, pl.DataFrame], *, channels: list[str] | Non
             block = blocks[key]
         rows.append((task["task_id"], family, task["channel"], task["condition"], task["target"], SYSTEM,
                      _user_message(scaffolds[family], listing[family], block), TEMPLATE, block))
+    if mismatched:
+        warnings.warn(f"{len(mismatched)} shuffled bundle task(s), e.g. {mismatched[0]!r}, show a family with other "
+                      "components than their own: their headings differ from the source prompt's and give the "
+                      "condition away; derange bundles among families with the same channels", stacklevel=2)
     return pl.DataFrame(rows, schema=PROMPT_SCHEMA, orient="row")
 
 

@@ -176,3 +176,17 @@ def test_given_format_is_honoured(tmp_path, bench):
     con = store.connect(db, read_only=True)
     assert con.execute("SELECT invalid_reason FROM responses").fetchall() == [("request_failed",)]
     con.close()
+
+
+@pytest.mark.parametrize(("fmt", "line"), [
+    ("anthropic-batch", {"custom_id": "F1-p0", "response": {"status_code": 200, "body": {"model": "gpt"}},
+                         "error": None}),
+    ("openai-batch", {"custom_id": "F1-p0", "result": {"type": "succeeded", "message": {"model": "claude"}}}),
+])
+def test_a_wrong_batch_format_is_refused_not_read_as_failures(tmp_path, bench, fmt, line):
+    results = tmp_path / "out.jsonl"
+    results.write_text(json.dumps(line) + "\n")
+    db = _db(tmp_path, bench, "runs")
+    result = runner.invoke(app, ["load", "--responses", str(results), "--format", fmt, "--model", "m",
+                                 "--db", str(db)])
+    assert result.exit_code == 2 and f"read as {fmt}" in result.output and "line 1" in result.output

@@ -101,6 +101,17 @@ BASIC_CASES = [
     ("I'm sorry, but it is not possible to tell these apart.", None, "refusal"),
     ("The spectrum is broad.", None, "no_answer"),
     ("I cannot be sure, but (B) fits best.", "B", None),
+    # the last Answer: line decides only where it names a candidate, and not over a later final answer
+    ("Answer: B\n\nOn reflection, my final answer is C.", "C", None),
+    ("Answer: B\nWait, I made an error. The final answer is **C**.", "C", None),
+    ("Answer: B\n\nAnswer: (see above)", "B", None),
+    ("Answer: B\nAnswer choices considered: all", "B", None),
+    ("Answer: A\nActually no.\nAnswer:\nB", "B", None),
+    # hedges are not refusals
+    ("I cannot rule out A, but B fits better.", None, "no_answer"),
+    ("I am sorry, but the isopropyl fragment fits best.", None, "no_answer"),
+    ("I can't reliably determine the fragment from these data.", None, "refusal"),
+    ("There is insufficient information to decide.", None, "refusal"),
     # --- explicit labels outside the family
     ("Answer: F", None, "not_a_candidate"),
     ("Answer: E", None, "not_a_candidate"),

@@ -56,14 +56,14 @@ def test_golden_ir_keeps_the_strongest_peaks_sorted_by_frequency():
     # four peaks, the two strongest are at 1700 (40) and 3000 (10); relative to 40: 100 and 25
     value = {"frequencies": [3000.0, 1700.0, 800.0, 1200.0], "intensities": [10.0, 40.0, 1.0, 2.0]}
     assert prompts.render_property("ir", value, name="IR", max_peaks=2) == (
-        "IR spectrum, the 2 strongest of 4 peaks, sorted by frequency (frequency in cm⁻¹: IR intensity relative "
+        "IR spectrum, the 2 strongest peaks, sorted by frequency (frequency in cm⁻¹: IR intensity relative "
         "to the strongest = 100):\n1700: 100.0\n3000: 25.0")
 
 
 def test_golden_bundle_has_headings_in_channel_order_and_says_when_a_value_is_missing():
     components = [("ir", "IR", "peak_overlap"), ("raman", "Raman", "peak_overlap")]
     block = prompts.property_block(components, {"ir": {"frequencies": [1000.0], "intensities": [5.0]}}, bundle=True)
-    assert block == ("### IR\nIR spectrum, the 1 strongest of 1 peaks, sorted by frequency (frequency in cm⁻¹: "
+    assert block == ("### IR\nIR spectrum, the 1 strongest peaks, sorted by frequency (frequency in cm⁻¹: "
                      "IR intensity relative to the strongest = 100):\n1000: 100.0\n\n### Raman\nRaman: not available")
 
 
@@ -209,3 +209,25 @@ def test_batch_export_needs_a_model_and_refuses_a_bad_custom_id(tmp_path):
     result = runner.invoke(app, ["prompts", "--benchmark", str(bench), "--format", "anthropic-batch",
                                  "--model", "claude", "--out", str(tmp_path / "y")])
     assert result.exit_code == 2 and "'F1 p0 (first)'" in result.output and "custom_id" in result.output
+
+
+def test_source_and_cf_tasks_without_a_shown_family_show_their_own_candidate(tmp_path):
+    # the loader accepts a null shown_family on source and cf tasks: they show the target's values
+    tables = read_benchmark(write_benchmark(tmp_path / "bench"))
+    blank = tables["tasks"].with_columns(
+        pl.when(pl.col("condition").is_in(["source", "cf"])).then(None).otherwise(pl.col(c)).alias(c)
+        for c in ("shown_family", "shown_label"))
+    expected = prompts.render_prompts(tables)
+    got = prompts.render_prompts({**tables, "tasks": blank})
+    assert got.equals(expected)
+    broken = tables["tasks"].with_columns(
+        pl.when(pl.col("condition") == "shuffled").then(None).otherwise(pl.col("shown_family")).alias("shown_family"))
+    with pytest.raises(ValueError, match="shuffled task needs its shown_family"):
+        prompts.render_prompts({**tables, "tasks": broken})
+
+
+def test_a_spectrum_without_a_positive_peak_is_refused_by_channel():
+    with pytest.raises(ValueError, match="'ir'"):
+        prompts.render_property("ir", {"frequencies": [1000.0], "intensities": [0.0]})
+    with pytest.raises(ValueError, match="'raman'"):
+        prompts.render_property("raman", {"frequencies": [], "intensities": []})

@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import InputError
 from .files import json_lines
 from .harness import rows_frame
+
+if TYPE_CHECKING:
+    import polars as pl
 
 BATCH_FORMATS = ("openai-batch", "anthropic-batch")
 ANTHROPIC_FAILED = ("errored", "canceled", "expired")
@@ -95,6 +99,12 @@ def stage_batch_results(path: Path, data: bytes, fmt: str, *, model: str | None 
             raise InputError(path, "missing or empty 'custom_id' (the task id)", where=where)
         if ("body" in record or "params" in record) and "result" not in record and "response" not in record:
             raise InputError(path, "this is a batch request line (what `molp2s prompts` writes), not a result",
+                             where=where)
+        found = batch_format(json.dumps(record).encode())
+        if found != fmt:
+            what = f"looks like {found} results" if found in BATCH_FORMATS else "is not a batch result"
+            raise InputError(path, f"read as {fmt}, but the line {what} (expected "
+                             + ("'result'" if fmt == "anthropic-batch" else "'response' or 'error'") + ")",
                              where=where)
         answered_by, text, failure, meta = read(record)
         rows.append({"_where": where, "_line": line, "model": answered_by, "task_id": custom_id, "sample": 0,

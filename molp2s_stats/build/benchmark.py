@@ -198,7 +198,7 @@ QM_PROVENANCE = [
            c.split("_", 1)[1]], "ppm", "PySCF with pyscf-properties", "RHF/6-31G GIAO at the QM9 geometry")
       for c in ("h1_peaks", "h1_peaks_int", "h1_atomwise", "c13_peaks", "c13_peaks_deg", "c13_atomwise")],
 ]
-QM_TARGET = 140  # families per new channel after input validation: the paper's 136 and a margin
+QM_TARGET = 136  # families per new channel after input validation: the paper's cohort size
 
 
 def _validated(values: dict[str, dict[str, object]], channel: str, cutoff: float, distance: str) -> bool:
@@ -288,20 +288,15 @@ def add_qm_channels(tables: dict[str, pl.DataFrame], cache: dict[int, dict], *, 
             if f in shown:
                 new_tasks.append((f"{f}-{channel}-shuffled", f, channel, "shuffled", s, shown[f], source[shown[f]]))
             new_tasks += [(f"{f}-{channel}-cf-{k}", f, channel, "cf", k, f, k) for k in labels[f] if k != s]
-    # the all bundle: shuffled within families that have the same channels
-    shown_all = _grouped_derangement({key: [f for f in by_family if frozenset(has[f]) == key]
-                                      for key in {frozenset(v) for v in has.values()}},
-                                     np.random.default_rng([seed, CHANNELS.index("all")]))
-    tasks = tasks.with_columns(
-        pl.when((pl.col("channel") == "all") & (pl.col("condition") == "shuffled"))
-        .then(pl.col("family_id").replace_strict(shown_all, default=None)).otherwise(pl.col("shown_family"))
-        .alias("shown_family"))
-    tasks = tasks.filter(~((pl.col("channel") == "all") & (pl.col("condition") == "shuffled")
-                           & pl.col("shown_family").is_null()))
-    tasks = tasks.with_columns(
-        pl.when((pl.col("channel") == "all") & (pl.col("condition") == "shuffled"))
-        .then(pl.col("shown_family").replace_strict(source, default=None)).otherwise(pl.col("shown_label"))
-        .alias("shown_label"))
+    # the all bundle: shuffled within families that have the same channels; its shuffled
+    # tasks are made anew each run (a family alone in its group has none), the rest stay
+    with_all = set(tasks.filter((pl.col("channel") == "all") & (pl.col("condition") == "source"))["family_id"])
+    groups: dict[frozenset, list[str]] = {}
+    for f in sorted(with_all):
+        groups.setdefault(frozenset(has[f]), []).append(f)
+    shown_all = _grouped_derangement(groups, np.random.default_rng([seed, CHANNELS.index("all")]))
+    tasks = tasks.filter(~((pl.col("channel") == "all") & (pl.col("condition") == "shuffled")))
+    new_tasks += [(f"{f}-all-shuffled", f, "all", "shuffled", source[f], g, source[g]) for f, g in shown_all.items()]
     tasks = pl.concat([tasks, pl.DataFrame(new_tasks, schema=tasks.schema, orient="row")]).sort("task_id")
     summary = {"families": len(chosen), "validated": validated,
                "with_channel": {c: sum(c in v for v in has.values()) for c in qm.QM_CHANNELS}}

@@ -287,8 +287,9 @@ def render_prompts(tables: dict[str, pl.DataFrame], *, channels: list[str] | Non
                 shown = (task["shown_family"], task["shown_label"] or task["target"])
             wanted = tuple(components[task["channel"]])
             if task["channel"] in bundles:
-                # the shown family's components, so a shuffled task shows exactly its source text
-                wanted = tuple(c for c in wanted if c[0] in available[shown[0]])
+                # the components both families have: where they have the same (as a benchmark
+                # should derange them), a shuffled task shows exactly its shown family's source text
+                wanted = tuple(c for c in wanted if c[0] in available[family] & available[shown[0]])
                 if available[shown[0]] != available[family] and task["condition"] == "shuffled":
                     mismatched.append(task["task_id"])
             key = (shown, task["channel"], wanted)
@@ -300,8 +301,8 @@ def render_prompts(tables: dict[str, pl.DataFrame], *, channels: list[str] | Non
                      _user_message(scaffolds[family], listing[family], block), TEMPLATE, block))
     if mismatched:
         warnings.warn(f"{len(mismatched)} shuffled bundle task(s), e.g. {mismatched[0]!r}, show a family with other "
-                      "components than their own: their headings differ from the source prompt's and give the "
-                      "condition away; derange bundles among families with the same channels", stacklevel=2)
+                      "components than their own: they show the components both have, which is not the shown "
+                      "family's source text; derange bundles among families with the same channels", stacklevel=2)
     return pl.DataFrame(rows, schema=PROMPT_SCHEMA, orient="row")
 
 

@@ -93,8 +93,8 @@ def test_invariants_over_every_cached_candidate(cache, cached_candidates):
                 heavy = atom.GetNeighbors()[0].GetIdx()
                 assert _nearest_heavy_atom(entry, order[atom.GetIdx()]) == order[heavy]
         # a methyl's three H are one peak: each methyl saves at least two peaks
-        methyls = sum(mol.GetAtomWithIdx(i).GetAtomicNum() == 6 and mol.GetAtomWithIdx(i).GetTotalNumHs() == 3
-                      for i in position.values())
+        methyls = sum(mol.GetAtomWithIdx(i).GetAtomicNum() == 6
+                      and mol.GetAtomWithIdx(i).GetTotalNumHs(includeNeighbors=True) == 3 for i in position.values())
         if n_h:
             assert len(values["h1_peaks"]["shieldings"]) <= n_h - 2 * methyls
 
@@ -148,3 +148,49 @@ def test_assembled_benchmark_from_the_cache(cache, tmp_path):
                                                 & pl.col("family_id").is_in(shipped["family_id"].implode()))
         assert shipped.sort("family_id", "label", "channel").equals(
             rebuilt.sort("family_id", "label", "channel").select(shipped.columns))
+
+
+def test_geometry_with_tiny_coordinates_and_a_zwitterion_map():
+    # RDKit's XYZ reader refuses exponents (8.6e-05); a zwitterion's query atoms carry charges
+    # that the geometry's atoms do not. Both from the benchmark's candidates (QM9 geometries
+    # written here by hand would not test the reader, so build them from the completed molecule).
+    from rdkit.Chem import AllChem
+
+    for scaffold, fragment in (("[*]N(C)CC", "[*]C(=[NH2+])C(=O)[O-]"), ("[*]C(=O)CC", "[*]CC1(C)CC1")):
+        mol, _ = qm.completed_molecule(scaffold, fragment)
+        embedded = Chem.Mol(mol)
+        assert AllChem.EmbedMolecule(embedded, randomSeed=7) == 0
+        xyz = embedded.GetConformer().GetPositions()
+        xyz = xyz - xyz[0] + [8.6e-05, -3.2e-06, 1.5e-07]  # atom 0 at tiny coordinates, as QM9 has them
+        numbers = [a.GetAtomicNum() for a in mol.GetAtoms()]
+        order = qm.atom_order(mol, numbers, xyz.tolist())
+        assert sorted(order) == list(range(mol.GetNumAtoms()))
+
+
+def test_symmetry_classes_tell_a_chain_ch2_from_ring_ch2s():
+    # C1CC1CCC1CC1 from [*]C1CC1 + [*]CCC1CC1: RDKit's canonical ranks with ties tie the chain
+    # CH2 (scaffold side none here) with the ring CH2s; the automorphism classes do not
+    mol, position = qm.completed_molecule("[*]C1CC1", "[*]CCC1CC1")
+    classes = qm.symmetry_classes(mol)
+    ring_ch2 = [i for i in position.values() if mol.GetAtomWithIdx(i).GetTotalNumHs(includeNeighbors=True) == 2]
+    chain_ch2 = [a.GetIdx() for a in mol.GetAtoms() if a.GetAtomicNum() == 6 and not a.IsInRing()]
+    assert len({classes[i] for i in ring_ch2}) == 1
+    assert all(classes[i] != classes[ring_ch2[0]] for i in chain_ch2)
+    # the molecule is symmetric: its two chain CH2 are equivalent to each other
+    assert len(chain_ch2) == 2 and classes[chain_ch2[0]] == classes[chain_ch2[1]]
+
+
+def test_the_assembly_does_not_depend_on_the_hash_seed():
+    # set and dict order must not reach the tasks: two hash seeds, the same bytes
+    import os
+    import subprocess
+    import sys
+
+    script = ("import hashlib; from molp2s_stats.build import qm; "
+              "from molp2s_stats.build.benchmark import add_qm_channels, read_built; "
+              "from molp2s_stats.defaults import DEFAULT_BENCHMARK; "
+              "t, _ = add_qm_channels(read_built(DEFAULT_BENCHMARK), qm.read_cache(qm.CACHE)); "
+              "print(hashlib.sha256(t['tasks'].write_csv().encode() + t['properties'].write_csv().encode()).hexdigest())")
+    digests = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    assert len(digests) == 1

@@ -22,6 +22,7 @@ import argparse
 import itertools
 import json
 import multiprocessing as mp
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -212,7 +213,7 @@ def _validated(values: dict[str, dict[str, object]], channel: str, cutoff: float
 def _grouped_derangement(groups: dict[object, list[str]], rng: np.random.Generator) -> dict[str, str]:
     """A derangement within each group (groups in sorted order, singletons left out)."""
     shown = {}
-    for key in sorted(groups, key=repr):
+    for key in sorted(groups, key=lambda k: tuple(sorted(k)) if isinstance(k, frozenset) else (k,)):
         members = sorted(groups[key])
         if len(members) >= 2:
             shown.update(zip(members, derangement(members, rng)))
@@ -257,7 +258,10 @@ def add_qm_channels(tables: dict[str, pl.DataFrame], cache: dict[int, dict], *, 
         per_label = {}
         for row in group.iter_rows(named=True):
             entry = cache[row["qm9_index"]]
-            found = qm.nmr_values(scaffold[family], row["fragment"], entry)
+            try:
+                found = qm.nmr_values(scaffold[family], row["fragment"], entry)
+            except ValueError as exc:
+                raise ValueError(f"family {family} candidate {row['label']} (QM9 {row['qm9_index']}): {exc}") from exc
             if (uv := qm.uvvis_value(entry)) is not None:
                 found["uvvis"] = uv
             per_label[row["label"]] = found
@@ -345,6 +349,10 @@ def _write_with_qm(tables: dict[str, pl.DataFrame], out: Path, *, seed: int) -> 
         tables, summary = add_qm_channels(tables, cache, seed=seed)
         print(f"PySCF channels for {summary['families']} families; input-validated per channel: "
               f"{summary['validated']}", flush=True)
+        short = {c: n for c, n in summary["validated"].items() if n < QM_TARGET}
+        if short:
+            print(f"warning: below {QM_TARGET} input-validated families in {short}: the cache does not cover "
+                  "enough families yet (python -m molp2s_stats.build.qm resumes it)", file=sys.stderr, flush=True)
     write_benchmark(tables, out)
     print(f"wrote {out}", flush=True)
 

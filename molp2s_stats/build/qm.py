@@ -20,7 +20,8 @@ between candidates, which is what input validation and a model see, survive a sh
 One JSON file per QM9 molecule in the cache folder (git tracks it, so no session's
 compute is lost); a molecule already cached is skipped, so the run resumes where it
 stopped. Molecules are taken family by family in a seeded order of the benchmark's
-families, so that whatever has been computed is a set of complete families.
+families, so that what has been computed is complete families up to the last one or
+two (two processes finish out of order); the benchmark build stops at the first gap.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ STATES = 12  # lowest excitations kept; the prompt and the UV–Vis distance use
 BASIS = "6-31g"
 LEVEL = "RHF/6-31G (density-fitted SCF), GIAO shieldings, CIS (TDA) singlets; QM9 B3LYP geometry"
 HARTREE_IN_EV = 27.211386245988
-CACHE = Path("data/qm-cache")
+CACHE = Path(__file__).resolve().parents[2] / "data" / "qm-cache"  # the checkout's data/, whatever the folder
 SYMBOLS = {1: "H", 6: "C", 7: "N", 8: "O", 9: "F"}
 
 
@@ -280,15 +281,56 @@ def atom_order(mol, numbers: list[int], positions: list[list[float]]) -> list[in
     from rdkit import Chem
     from rdkit.Chem import rdDetermineBonds
 
-    block = f"{len(numbers)}\n\n" + "\n".join(f"{SYMBOLS[z]} {x} {y} {w}" for z, (x, y, w) in zip(numbers, positions))
+    # fixed-point coordinates: RDKit's XYZ reader refuses exponents such as 8.6e-05
+    block = f"{len(numbers)}\n\n" + "\n".join(f"{SYMBOLS[z]} {x:.8f} {y:.8f} {w:.8f}"
+                                                for z, (x, y, w) in zip(numbers, positions))
     geometry = Chem.MolFromXYZBlock(block)
+    if geometry is None:
+        raise ValueError("RDKit could not read the QM9 geometry")
     rdDetermineBonds.DetermineConnectivity(geometry)
+    query = Chem.Mol(mol)
+    for atom in query.GetAtoms():
+        atom.SetFormalCharge(0)  # the geometry's atoms carry no charges (zwitterions: N+ and O-)
     params = Chem.AdjustQueryParameters.NoAdjustments()
     params.makeBondsGeneric = True  # the geometry has connectivity, not bond orders
-    match = geometry.GetSubstructMatch(Chem.AdjustQueryProperties(mol, params))
+    match = geometry.GetSubstructMatch(Chem.AdjustQueryProperties(query, params))
     if len(match) != mol.GetNumAtoms() or geometry.GetNumAtoms() != mol.GetNumAtoms():
         raise ValueError("the QM9 geometry does not match the completed molecule")
     return list(match)
+
+
+def symmetry_classes(mol) -> list[int]:
+    """A class per atom: atoms that the molecule's automorphisms map onto each other share one.
+
+    The automorphisms of the heavy-atom graph (elements, bond orders, hydrogen counts);
+    a hydrogen takes its heavy atom's class. RDKit's canonical ranks with ties kept are
+    close to this but can tie atoms that are not equivalent (the chain CH₂ of
+    C1CC1CCC1CC1 ranks with the ring CH₂s).
+    """
+    from rdkit import Chem
+
+    heavy = [a.GetIdx() for a in mol.GetAtoms() if a.GetAtomicNum() > 1]
+    skeleton = Chem.RemoveHs(mol)  # heavy atoms keep their order, hydrogens come last in mol
+    counts = [a.GetTotalNumHs() for a in skeleton.GetAtoms()]
+    parent = list(range(skeleton.GetNumAtoms()))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for match in skeleton.GetSubstructMatches(skeleton, uniquify=False, maxMatches=100_000):
+        if all(counts[i] == counts[j] for i, j in enumerate(match)):
+            for i, j in enumerate(match):
+                parent[root(i)] = root(j)
+    classes = [0] * mol.GetNumAtoms()
+    for position, index in enumerate(heavy):
+        classes[index] = root(position)
+    for atom in mol.GetAtoms():
+        if atom.GetAtomicNum() == 1:
+            classes[atom.GetIdx()] = classes[atom.GetNeighbors()[0].GetIdx()] + len(heavy)  # apart from heavy atoms
+    return classes
 
 
 def nmr_values(scaffold: str, fragment: str, entry: dict) -> dict[str, dict]:
@@ -296,8 +338,8 @@ def nmr_values(scaffold: str, fragment: str, entry: dict) -> dict[str, dict]:
 
     Scaffold nuclei only: the scaffold's carbons, and the hydrogens bonded to scaffold
     heavy atoms, as they sit in the completed molecule. Peaks average the shieldings of
-    symmetry-equivalent nuclei (RDKit canonical ranks of the completed molecule, ties
-    kept), one value per peak, sorted, with their counts; atomwise values keep one
+    symmetry-equivalent nuclei (``symmetry_classes`` of the completed molecule), one value
+    per peak, sorted, with their counts; atomwise values keep one
     shielding per nucleus with the scaffold atom index (for ¹H the heavy atom it is
     bonded to). A nucleus with no scaffold nucleus (no hydrogen, say) gets no value.
     """
@@ -305,7 +347,7 @@ def nmr_values(scaffold: str, fragment: str, entry: dict) -> dict[str, dict]:
 
     mol, position = completed_molecule(scaffold, fragment)
     order = atom_order(mol, entry["numbers"], entry["positions"])
-    ranks = list(Chem.CanonicalRankAtoms(mol, breakTies=False))
+    ranks = symmetry_classes(mol)
     shielding = [entry["shieldings"][order[i]] for i in range(mol.GetNumAtoms())]
     values = {}
     for nucleus, z in _NUCLEUS.items():

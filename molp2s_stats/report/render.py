@@ -117,8 +117,8 @@ def _page_html(title: str, body: str, pages: list[Page], current: Page, css: str
 def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeout: int = 1200,
                         pages: list[str] | None = None, log=print) -> list[Path]:
     """Execute each page on a Python kernel and write self-contained HTML into ``out``."""
-    from jupyter_client import KernelManager
     from nbclient import NotebookClient
+    from traitlets.config import Config
     from nbclient.exceptions import CellExecutionError
     from nbconvert import HTMLExporter
     from nbconvert.preprocessors import TagRemovePreprocessor
@@ -143,8 +143,11 @@ def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeou
             try:
                 # IPC sockets, not TCP: the kernel is local, and ipykernel warns about plain TCP. The
                 # socket path is absolute: the kernel runs in the project folder, not in ours.
-                manager = KernelManager(kernel_name="python3", transport="ipc", ip=str(sockets / "kernel"))
-                NotebookClient(notebook, km=manager, timeout=timeout, kernel_name="python3",
+                # nbclient keeps owning the kernel manager (so it shuts the kernel down after the page)
+                config = Config()
+                config.KernelManager.transport = "ipc"
+                config.KernelManager.ip = str(sockets / "kernel")
+                NotebookClient(notebook, config=config, timeout=timeout, kernel_name="python3",
                                resources={"metadata": {"path": str(project)}}).execute()
             except CellExecutionError as exc:
                 raise RenderError(f"{project / page.source}: a cell failed: {exc.ename}: {exc.evalue}") from exc

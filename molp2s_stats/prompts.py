@@ -289,8 +289,10 @@ def render_prompts(tables: dict[str, pl.DataFrame], *, channels: list[str] | Non
             if task["channel"] in bundles:
                 # the components both families have: where they have the same (as a benchmark
                 # should derange them), a shuffled task shows exactly its shown family's source text
-                wanted = tuple(c for c in wanted if c[0] in available[family] & available[shown[0]])
-                if available[shown[0]] != available[family] and task["condition"] == "shuffled":
+                own = {c[0] for c in wanted} & available[family]
+                theirs = {c[0] for c in wanted} & available[shown[0]]
+                wanted = tuple(c for c in wanted if c[0] in own & theirs)
+                if own != theirs and task["condition"] == "shuffled":
                     mismatched.append(task["task_id"])
             key = (shown, task["channel"], wanted)
             if key not in blocks:

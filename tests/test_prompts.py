@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 
 import hypothesis.strategies as st
 import polars as pl
@@ -103,7 +104,24 @@ def test_spectrum_rendering_invariants(peaks, max_peaks):
 @pytest.fixture(scope="module")
 def default_prompts():
     tables = read_benchmark(DEFAULT_BENCHMARK)
-    return tables, prompts.render_prompts(tables)
+    with warnings.catch_warnings():
+        # the build deranges each bundle among families with the same components, so a
+        # shuffled bundle prompt is exactly its shown family's source text: no warning
+        warnings.simplefilter("error")
+        return tables, prompts.render_prompts(tables)
+
+
+def test_a_shuffled_bundle_shown_from_a_family_with_other_components_is_named():
+    tables = read_benchmark(DEFAULT_BENCHMARK)
+    tasks = tables["tasks"]
+    with_nmr = tasks.filter(pl.col("channel") == "h1_peaks")["family_id"].unique().sort()
+    without = tasks.filter(~pl.col("family_id").is_in(with_nmr.implode()))["family_id"].unique().sort()
+    task = f"{without[0]}-all-shuffled"
+    changed = tasks.with_columns(
+        pl.when(pl.col("task_id") == task).then(pl.lit(with_nmr[0])).otherwise(pl.col("shown_family"))
+        .alias("shown_family"))
+    with pytest.warns(UserWarning, match=f"1 shuffled bundle task.*{task}"):
+        prompts.render_prompts({**tables, "tasks": changed}, channels=["all"], conditions=["shuffled"])
 
 
 def test_every_task_is_rendered(default_prompts):

@@ -474,9 +474,9 @@ def separability_command(
 def simulate_command(
     out: Annotated[Path, typer.Option("--out", help="Folder for the response files; the truth and parameters go to its simulation/ subfolder.")],
     benchmark: Annotated[Path, typer.Option("--benchmark", help="Benchmark folder to answer.")] = DEFAULT_BENCHMARK,
-    params: Annotated[Optional[Path], typer.Option("--params", help="simulation.json-style file with the models; default: the 7 built-in profiles.")] = None,
+    params: Annotated[Optional[Path], typer.Option("--params", help="simulation.json-style file with the models; default: the built-in simulated profiles.")] = None,
     samples: Annotated[int, typer.Option("--samples", help="Sampled answers per task.")] = 1,
-    seed: SeedOption = SIMULATION_SEED,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated answers; recorded in simulation.json.")] = SIMULATION_SEED,
 ) -> None:
     """Write responses of simulated models with known reliance and responsiveness.
 

@@ -46,7 +46,7 @@ bench: $(STAMP)
 data: $(STAMP)
 	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[build]'
 	$(BIN)/python -m molp2s_stats.build.benchmark --out data/benchmark
-	$(BIN)/python -m molp2s_stats.build.qm --benchmark data/benchmark --families 200
+	$(BIN)/python -m molp2s_stats.build.qm --benchmark data/benchmark --families 155
 	$(BIN)/python -m molp2s_stats.build.benchmark --qm-only --out data/benchmark
 	$(BIN)/molp2s simulate --benchmark data/benchmark --out data/responses
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from molp2s_stats import store
+from molp2s_stats import simulate, store
 from molp2s_stats.bayes import data as bayes_data
 from molp2s_stats.bayes import fit as bayes_fit
 from molp2s_stats.bayes import posterior
@@ -45,7 +45,7 @@ def both(tmp_path_factory):
 
 
 def test_every_model_and_channel_is_compared(both):
-    assert both.height == 7 * len(CHANNELS)
+    assert both.height == len(simulate.DEFAULT_MODELS) * len(CHANNELS)
     assert (both["n"] == both["n_boot"]).all()  # the same cohort families on both sides
 
 

@@ -9,7 +9,7 @@ import pytest
 from rdkit import Chem
 from rdkit.Chem import rdMolDescriptors
 
-from molp2s_stats import chem, metrics, store
+from molp2s_stats import chem, metrics, simulate, store
 from molp2s_stats.ingest import load, read_benchmark
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -58,15 +58,22 @@ def test_shuffled_tasks_never_show_their_own_family(tables):
     assert (shuffled["shown_family"] != shuffled["family_id"]).all()
 
 
+SINGLE_CHANNELS = {"dipole_norm", "dipole_vector", "gap", "uvvis", "ir", "raman", "h1_peaks", "h1_peaks_int",
+                   "h1_atomwise", "c13_peaks", "c13_peaks_deg", "c13_atomwise"}
+BUNDLES = {"vibrational_bundle", "nmr_bundle", "all"}
+
+
 def test_every_channel_cohort_is_at_least_paper_size(db):
+    """The paper's twelve single channels and three bundles, each with a cohort of >= 136 families."""
     summary = db.sql("SELECT * FROM cohort_summary").pl()
-    assert summary.height >= 5
+    assert set(summary["channel"]) == SINGLE_CHANNELS | BUNDLES
     assert (summary["cohort"] >= PAPER_COHORT).all(), summary
 
 
 def test_simulated_models_are_named_as_simulated(db):
     models = [r[0] for r in db.execute("SELECT model FROM stg_models").fetchall()]
-    assert len(models) == 7 and all(m.startswith("sim-") for m in models)
+    assert sorted(models) == sorted(m.name for m in simulate.DEFAULT_MODELS)
+    assert len(models) == 8 and all(m.startswith("sim-") for m in models)
 
 
 def test_simulation_parameters_and_truth_are_stored_beside_the_responses():

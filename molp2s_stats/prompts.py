@@ -64,8 +64,8 @@ FORMATS = {
     "spectrum_peak": "{:.0f}: {:.1f}",
     "nmr_peaks": "{nucleus} shieldings (ppm), one per distinct peak: {}",
     "nmr_counts": "{nucleus} shieldings (ppm), one per distinct peak, with {count_word} in parentheses: {}",
-    "nmr_atomwise": "{nucleus} shieldings (ppm) of each scaffold {atom_word}, with the scaffold atom it {relation} "
-                    "(0-based index in the scaffold SMILES, [*] counted): {}",
+    "nmr_atomwise": "{nucleus} shieldings (ppm) of each scaffold {atom_word}, labelled with the index of {relation} "
+                    "in the scaffold SMILES (0-based, [*] counted): {}",
     "uvvis": "UV–Vis: the lowest {} excitations (energy in eV, oscillator strength):",
     "uvvis_state": "{:.2f} eV, f = {:.3f}",
     "shielding": "{:.2f}",
@@ -80,8 +80,8 @@ CHANNEL_KINDS = {"dipole_norm": "dipole_norm", "dipole_vector": "dipole_vector",
 DISTANCE_KINDS = {"abs_diff": "number", "euclidean": "vector", "peak_overlap": "spectrum",
                   "wasserstein": "nmr", "uvvis_l1": "uvvis"}
 SPECTRUM_WEIGHTS = {"ir": "IR intensity", "raman": "Raman activity"}
-NUCLEI = {"h1": ("¹H", "hydrogen", "is bonded to", "integrals (nuclei per peak)", "{:d}H"),
-          "c13": ("¹³C", "carbon", "is", "degeneracies (carbons per peak)", "×{:d}")}
+NUCLEI = {"h1": ("¹H", "hydrogen", "the atom it is bonded to", "integrals (nuclei per peak)", "{:d}H"),
+          "c13": ("¹³C", "carbon", "the carbon itself", "degeneracies (carbons per peak)", "×{:d}")}
 
 
 def _template_hash() -> str:
@@ -125,7 +125,7 @@ def _spectrum(channel: str, name: str, value: dict, max_peaks: int) -> str:
 
 def _nmr(channel: str, name: str, value) -> str:
     nucleus, atom_word, relation, count_word, count_format = NUCLEI.get(
-        channel.split("_")[0], (name, "nucleus", "belongs to", "counts", "×{:d}"))
+        channel.split("_")[0], (name, "nucleus", "the atom it belongs to", "counts", "×{:d}"))
     if not isinstance(value, dict):
         value = {"shieldings": value}
     shieldings = [FORMATS["shielding"].format(s) for s in value["shieldings"]]

@@ -40,14 +40,14 @@ runner = CliRunner()
      "¹H shieldings (ppm), one per distinct peak, with integrals (nuclei per peak) in parentheses: "
      "29.50 (3H), 31.20 (1H)"),
     ("h1_atomwise", {"shieldings": [29.5, 29.6, 31.2], "atoms": [2, 2, 4]},
-     "¹H shieldings (ppm) of each scaffold hydrogen, with the scaffold atom it is bonded to (0-based index in the "
-     "scaffold SMILES, [*] counted): atom 2: 29.50; atom 2: 29.60; atom 4: 31.20"),
+     "¹H shieldings (ppm) of each scaffold hydrogen, labelled with the index of the atom it is bonded to in the "
+     "scaffold SMILES (0-based, [*] counted): atom 2: 29.50; atom 2: 29.60; atom 4: 31.20"),
     ("c13_peaks_deg", {"shieldings": [60.0, 150.25], "counts": [2, 1]},
      "¹³C shieldings (ppm), one per distinct peak, with degeneracies (carbons per peak) in parentheses: "
      "60.00 (×2), 150.25 (×1)"),
     ("c13_atomwise", {"shieldings": [60.0], "atoms": [1]},
-     "¹³C shieldings (ppm) of each scaffold carbon, with the scaffold atom it is (0-based index in the scaffold "
-     "SMILES, [*] counted): atom 1: 60.00"),
+     "¹³C shieldings (ppm) of each scaffold carbon, labelled with the index of the carbon itself in the scaffold "
+     "SMILES (0-based, [*] counted): atom 1: 60.00"),
 ])
 def test_golden_single_channel(channel, value, expected):
     assert prompts.render_property(channel, value) == expected

@@ -418,6 +418,61 @@ def test_parquet_without_rows(con, tmp_path):
     refused(con, msg(path, None, r"file has no rows$"), responses=[path])
 
 
+# A Parquet file streams through the loader a batch at a time; with batches of 2 rows,
+# a 7-row file is four batches, and every check must still see the whole file.
+
+@pytest.fixture
+def two_row_batches(monkeypatch):
+    from molp2s_stats.ingest import files
+
+    monkeypatch.setattr(files, "PARQUET_BATCH_ROWS", 2)
+
+
+TASKS7 = [T0, T1, T2, T3, "F01-dipole_norm-cf-B", "F01-dipole_norm-cf-C", "F02-p0"]
+
+
+def test_parquet_in_batches_loads_what_one_batch_loads(db_path, tmp_path, monkeypatch):
+    from molp2s_stats.ingest import files
+
+    path = write_parquet(tmp_path / "seven.parquet", model=["m-test"] * 7, task_id=TASKS7,
+                         response=["Answer: B", "Answer: B", "no idea", "Answer: C", "Answer: B", "D", "Answer: A"],
+                         note=[str(i) for i in range(7)])
+    loaded = []
+    for batch_rows in (2, 1_000_000):
+        monkeypatch.setattr(files, "PARQUET_BATCH_ROWS", batch_rows)
+        copy = tmp_path / f"copy-{batch_rows}.duckdb"
+        shutil.copyfile(db_path, copy)
+        con = duckdb.connect(str(copy))
+        (summary,) = load(con, responses=[path]).files
+        loaded.append((summary.rows, summary.parsed, summary.invalid,
+                       con.execute("SELECT * EXCLUDE (file_id) FROM responses WHERE model = 'm-test' "
+                                   "ORDER BY line").fetchall()))
+        con.close()
+    assert loaded[0] == loaded[1]
+    assert loaded[0][0] == 7 and [row[-1] for row in loaded[0][3]] == list(range(1, 8))
+
+
+def test_parquet_duplicate_across_batches_names_both_rows(con, tmp_path, two_row_batches):
+    tasks = TASKS7[:5] + [T1, TASKS7[6]]  # row 6 repeats row 2, in another batch
+    path = write_parquet(tmp_path / "dup.parquet", model=["m-test"] * 7, task_id=tasks, choice=["B"] * 7)
+    refused(con, msg(path, "row 2", r"duplicate \(model, task_id, sample, attempt\) = "
+                     r"\('m-test', 'F01-dipole_norm-source', 0, 0\), also at row 6$"), responses=[path])
+
+
+def test_parquet_error_in_a_later_batch_leaves_the_database_as_it_was(con, tmp_path, two_row_batches):
+    tasks = TASKS7[:6] + ["nope"]
+    path = write_parquet(tmp_path / "late.parquet", model=["m-test"] * 7, task_id=tasks, choice=["B"] * 7)
+    refused(con, msg(path, "row 7", r"unknown task_id 'nope'$"), responses=[path])
+
+
+def test_parquet_rows_already_loaded_from_another_file(con, tmp_path, two_row_batches):
+    first = write_parquet(tmp_path / "first.parquet", model=["m-test"] * 3, task_id=TASKS7[4:7], choice=["B"] * 3)
+    load(con, responses=[first])
+    again = write_parquet(tmp_path / "again.parquet", model=["m-test"] * 5, task_id=TASKS7[:5], choice=["C"] * 5)
+    refused(con, msg(again, "row 5", r"\(model, task_id, sample, attempt\) = \('m-test', 'F01-dipole_norm-cf-B', 0, 0\) "
+                     rf"was already loaded from {re.escape(str(first))} \(line/row 1\)$"), responses=[again])
+
+
 def test_parquet_uint64_sample_beyond_int64(con, tmp_path):
     path = write_parquet(tmp_path / "u64.parquet", model=["m-test", "m-test"], task_id=[T0, T1],
                          sample=pl.Series([0, 2**64 - 1], dtype=pl.UInt64), choice=["B", "C"])

@@ -8,9 +8,11 @@ can name the offending line.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import polars as pl
@@ -150,6 +152,50 @@ def read_csv_text(path: Path, data: bytes) -> pl.DataFrame:
     return frame.with_row_index("_row", offset=1).with_columns(
         ("row " + pl.col("_row").cast(pl.String)).alias("_where")
     ).drop("_row")
+
+
+# A Parquet file is read, checked and appended this many rows at a time, so that memory
+# stays flat however large the file.
+PARQUET_BATCH_ROWS = 1_000_000
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file, read in pieces (a response file can be larger than memory)."""
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(1024)
+            if not head.strip():
+                raise InputError(path, "file is empty")
+            digest.update(head)
+            while chunk := handle.read(8 * 2**20):
+                digest.update(chunk)
+    except OSError as exc:
+        raise InputError(path, f"cannot read file ({exc.strerror})") from exc
+    return digest.hexdigest()
+
+
+def parquet_batches(path: Path, batch_rows: int | None = None) -> Iterator[pl.DataFrame]:
+    """A Parquet file ``batch_rows`` rows at a time, each row with its ``_where`` (``row N``).
+
+    The types are those ``read_parquet`` gives, batch after batch; a truncated or
+    corrupt file is an InputError, whichever batch finds it.
+    """
+    batch_rows = batch_rows or PARQUET_BATCH_ROWS
+    try:
+        scan = pl.scan_parquet(path)
+        total = scan.select(pl.len()).collect().item()
+    except Exception as exc:  # polars/arrow raise several error types for corrupt files
+        raise InputError(path, f"not a readable Parquet file ({exc})") from None
+    if total == 0:
+        raise InputError(path, "file has no rows")
+    for start in range(0, total, batch_rows):
+        try:
+            frame = scan.slice(start, batch_rows).collect()
+        except Exception as exc:
+            raise InputError(path, f"not a readable Parquet file ({exc})") from None
+        yield frame.with_row_index("_row", offset=start + 1).with_columns(
+            ("row " + pl.col("_row").cast(pl.String)).alias("_where")).drop("_row")
 
 
 def read_parquet(path: Path) -> pl.DataFrame:

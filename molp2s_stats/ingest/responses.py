@@ -21,11 +21,13 @@ import polars as pl
 from ..parse import CandidateIndex, parse_answer
 from ..store import fetch_one
 from .errors import InputError, more
-from .files import FORMAT_NAMES, check_no_nul, check_utf8, file_format, read_bytes, read_csv_text, read_parquet
+from .files import (FORMAT_NAMES, check_no_nul, check_utf8, file_format, file_sha256, parquet_batches, read_bytes,
+                    read_csv_text, read_parquet)
 from .batches import batch_format, stage_batch_results
 from .harness import is_lm_eval_samples, stage_inspect, stage_lm_eval
 
 REQUIRED = ("model", "task_id")
+MAX_KNOWN_PARSES = 1_000_000
 KNOWN = ("model", "task_id", "sample", "attempt", "response", "choice")
 KEY = ("model", "task_id", "sample", "attempt")
 STANDARD_SCHEMA = {
@@ -228,6 +230,11 @@ def stage_file(path: Path, data: bytes | None = None, *, fmt: str | None = None,
         staged = _stage_table(path, read_parquet(path), from_text=False)
     if staged.height == 0:
         raise InputError(path, "file has no rows")
+    return _standardise(path, staged)
+
+
+def _standardise(path: Path, staged: pl.DataFrame) -> pl.DataFrame:
+    """The standard columns and types, and the checks every format shares."""
     if "_failed" not in staged.columns:  # set only by readers that know a request failed
         staged = staged.with_columns(pl.lit(None, pl.String).alias("_failed"))
     staged = staged.select([pl.col(c).cast(t) for c, t in STANDARD_SCHEMA.items()])
@@ -245,8 +252,13 @@ def stage_file(path: Path, data: bytes | None = None, *, fmt: str | None = None,
     return staged
 
 
-def _check_against_database(con: duckdb.DuckDBPyConnection, path: Path, staged: pl.DataFrame) -> pl.DataFrame:
-    """References and duplicates; returns the frame with each row's family_id."""
+def _check_against_database(con: duckdb.DuckDBPyConnection, path: Path, staged: pl.DataFrame, *,
+                            clash: bool = True) -> pl.DataFrame:
+    """References and duplicates; returns the frame with each row's family_id.
+
+    ``clash=False`` leaves out the check against rows already in the database (a
+    streamed file checks that once, over all its rows, in ``_check_file_in_database``).
+    """
     con.register("staged", staged)
     try:
         with_family = con.sql(
@@ -268,6 +280,8 @@ def _check_against_database(con: duckdb.DuckDBPyConnection, path: Path, staged: 
             twin = dup.filter(same_key).row(1, named=True)
             raise InputError(path, f"duplicate (model, task_id, sample, attempt) = {tuple(first[k] for k in KEY)!r}, "
                              f"also at {twin['_where']}", where=first["_where"])
+        if not clash:
+            return with_family
         clash = con.sql(
             """SELECT s._where, s._line, f.path, r.line, s.model, s.task_id, s.sample, s.attempt
                FROM staged AS s
@@ -282,13 +296,22 @@ def _check_against_database(con: duckdb.DuckDBPyConnection, path: Path, staged: 
     return with_family
 
 
-def _parse_responses(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> pl.DataFrame:
-    """Parse each distinct (family, response text) once; rows with a given choice keep it."""
+def _parse_responses(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame,
+                     known: dict[tuple[str, str], tuple[str | None, str | None]] | None = None) -> pl.DataFrame:
+    """Parse each distinct (family, response text) once; rows with a given choice keep it.
+
+    ``known`` carries parses across the batches of one file, and gains this batch's.
+    """
+    known = {} if known is None else known
+    if len(known) > MAX_KNOWN_PARSES:
+        known.clear()  # a file of mostly distinct texts: keep memory flat, parse again
     todo = frame.filter(pl.col("choice").is_null()).select("family_id", "response").unique()
     if todo.height == 0:
         return frame.with_columns(pl.lit(None, pl.String).alias("invalid_reason"),
                                   pl.lit("given").alias("choice_source"))
-    families = todo["family_id"].unique().to_list()
+    pairs = todo.rows()
+    new_pairs = [pair for pair in pairs if pair not in known]
+    families = sorted({family for family, _ in new_pairs})
     candidates = con.execute(
         "SELECT family_id, label, fragment, molecule FROM candidates WHERE family_id IN (SELECT unnest(?))",
         [families],
@@ -297,10 +320,12 @@ def _parse_responses(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> pl.
     for family_id, label, fragment, molecule in candidates:
         by_family.setdefault(family_id, {})[label] = (fragment, molecule)
     indexes = {f: CandidateIndex(c) for f, c in by_family.items()}
-    parsed = [parse_answer(text, indexes[family]) for family, text in todo.iter_rows()]
+    for family, text in new_pairs:
+        parsed = parse_answer(text, indexes[family])
+        known[(family, text)] = (parsed.choice, parsed.reason)
     answers = todo.with_columns(
-        pl.Series("parsed_choice", [p.choice for p in parsed], pl.String),
-        pl.Series("invalid_reason", [p.reason for p in parsed], pl.String),
+        pl.Series("parsed_choice", [known[pair][0] for pair in pairs], pl.String),
+        pl.Series("invalid_reason", [known[pair][1] for pair in pairs], pl.String),
     )
     joined = frame.join(answers, on=["family_id", "response"], how="left", nulls_equal=True)
     given = pl.col("choice").is_not_null()
@@ -319,25 +344,65 @@ def load_response_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt:
                        model: str | None = None, task_ids: dict[str, str] | None = None) -> FileSummary:
     """Check, parse and append one response file; call inside a transaction."""
     path = Path(path)
-    data = read_bytes(path)
+    streamed = (fmt or file_format(path)) == "parquet"
+    data = None if streamed else read_bytes(path)
     fmt = resolve_format(path, data, fmt)  # an unknown type is refused even when its bytes were loaded before
-    sha256 = hashlib.sha256(data).hexdigest()
+    sha256 = file_sha256(path) if streamed else hashlib.sha256(data).hexdigest()
     if fetch_one(con, "SELECT 1 FROM response_files WHERE sha256 = ?", [sha256]):
         return FileSummary(str(path), 0, 0, 0, already_loaded=True)
-    staged = stage_file(path, data if fmt not in ("parquet", "inspect") else None, fmt=fmt, model=model,
-                        task_ids=task_ids)
-    checked = _check_against_database(con, path, staged)
-    final = _parse_responses(con, checked)  # noqa: F841 (read by DuckDB below)
     file_id = fetch_one(con, "SELECT coalesce(max(file_id), 0) + 1 FROM response_files")[0]
-    con.execute(
-        """INSERT INTO responses
-           SELECT model, task_id, sample::INTEGER, attempt::INTEGER, response, choice, invalid_reason,
-                  choice_source, metadata, ?, _line
-           FROM final""",
-        [file_id],
-    )
+    if streamed:
+        batches = (_standardise(path, _stage_table(path, frame, from_text=False)) for frame in parquet_batches(path))
+    else:
+        batches = iter([stage_file(path, data if fmt != "inspect" else None, fmt=fmt, model=model,
+                                   task_ids=task_ids)])
+    rows = parsed = invalid = 0
+    known: dict = {}
+    for count, staged in enumerate(batches, start=1):
+        checked = _check_against_database(con, path, staged, clash=not streamed)
+        final = _parse_responses(con, checked, known)  # noqa: F841 (read by DuckDB below)
+        con.execute(
+            """INSERT INTO responses
+               SELECT model, task_id, sample::INTEGER, attempt::INTEGER, response, choice, invalid_reason,
+                      choice_source, metadata, ?, _line
+               FROM final""",
+            [file_id],
+        )
+        rows += final.height
+        parsed += int((final["choice_source"] == "parsed").sum())
+        invalid += int(final["choice"].is_null().sum())
+    if streamed:
+        _check_file_in_database(con, path, file_id, several_batches=count > 1)
     con.execute("INSERT INTO response_files VALUES (?, ?, ?, ?, ?, ?)",
-                [file_id, str(path), sha256, fmt, final.height, datetime.now(timezone.utc)])
-    parsed = int((final["choice_source"] == "parsed").sum())
-    invalid = int(final["choice"].is_null().sum())
-    return FileSummary(str(path), final.height, parsed, invalid, already_loaded=False)
+                [file_id, str(path), sha256, fmt, rows, datetime.now(timezone.utc)])
+    return FileSummary(str(path), rows, parsed, invalid, already_loaded=False)
+
+
+def _check_file_in_database(con: duckdb.DuckDBPyConnection, path: Path, file_id: int, *,
+                            several_batches: bool) -> None:
+    """A streamed file's keys, once all its rows are in: no key twice across its batches,
+    none already loaded from another file. Inside the load's transaction, so a refusal
+    rolls the file's rows back with everything else."""
+    where = "row {}".format
+    if several_batches:  # within one batch, _check_against_database has already looked
+        twice = fetch_one(con, f"""
+            SELECT {", ".join(KEY)}, min(line) AS first FROM responses WHERE file_id = ?
+            GROUP BY ALL HAVING count(*) > 1 ORDER BY first LIMIT 1""", [file_id])
+        if twice:
+            key = twice[:4]
+            lines = [r[0] for r in con.execute(
+                f"SELECT line FROM responses WHERE file_id = ? AND ({', '.join(KEY)}) = (?, ?, ?, ?) "
+                "ORDER BY line LIMIT 2", [file_id, *key]).fetchall()]
+            raise InputError(path, f"duplicate (model, task_id, sample, attempt) = {tuple(key)!r}, "
+                             f"also at {where(lines[1])}", where=where(lines[0]))
+    clash = con.execute(f"""
+        SELECT n.line, f.path, o.line, {", ".join("n." + k for k in KEY)}, count(*) OVER () AS clashes
+        FROM responses AS n
+        JOIN responses AS o USING ({", ".join(KEY)})
+        JOIN response_files AS f ON f.file_id = o.file_id
+        WHERE n.file_id = ? AND o.file_id <> ?
+        ORDER BY n.line LIMIT 1""", [file_id, file_id]).fetchall()
+    if clash:
+        line, earlier, earlier_line, *key, clashes = clash[0]
+        raise InputError(path, f"(model, task_id, sample, attempt) = {tuple(key)!r} was already loaded from "
+                         f"{earlier} (line/row {earlier_line})" + more(clashes - 1), where=where(line))

@@ -683,8 +683,17 @@ def demo_command(
         return
     typer.echo(f"database: {db} (benchmark {DEFAULT_BENCHMARK}, responses {DEFAULT_RESPONSES})")
     emit(con.sql("SELECT * FROM cohort_summary").pl(), Format.table, None, title="Cohort per channel")
-    emit(leaderboard(result, "pgr"), fmt, out,
-         title=f"PGR leaderboard, % [95% family-bootstrap interval, {bootstrap} draws, seed {seed}]")
+    wide = leaderboard(result, "pgr")
+    # one table per kind of channel, as the paper groups them: fifteen channel columns
+    # side by side would not fit a terminal
+    groups = con.execute('SELECT "group", list(channel ORDER BY position) FROM channels '
+                         'GROUP BY "group" ORDER BY min(position)').fetchall()
+    for group, channels in groups:
+        shown = [c for c in channels if c in wide.columns]
+        if shown:
+            emit(wide.select("model", *shown), fmt, out,
+                 title=f"PGR leaderboard, {group.replace('_', ' ')} channels, % "
+                       f"[95% family-bootstrap interval, {bootstrap} draws, seed {seed}]")
 
 
 def main() -> None:  # pragma: no cover

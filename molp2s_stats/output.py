@@ -41,8 +41,10 @@ def rich_table(frame: pl.DataFrame, title: str | None = None):
             table.add_row(name, _cell(value))
         return table
     table = Table(title=title, show_lines=False)
-    for name, dtype in frame.schema.items():
-        table.add_column(name, justify="right" if dtype.is_numeric() else "left")
+    for position, (name, dtype) in enumerate(frame.schema.items()):
+        # the first text column names the row (a model, a channel): never cut it
+        table.add_column(name, justify="right" if dtype.is_numeric() else "left",
+                         no_wrap=position == 0 and not dtype.is_numeric())
     for row in frame.iter_rows():
         table.add_row(*(_cell(v) for v in row))
     return table

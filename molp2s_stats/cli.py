@@ -503,6 +503,7 @@ def fit_command(
     tune: Annotated[int, typer.Option("--tune", help="Tuning steps per chain.")] = bayes.DEFAULT_TUNE,
     chains: Annotated[int, typer.Option("--chains", help="Chains.")] = bayes.DEFAULT_CHAINS,
     sampler: Annotated[str, typer.Option("--sampler", help="nutpie (JAX gradient, the fast default) or pymc (PyMC's own NUTS).")] = "nutpie",
+    low_rank: Annotated[bool, typer.Option("--low-rank/--diagonal", help="nutpie's mass matrix: low-rank (learns correlations; more ESS per draw, costlier draws) or diagonal.")] = bayes.LOW_RANK,
     loo: Annotated[bool, typer.Option("--loo/--no-loo", help="Also fit the model without family effects and compare by LOO (about doubles the time).")] = False,
     allow_unconverged: Annotated[bool, typer.Option("--allow-unconverged", help="Exit 0 even when the health gate fails.")] = False,
     seed: SeedOption = 0,
@@ -523,6 +524,7 @@ def fit_command(
     if sampler not in bayes.SAMPLERS:
         raise ValueError(f"--sampler must be one of {', '.join(bayes.SAMPLERS)}")
     idata = bayes_fit.fit(data, draws=draws, tune=tune, chains=chains, seed=seed, sampler=sampler, loo=loo,
+                          low_rank=low_rank,
                           progressbar=bayes_fit.show_progress())
     idata.to_netcdf(str(out))
     row = health.diagnostics(idata)

@@ -117,7 +117,7 @@ COLUMNS: dict[str, str] = {
     "ess_tail_min": "smallest tail effective sample size",
     "divergences": "divergent transitions after tuning",
     "bfmi_min": "smallest Bayesian fraction of missing information over the chains",
-    "passed": "R-hat <= 1.01, bulk ESS >= 400 and no divergence",
+    "passed": "R-hat <= 1.01, bulk and tail ESS >= 400 and no divergence",
     "seconds": "wall time of the fit",
     "chains": "Markov chains",
     "loo_elpd": "expected log predictive density (PSIS-LOO) of the model",

@@ -112,6 +112,10 @@ def test_health_gate_reports_loo_and_fails_loudly(small_fit):
     assert row["passed"] is False
     assert "HEALTH GATE" in health.failure_message(row)
     assert health.failure_message({**row, "passed": True}) is None
+    # the tail ESS is part of the gate: enough bulk ESS does not hide too few tail draws
+    tail_only = {**row, "passed": False, "r_hat_max": 1.0, "ess_bulk_min": 900.0, "ess_tail_min": 350.0,
+                 "divergences": 0}
+    assert health.failure_message(tail_only).startswith("THE FIT FAILED ITS HEALTH GATE: min tail ESS 350 < 400. ")
 
 
 def test_fit_and_posterior_commands(small_fit, tmp_path):

@@ -11,10 +11,9 @@ import warnings
 import arviz as az
 import pymc as pm
 
-from . import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_TUNE, SAMPLERS, TARGET_ACCEPT
+from . import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_TUNE, LOW_RANK, SAMPLERS, TARGET_ACCEPT
 from .data import ModelData
 from .model import build_model, pointwise_log_likelihood
-
 
 
 def show_progress() -> bool:
@@ -22,33 +21,37 @@ def show_progress() -> bool:
     return sys.stderr.isatty() and not os.environ.get("CI")
 
 
-def sample(model: pm.Model, *, draws: int, tune: int, chains: int, seed: int, sampler: str = "nutpie",
-           target_accept: float = TARGET_ACCEPT, progressbar: bool = False) -> az.InferenceData:
-    """NUTS draws of ``model``: nutpie on a JAX-compiled gradient (default), or PyMC's own NUTS.
+def sample(data: ModelData, *, draws: int, tune: int, chains: int, seed: int, sampler: str = "nutpie",
+           target_accept: float = TARGET_ACCEPT, low_rank: bool = LOW_RANK, family_effects: bool = True,
+           progressbar: bool = False) -> az.InferenceData:
+    """NUTS draws of the model of ``data``: nutpie on a JAX-compiled gradient (default), or PyMC's own NUTS.
 
-    nutpie with JAX compiles in seconds where the numba backend took 10–25 s, and samples
-    as fast (benchmarks/bench_bayes.py).
+    nutpie with JAX compiles in seconds where the numba backend took 10–25 s. ``low_rank``
+    turns on nutpie's low-rank mass-matrix adaptation (nutpie only), which learns the
+    correlation between the family × channel spread and its deviations: at paper size it
+    took the slowest parameter's bulk ESS per draw from 4–5 % to 11–13 %
+    (benchmarks/bench_bayes.py).
     """
+    if sampler not in SAMPLERS:
+        raise ValueError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
+    model = build_model(data, family_effects=family_effects)
     if sampler == "nutpie":
         import nutpie
 
         compiled = nutpie.compile_pymc_model(model, backend="jax", gradient_backend="jax")
         return nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, seed=seed, target_accept=target_accept,
-                             progress_bar=progressbar, save_warmup=False)
-    if sampler == "pymc":
-        return pm.sample(model=model, draws=draws, tune=tune, chains=chains, random_seed=seed, progressbar=progressbar,
-                         target_accept=target_accept, compute_convergence_checks=False)
-    raise ValueError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
+                             progress_bar=progressbar, save_warmup=False, low_rank_modified_mass_matrix=low_rank)
+    return pm.sample(model=model, draws=draws, tune=tune, chains=chains, random_seed=seed, progressbar=progressbar,
+                     target_accept=target_accept, compute_convergence_checks=False)
 
 
 def fit(data: ModelData, *, draws: int = DEFAULT_DRAWS, tune: int = DEFAULT_TUNE, chains: int = DEFAULT_CHAINS,
-        seed: int = 0, sampler: str = "nutpie", target_accept: float = TARGET_ACCEPT, loo: bool = False,
-        progressbar: bool = False) -> az.InferenceData:
+        seed: int = 0, sampler: str = "nutpie", target_accept: float = TARGET_ACCEPT, low_rank: bool = LOW_RANK,
+        loo: bool = False, progressbar: bool = False) -> az.InferenceData:
     """Sample the model (and, with ``loo``, the same model without family effects).
 
     LOO is asked for, not done by default: it samples a second model and computes the
-    pointwise log-likelihood of both, about as long again as the fit itself. The report
-    asks for it; ``molp2s fit --loo`` too.
+    pointwise log-likelihood of both. The report asks for it; ``molp2s fit --loo`` too.
 
     The InferenceData carries in ``attrs`` the seed, the sampler settings, the wall
     time of the model's fit (``seconds``, without the LOO refit), the cohort (the
@@ -57,13 +60,13 @@ def fit(data: ModelData, *, draws: int = DEFAULT_DRAWS, tune: int = DEFAULT_TUNE
     """
     started = time.perf_counter()
     options = {"draws": draws, "tune": tune, "chains": chains, "seed": seed, "sampler": sampler,
-               "target_accept": target_accept}
-    idata = sample(build_model(data), progressbar=progressbar, **options)
+               "target_accept": target_accept, "low_rank": low_rank}
+    idata = sample(data, progressbar=progressbar, **options)
     seconds = time.perf_counter() - started
-    attrs = {**options, "seconds": seconds, "n_candidates": data.n_candidates,
+    attrs = {**options, "low_rank": int(low_rank), "seconds": seconds, "n_candidates": data.n_candidates,
              "cohort": json.dumps(data.family_channels)}
     if loo:
-        plain = sample(build_model(data, family_effects=False), progressbar=progressbar, **options)
+        plain = sample(data, family_effects=False, progressbar=progressbar, **options)
         attrs.update(_loo_comparison(pointwise_log_likelihood(idata, data), pointwise_log_likelihood(plain, data)))
     idata = slim(idata)
     idata.posterior.attrs.update(attrs)

@@ -21,14 +21,14 @@ DIAGNOSTICS_SCHEMA = {
 
 
 def diagnostics(idata: az.InferenceData) -> pl.DataFrame:
-    """One row per fit; ``passed`` needs R-hat ≤ 1.01, bulk ESS ≥ 400 and no divergence."""
+    """One row per fit; ``passed`` needs R-hat ≤ 1.01, bulk and tail ESS ≥ 400 and no divergence."""
     names = [n for n in SAMPLED if n in idata.posterior]
     summary = az.summary(idata, var_names=names, kind="diagnostics")
     divergences = int(idata.sample_stats["diverging"].sum()) if "diverging" in idata.sample_stats else 0
     bfmi = az.bfmi(idata) if "energy" in idata.sample_stats else np.array([np.nan])
     attrs = idata.posterior.attrs
     r_hat, ess_bulk, ess_tail = float(summary["r_hat"].max()), float(summary["ess_bulk"].min()), float(summary["ess_tail"].min())
-    passed = r_hat <= R_HAT_MAX and ess_bulk >= ESS_MIN and divergences == 0
+    passed = r_hat <= R_HAT_MAX and ess_bulk >= ESS_MIN and ess_tail >= ESS_MIN and divergences == 0
     row = {"r_hat_max": r_hat, "ess_bulk_min": ess_bulk, "ess_bulk_min_parameter": str(summary["ess_bulk"].idxmin()),
            "ess_tail_min": ess_tail, "divergences": divergences,
            "bfmi_min": float(np.min(bfmi)), "passed": passed, "seconds": float(attrs.get("seconds", np.nan)),
@@ -48,6 +48,8 @@ def failure_message(row: dict) -> str | None:
         problems.append(f"max R-hat {row['r_hat_max']:.3f} > {R_HAT_MAX}")
     if not row["ess_bulk_min"] >= ESS_MIN:
         problems.append(f"min bulk ESS {row['ess_bulk_min']:.0f} < {ESS_MIN}")
+    if not row["ess_tail_min"] >= ESS_MIN:
+        problems.append(f"min tail ESS {row['ess_tail_min']:.0f} < {ESS_MIN}")
     if row["divergences"]:
         problems.append(f"{row['divergences']} divergent transitions")
     return ("THE FIT FAILED ITS HEALTH GATE: " + "; ".join(problems)

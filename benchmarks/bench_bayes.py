@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Benchmark: the hierarchical model at paper size, samplers side by side in one run.
 
-The default (nutpie, low-rank mass matrix), nutpie with a diagonal mass matrix, and
-plain PyMC NUTS.
+The fit's default (nutpie, diagonal mass matrix), nutpie with its low-rank mass
+matrix, and plain PyMC NUTS.
 
 7 simulated models (the first seven of simulate.DEFAULT_MODELS) × 12 channels × 136 families
 (simulate.synthetic_benchmark), the fit's default chains, tuning and draws, seeded. For each
@@ -12,7 +12,7 @@ channel cells whose 90% HDI covers the truth, and the correlation of posterior m
 with the truth). The target: the health gate (R-hat <= 1.01, bulk and tail ESS >= 400,
 no divergence) passed within 60 s for the whole `molp2s fit` process.
 
-    .venv/bin/python benchmarks/bench_bayes.py [--samplers nutpie,nutpie-diagonal,pymc]
+    .venv/bin/python benchmarks/bench_bayes.py [--samplers nutpie,nutpie-low-rank,pymc]
         [--draws N] [--tune N] [--seed N]
 """
 
@@ -33,9 +33,10 @@ from molp2s_stats.bayes import health, posterior
 from molp2s_stats.ingest import load, read_benchmark
 
 PYMC_TARGET_ACCEPT = 0.8  # PyMC's own default: "plain PyMC NUTS"
-# name -> (sampler, low-rank mass matrix): the default, nutpie with its diagonal mass
-# matrix (the default until 2026-12-01), and PyMC's own NUTS
-SAMPLER_SETTINGS = {"nutpie": ("nutpie", True), "nutpie-diagonal": ("nutpie", False), "pymc": ("pymc", False)}
+# name -> (sampler, low-rank mass matrix): the fit's default (nutpie, diagonal mass
+# matrix), nutpie with its low-rank mass matrix, and PyMC's own NUTS
+SAMPLER_SETTINGS = {"nutpie": ("nutpie", bayes.LOW_RANK), "nutpie-low-rank": ("nutpie", True),
+                    "pymc": ("pymc", False)}
 CHANNELS = ("dipole_norm", "dipole_vector", "gap", "uvvis", "ir", "raman", "h1_peaks", "h1_peaks_int",
             "h1_atomwise", "c13_peaks", "c13_peaks_deg", "c13_atomwise")
 
@@ -56,7 +57,7 @@ def paper_size_data(root: Path, seed: int, *, families: int = 136, models: int =
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--samplers", default="nutpie,nutpie-diagonal,pymc",
+    parser.add_argument("--samplers", default="nutpie,nutpie-low-rank,pymc",
                         help=f"comma-separated, of: {', '.join(SAMPLER_SETTINGS)}")
     parser.add_argument("--draws", type=int, default=bayes.DEFAULT_DRAWS)
     parser.add_argument("--tune", type=int, default=bayes.DEFAULT_TUNE)

@@ -27,9 +27,11 @@ from .batches import batch_format, stage_batch_results
 from .harness import is_lm_eval_samples, stage_inspect, stage_lm_eval
 
 REQUIRED = ("model", "task_id")
-MAX_KNOWN_PARSES = 1_000_000
 KNOWN = ("model", "task_id", "sample", "attempt", "response", "choice")
 KEY = ("model", "task_id", "sample", "attempt")
+# Parses kept across the batches of one streamed file; past this many distinct
+# (family, text) pairs the cache starts again, so memory stays flat.
+MAX_KNOWN_PARSES = 1_000_000
 STANDARD_SCHEMA = {
     "_where": pl.String, "_line": pl.Int64, "model": pl.String, "task_id": pl.String,
     "sample": pl.Int64, "attempt": pl.Int64, "response": pl.String, "choice": pl.String,
@@ -252,11 +254,20 @@ def _standardise(path: Path, staged: pl.DataFrame) -> pl.DataFrame:
     return staged
 
 
+def _duplicate(key: tuple, twin: str) -> str:
+    return f"duplicate (model, task_id, sample, attempt) = {tuple(key)!r}, also at {twin}"
+
+
+def _already_loaded(key: tuple, earlier_path: str, earlier_line: int) -> str:
+    return (f"(model, task_id, sample, attempt) = {tuple(key)!r} was already loaded from {earlier_path} "
+            f"(line/row {earlier_line})")
+
+
 def _check_against_database(con: duckdb.DuckDBPyConnection, path: Path, staged: pl.DataFrame, *,
-                            clash: bool = True) -> pl.DataFrame:
+                            check_loaded: bool = True) -> pl.DataFrame:
     """References and duplicates; returns the frame with each row's family_id.
 
-    ``clash=False`` leaves out the check against rows already in the database (a
+    ``check_loaded=False`` leaves out the check against rows already in the database (a
     streamed file checks that once, over all its rows, in ``_check_file_in_database``).
     """
     con.register("staged", staged)
@@ -278,9 +289,8 @@ def _check_against_database(con: duckdb.DuckDBPyConnection, path: Path, staged: 
             first = dup.row(0, named=True)
             same_key = pl.all_horizontal([pl.col(k) == first[k] for k in KEY])
             twin = dup.filter(same_key).row(1, named=True)
-            raise InputError(path, f"duplicate (model, task_id, sample, attempt) = {tuple(first[k] for k in KEY)!r}, "
-                             f"also at {twin['_where']}", where=first["_where"])
-        if not clash:
+            raise InputError(path, _duplicate(tuple(first[k] for k in KEY), twin["_where"]), where=first["_where"])
+        if not check_loaded:
             return with_family
         clash = con.sql(
             """SELECT s._where, s._line, f.path, r.line, s.model, s.task_id, s.sample, s.attempt
@@ -288,9 +298,8 @@ def _check_against_database(con: duckdb.DuckDBPyConnection, path: Path, staged: 
                JOIN responses AS r USING (model, task_id, sample, attempt)
                JOIN response_files AS f USING (file_id)"""
         ).pl()
-        _fail_first(path, clash, pl.lit(True), lambda r: (
-            f"(model, task_id, sample, attempt) = {(r['model'], r['task_id'], r['sample'], r['attempt'])!r} "
-            f"was already loaded from {r['path']} (line/row {r['line']})"))
+        _fail_first(path, clash, pl.lit(True),
+                    lambda r: _already_loaded(tuple(r[k] for k in KEY), r["path"], r["line"]))
     finally:
         con.unregister("staged")
     return with_family
@@ -312,7 +321,7 @@ def _parse_responses(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame,
     pairs = todo.rows()
     new_pairs = [pair for pair in pairs if pair not in known]
     families = sorted({family for family, _ in new_pairs})
-    candidates = con.execute(
+    candidates = [] if not families else con.execute(
         "SELECT family_id, label, fragment, molecule FROM candidates WHERE family_id IN (SELECT unnest(?))",
         [families],
     ).fetchall()
@@ -356,10 +365,10 @@ def load_response_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt:
     else:
         batches = iter([stage_file(path, data if fmt != "inspect" else None, fmt=fmt, model=model,
                                    task_ids=task_ids)])
-    rows = parsed = invalid = 0
+    rows = parsed = invalid = count = 0
     known: dict = {}
     for count, staged in enumerate(batches, start=1):
-        checked = _check_against_database(con, path, staged, clash=not streamed)
+        checked = _check_against_database(con, path, staged, check_loaded=not streamed)
         final = _parse_responses(con, checked, known)  # noqa: F841 (read by DuckDB below)
         con.execute(
             """INSERT INTO responses
@@ -396,8 +405,7 @@ def _check_file_in_database(con: duckdb.DuckDBPyConnection, path: Path, file_id:
             GROUP BY ALL HAVING count(*) > 1 ORDER BY lines[1] LIMIT 1""", [file_id, file_id]).fetchall()
         if twice:
             *key, lines = twice[0]
-            raise InputError(path, f"duplicate (model, task_id, sample, attempt) = {tuple(key)!r}, "
-                             f"also at {where(lines[1])}", where=where(lines[0]))
+            raise InputError(path, _duplicate(tuple(key), where(lines[1])), where=where(lines[0]))
     shared_models = fetch_one(con, """
         SELECT count(*) FROM (SELECT DISTINCT model FROM responses WHERE file_id = ?)
         JOIN (SELECT DISTINCT model FROM responses WHERE file_id <> ?) USING (model)""", [file_id, file_id])[0]
@@ -412,5 +420,5 @@ def _check_file_in_database(con: duckdb.DuckDBPyConnection, path: Path, file_id:
         ORDER BY n.line LIMIT 1""", [file_id, file_id]).fetchall()
     if clash:
         line, earlier, earlier_line, *key, clashes = clash[0]
-        raise InputError(path, f"(model, task_id, sample, attempt) = {tuple(key)!r} was already loaded from "
-                         f"{earlier} (line/row {earlier_line})" + more(clashes - 1), where=where(line))
+        raise InputError(path, _already_loaded(tuple(key), earlier, earlier_line) + more(clashes - 1),
+                         where=where(line))

@@ -255,13 +255,12 @@ def explanations_command(
     known, _ = metrics.read_channels_and_models(con)
     chosen = _known_channels(channel, known)
     if per_response:
-        result = explanations.response_citations(con, max_peaks=max_peaks).filter(pl.col("channel").is_in(chosen))
+        result = explanations.response_citations(con, max_peaks=max_peaks, channels=chosen)
         emit(result, fmt, out, title="Justifications that cite the shown property, per response")
         return
     result = explanations.explanations_from_db(con, draws=bootstrap, seed=seed, conf_level=conf_level,
-                                               max_peaks=max_peaks)
-    emit(result.filter(pl.col("channel").is_in(chosen)), fmt, out,
-         title="Justifications that cite the shown property (% of answers with text)")
+                                               max_peaks=max_peaks, channels=chosen)
+    emit(result, fmt, out, title="Justifications that cite the shown property (% of answers with text)")
 
 
 @command("compare-inputs")

@@ -78,11 +78,13 @@ def cites_property(response: str, property_text: str | None, components: list[st
     return bool(property_text and _significant_numbers(response) & _significant_numbers(property_text))
 
 
-def response_citations(con: duckdb.DuckDBPyConnection, *, max_peaks: int = DEFAULT_MAX_PEAKS) -> pl.DataFrame:
+def response_citations(con: duckdb.DuckDBPyConnection, *, max_peaks: int = DEFAULT_MAX_PEAKS,
+                       channels: list[str] | None = None) -> pl.DataFrame:
     """One row per terminal response with text to a cohort task with properties.
 
     ``max_peaks`` is the IR and Raman peak cap the prompts were exported with: the
-    numbers a justification can repeat are those its prompt showed.
+    numbers a justification can repeat are those its prompt showed. ``channels``
+    restricts the responses (default: every channel); only their prompts are rendered.
 
     Columns: ``model, channel, condition, family_id, task_id, sample, cites, persists``
     (``persists``: the choice is the family's source candidate on a cf task).
@@ -96,7 +98,8 @@ def response_citations(con: duckdb.DuckDBPyConnection, *, max_peaks: int = DEFAU
            JOIN stg_tasks AS t USING (task_id)
            JOIN cohort AS c ON c.family_id = t.family_id AND c.channel = t.channel AND c.in_cohort
            WHERE t.condition IN ('source', 'shuffled', 'cf') AND r.response IS NOT NULL
-             AND trim(r.response) <> ''"""
+             AND trim(r.response) <> '' AND (? IS NULL OR list_contains(?, t.channel))""",
+        params=[channels, channels],
     ).pl()
     if responses.height == 0:
         return responses.drop("response").with_columns(pl.lit(False).alias("cites"))
@@ -148,9 +151,11 @@ def citation_rates(citations: pl.DataFrame, *, draws: int = DEFAULT_DRAWS, seed:
 
 
 def explanations_from_db(con: duckdb.DuckDBPyConnection, *, max_peaks: int = DEFAULT_MAX_PEAKS,
-                         **options) -> pl.DataFrame:
-    """:func:`citation_rates` of the database's cohort responses, channels in display order."""
-    rates = citation_rates(response_citations(con, max_peaks=max_peaks), **options)
+                         channels: list[str] | None = None, **options) -> pl.DataFrame:
+    """:func:`citation_rates` of the database's cohort responses (of ``channels``; default
+    every channel), channels in display order. Each channel has its own bootstrap
+    stream, so a channel's figures do not depend on which others are asked for."""
+    rates = citation_rates(response_citations(con, max_peaks=max_peaks, channels=channels), **options)
     order = con.sql("SELECT channel, position FROM channels").pl()
     conditions = pl.DataFrame({"condition": ["source", "shuffled", "cf"], "_c": [0, 1, 2]})
     names = pl.DataFrame({"metric": list(EXPLANATION_METRICS), "_m": list(range(len(EXPLANATION_METRICS)))})

@@ -515,16 +515,15 @@ def fit_command(
     from .bayes import fit as bayes_fit
     from .bayes import health
 
+    if sampler not in bayes.SAMPLERS:  # before the data are read: a misspelt sampler fails at once
+        raise ValueError(f"--sampler must be one of {', '.join(bayes.SAMPLERS)}")
     con = _open(db)
     data = bayes_data.read_model_data(con, channels=channel or None)
     typer.echo(f"fitting {data.cells.height + data.p0.height} binomial cells: {len(data.models)} models, "
                f"{len(data.channels)} channels, {len(data.families)} families ({chains} chains × {tune} + {draws})",
                err=True)
-    if sampler not in bayes.SAMPLERS:
-        raise ValueError(f"--sampler must be one of {', '.join(bayes.SAMPLERS)}")
     idata = bayes_fit.fit(data, draws=draws, tune=tune, chains=chains, seed=seed, sampler=sampler, loo=loo,
-                          low_rank=low_rank,
-                          progressbar=bayes_fit.show_progress())
+                          low_rank=low_rank, progressbar=bayes_fit.show_progress())
     idata.to_netcdf(str(out))
     row = health.diagnostics(idata)
     emit(row, Format.table, None, title=f"Fit health ({out})")
@@ -687,9 +686,7 @@ def demo_command(
     wide = leaderboard(result, "pgr")
     # one table per kind of channel, as the paper groups them: fifteen channel columns
     # side by side would not fit a terminal
-    groups = con.execute('SELECT "group", list(channel ORDER BY position) FROM channels '
-                         'GROUP BY "group" ORDER BY min(position)').fetchall()
-    for group, channels in groups:
+    for group, channels in metrics.read_channel_groups(con):
         shown = [c for c in channels if c in wide.columns]
         if shown:
             emit(wide.select("model", *shown), fmt, out,

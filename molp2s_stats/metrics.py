@@ -101,6 +101,13 @@ def read_channels_and_models(con: duckdb.DuckDBPyConnection) -> tuple[list[str],
     return list(channels), list(models)
 
 
+def read_channel_groups(con: duckdb.DuckDBPyConnection) -> list[tuple[str, list[str]]]:
+    """The channel table's groups (electronic, vibrational, …) in display order, each with
+    its channels in display order: how the paper groups a leaderboard's columns."""
+    return con.execute('SELECT "group", list(channel ORDER BY position) FROM channels '
+                       'GROUP BY "group" ORDER BY min(position)').fetchall()
+
+
 def read_family_outcomes(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, list[str], list[str]]:
     """The ``family_outcomes`` view, with the channels and models to report."""
     return con.sql("SELECT * FROM family_outcomes").pl(), *read_channels_and_models(con)

@@ -15,9 +15,8 @@ import polars as pl
 from scipy import stats
 
 from . import resample
-from .defaults import DEFAULT_PAIRED_DRAWS
-from .ingest.benchmark import CONDITIONS  # noqa: F401 (the CLI validates --condition against it)
-from .metrics import DEFAULT_DRAWS, family_matrices
+from .defaults import DEFAULT_DRAWS, DEFAULT_PAIRED_DRAWS
+from .metrics import family_matrices
 
 
 PAIRED_INPUT_SCHEMA = {

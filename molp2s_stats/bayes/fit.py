@@ -63,6 +63,7 @@ def fit(data: ModelData, *, draws: int = DEFAULT_DRAWS, tune: int = DEFAULT_TUNE
                "target_accept": target_accept, "low_rank": low_rank}
     idata = sample(data, progressbar=progressbar, **options)
     seconds = time.perf_counter() - started
+    # NetCDF attributes hold no booleans: low_rank is saved as 0 or 1
     attrs = {**options, "low_rank": int(low_rank), "seconds": seconds, "n_candidates": data.n_candidates,
              "cohort": json.dumps(data.family_channels)}
     if loo:

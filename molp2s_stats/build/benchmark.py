@@ -203,7 +203,11 @@ QM_TARGET = 136  # families per new channel after input validation: the paper's 
 
 
 def _validated(values: dict[str, dict[str, object]], channel: str, cutoff: float, distance: str) -> bool:
-    """Every pair of the family's candidates at least the cutoff apart in the channel."""
+    """Every pair of the family's candidates at least the cutoff apart in the channel.
+
+    The rule of sql/marts/pair_separation.sql (same kernel, same 1e-9 relative slack), applied
+    here before there is a database, so the build knows when the target is reached.
+    """
     from ..distances import family_pair_distances, parse_value
 
     parsed = {label: parse_value(distance, v) for label, v in values.items()}

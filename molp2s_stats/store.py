@@ -18,7 +18,12 @@ import duckdb
 
 from .defaults import DB_ENV_VAR, DEFAULT_DB
 
-MEMORY_ENV_VAR = "MOLP2S_MEMORY_LIMIT"  # e.g. 4GB: DuckDB's memory cap (default: DuckDB's own, 80% of RAM)
+MEMORY_ENV_VAR = "MOLP2S_MEMORY_LIMIT"  # e.g. 8GB: DuckDB's memory cap
+# DuckDB's own default is 80% of the machine's memory, and the metrics' aggregation over
+# every response (one group per model × task × sample) takes what it is given: 10.3 GiB
+# peak at 100 M rows. With 3 GB it spills to disk instead: 2.3 GiB peak at 40 M rows for
+# 18% more time (benchmarks/bench_load_and_metrics.py, 2026-12-01).
+DEFAULT_MEMORY_LIMIT = "3GB"
 
 # A wheel carries sql/ inside the package; a checkout (and an editable install) has it
 # at the top of the repository.
@@ -88,12 +93,11 @@ def connect(path: str | os.PathLike[str], *, read_only: bool = False, wait: floa
                 raise StoreError(f"{path}: another process has the database open (waited {wait:g} s; "
                                  f"try again when it has finished)") from exc
             raise StoreError(f"{path}: cannot open the database ({exc})") from exc
-    # DuckDB may use 80% of the machine's memory; with a cap it spills large joins and
-    # aggregations to disk beside the database instead.
-    if (limit := os.environ.get(MEMORY_ENV_VAR, "").strip()):
-        if not limit[0].isdigit():
-            raise StoreError(f"{MEMORY_ENV_VAR}={limit!r}: expected a size such as 4GB")
-        con.execute(f"SET memory_limit = '{limit}'")
+    # Under the cap, large joins and aggregations spill to disk beside the database.
+    limit = os.environ.get(MEMORY_ENV_VAR, "").strip() or DEFAULT_MEMORY_LIMIT
+    if not limit[0].isdigit():
+        raise StoreError(f"{MEMORY_ENV_VAR}={limit!r}: expected a size such as 4GB")
+    con.execute(f"SET memory_limit = '{limit}'")
     if not read_only:
         initialise(con)
     return con

@@ -10,18 +10,25 @@ sampler: wall time, max R-hat, min bulk and tail ESS, min bulk ESS per second,
 divergences; and the recovery of the simulator's reliance (share of the 84 model ×
 channel cells whose 90% HDI covers the truth, and the correlation of posterior means
 with the truth). The target: the health gate (R-hat <= 1.01, bulk and tail ESS >= 400,
-no divergence) passed within 60 s for the whole `molp2s fit` process.
+no divergence) passed within 60 s for the whole `molp2s fit` process: `--process N`
+then runs `molp2s fit` N times on the same database as a user would (imports, reading the
+cells, compiling, sampling, saving), seeds 1..N, and prints each run and the median.
 
     .venv/bin/python benchmarks/bench_bayes.py [--samplers nutpie,nutpie-low-rank,pymc]
-        [--draws N] [--tune N] [--seed N]
+        [--draws N] [--tune N] [--seed N] [--process N]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+import arviz as az
 
 import numpy as np
 import polars as pl
@@ -43,6 +50,7 @@ CHANNELS = ("dipole_norm", "dipole_vector", "gap", "uvvis", "ir", "raman", "h1_p
 
 def paper_size_data(root: Path, seed: int, *, families: int = 136, models: int = 7
                     ) -> tuple[bayes_data.ModelData, pl.DataFrame]:
+    """The simulated benchmark and responses, loaded into ``root/db.duckdb``; its cells and the truth."""
     folder = root / "bench"
     folder.mkdir()
     for name, frame in simulate.synthetic_benchmark(families=families, channels=CHANNELS).items():
@@ -52,7 +60,34 @@ def paper_size_data(root: Path, seed: int, *, families: int = 136, models: int =
     paths = simulate.write(responses, truth, root / "responses", models=chosen, seed=seed, samples=1)
     con = store.connect(root / "db.duckdb")
     load(con, benchmark=folder, responses=paths)
-    return bayes_data.read_model_data(con), truth
+    data = bayes_data.read_model_data(con)
+    con.close()
+    return data, truth
+
+
+def whole_process(root: Path, args: argparse.Namespace, truth: pl.DataFrame) -> None:
+    """``molp2s fit`` as a user runs it, ``args.process`` times (seeds 1..N): wall time and the gate."""
+    runs = args.process
+    command = [str(Path(sys.executable).with_name("molp2s")), "fit", "--db", str(root / "db.duckdb"),
+               "--allow-unconverged", "--draws", str(args.draws),
+               "--tune", str(args.tune), "--chains", str(args.chains)]
+    print(f"\nwhole process: {' '.join(command[1:])} --seed N", flush=True)
+    walls = []
+    for seed in range(1, runs + 1):
+        started = time.perf_counter()
+        out = root / f"fit-{seed}.nc"
+        done = subprocess.run([*command, "--seed", str(seed), "--out", str(out)], capture_output=True, text=True)
+        walls.append(time.perf_counter() - started)
+        if done.returncode:
+            raise SystemExit(f"molp2s fit --seed {seed} failed:\n{done.stderr}")
+        idata = az.from_netcdf(out)
+        row = health.diagnostics(idata).row(0, named=True)
+        check = posterior.recovery(idata, truth)
+        print(f"  seed {seed}: {walls[-1]:5.1f} s  r_hat {row['r_hat_max']:.3f}  bulk {row['ess_bulk_min']:.0f}  "
+              f"tail {row['ess_tail_min']:.0f}  divergences {row['divergences']}  passed {row['passed']}  "
+              f"cover90 {float(check['covered'].mean()):.2f}", flush=True)
+    print(f"  median {statistics.median(walls):.1f} s (target <= 60 s): "
+          f"{'ok' if statistics.median(walls) <= 60 else 'FAIL'}", flush=True)
 
 
 def main() -> None:
@@ -66,9 +101,19 @@ def main() -> None:
     parser.add_argument("--target-accept", type=float, default=bayes.TARGET_ACCEPT)
     parser.add_argument("--families", type=int, default=136, help="families (the paper: 136)")
     parser.add_argument("--models", type=int, default=7, help="simulated models (the paper: 7)")
+    parser.add_argument("--process", type=int, default=0, metavar="N",
+                        help="then run the whole `molp2s fit` process N times (default 0: not)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         data, truth = paper_size_data(Path(tmp), args.seed, families=args.families, models=args.models)
+        run_samplers(args, data, truth)
+        if args.process:
+            whole_process(Path(tmp), args, truth)
+
+
+def run_samplers(args: argparse.Namespace, data: bayes_data.ModelData, truth: pl.DataFrame) -> None:
+    if not args.samplers:
+        return
     print(f"{data.cells.height + data.p0.height} binomial cells; {len(data.models)} models, {len(data.channels)} "
           f"channels, {len(data.families)} families; {args.chains} chains x ({args.tune} + {args.draws})", flush=True)
     print(f"{'sampler':15} {'wall s':>7} {'r_hat':>6} {'ess_bulk':>8} {'ess_tail':>8} {'ess/s':>6} {'div':>4} "

@@ -7,6 +7,7 @@ import pytest
 
 from molp2s_stats import store
 from molp2s_stats.bayes import data as bayes_data
+from molp2s_stats.bayes import density
 from molp2s_stats.bayes import model as bayes_model
 from molp2s_stats.ingest import load
 
@@ -155,3 +156,93 @@ def test_centredness_follows_spread_against_noise():
     assert bayes_model.centredness(_grid([20, 24], [40, 40]))[0, 0] == 0.0
     # One channel with answers: nothing to pool, λ = 0.
     assert bayes_model.centredness(_grid([20, 0], [40, 0]))[0, 0] == 0.0
+
+
+# ---------------------------------------------------------------- the JAX density nutpie samples
+
+def _pymc_point(model, point):
+    """The PyMC model's value variables for a point of the JAX density, and the log-Jacobian between them.
+
+    A signed spread s is log|s| on PyMC's log scale and flips the sign of its deviations;
+    PyMC's density carries the log transform's Jacobian log|s| that the signed one has not.
+    """
+    free = model.split(point)
+    values, jacobian = {}, 0.0
+    signs = {}
+    for spread, mask in model.signed.items():
+        s = free[spread]
+        values[f"{spread}_log__"] = np.where(mask, np.log(np.abs(s)), s)
+        jacobian += float(np.where(mask, np.log(np.abs(s)), 0.0).sum())
+        signs[density.DEVIATIONS.get(spread)] = np.where(mask, np.sign(s), 1.0)
+    for name, kind in model.kinds.items():
+        if kind == "spread":
+            continue
+        value = free[name]
+        if name in signs:
+            sign = signs[name]
+            value = sign.reshape(sign.shape + (1,) * (value.ndim - sign.ndim)) * value
+        values[f"{name}_zerosum__" if kind == "zerosum" else name] = value
+    return values, jacobian
+
+
+@pytest.fixture(scope="module")
+def two_channels(tmp_path_factory):
+    db, _ = _small_simulated_db(tmp_path_factory.mktemp("density"))
+    con = store.connect(db, read_only=True)
+    data = bayes_data.read_model_data(con)
+    con.close()
+    return data
+
+
+@pytest.mark.parametrize("family_effects", [True, False])
+def test_jax_density_equals_the_pymc_model_up_to_a_constant(two_channels, family_effects, monkeypatch):
+    """The density nutpie samples against PyMC's, at random points, both signed and log-scale spreads.
+
+    λ is set by hand so that both branches are taken: one model × condition centred (λ = 0.7),
+    the rest non-centred (signed channel spread)."""
+    import jax
+
+    lam = np.zeros((2, 3))
+    lam[0, 2] = 0.7
+    monkeypatch.setattr(bayes_model, "centredness", lambda counts: lam)
+    monkeypatch.setattr(density, "centredness", lambda counts: lam)
+    model = density.density(two_channels, family_effects=family_effects)
+    assert model.signed["channel_sd"].tolist() == [[True, True, False], [True, True, True]]
+    pymc_logp = bayes_model.build_model(two_channels, family_effects=family_effects).compile_logp()
+    rng = np.random.default_rng(0)
+    points = [density.initial_point(model, seed) + rng.normal(0, 0.3, model.ndim) for seed in range(4)]
+    with jax.enable_x64(True):
+        ours64 = [density.log_density_function(model, np.float64)(x)[0] for x in points]
+    ours32 = [density.log_density_function(model)(x)[0] for x in points]
+    theirs = []
+    for x in points:
+        values, jacobian = _pymc_point(model, x)
+        theirs.append(float(pymc_logp(values)) - jacobian)
+    # the same function up to an additive constant: differences between points agree (to 1e-6:
+    # λ is float32 in the density)
+    assert np.diff(ours64) == pytest.approx(np.diff(theirs), abs=1e-6)
+    assert np.diff(ours32) == pytest.approx(np.diff(theirs), abs=2e-3)
+
+
+def test_a_mirrored_point_has_the_same_density_and_draws(two_channels):
+    """(s, z) and (−s, −z) for a signed spread: same log density, same reported draws."""
+    model = density.density(two_channels)
+    x = density.initial_point(model, 7)
+    parts = model.split(x.copy())
+    mirrored = {name: value.copy() for name, value in parts.items()}
+    mirrored["family_channel_sd"] = -mirrored["family_channel_sd"]
+    mirrored["family_channel_z"] = -mirrored["family_channel_z"]
+    mask = model.signed["channel_sd"]
+    mirrored["channel_sd"] = np.where(mask, -mirrored["channel_sd"], mirrored["channel_sd"])
+    mirrored["channel_z"] = np.where(mask[:, :, None], -mirrored["channel_z"], mirrored["channel_z"])
+    y = np.concatenate([mirrored[name].ravel() for name in model.free_shapes])
+    evaluate = density.log_density_function(model)
+    assert evaluate(y)[0] == pytest.approx(evaluate(x)[0], rel=1e-6)
+    first, second = model.reported(x), model.reported(y)
+    assert set(first) == set(model.dims) and set(first) >= {"cell", "channel_sd", "family_channel_z"}
+    for name in first:
+        np.testing.assert_allclose(first[name], second[name], rtol=1e-12, atol=1e-12)
+    assert first["family_channel_sd"] >= 0 and (first["channel_sd"] >= 0).all()
+    # zero sums hold in what is reported
+    np.testing.assert_allclose(first["channel_z"].sum(axis=-1), 0, atol=1e-12)
+    np.testing.assert_allclose(first["family_z"].sum(), 0, atol=1e-12)

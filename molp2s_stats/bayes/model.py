@@ -42,11 +42,12 @@ from dataclasses import dataclass
 
 import arviz as az
 import numpy as np
-import pymc as pm
-import pytensor.tensor as pt
 from scipy.special import gammaln, log_expit, logit
 
 from .data import CONDITIONS, ModelData
+
+PRIOR_MEAN_SD = 1.5  # condition_mean and p0_mean ~ Normal(logit(1/K̄), 1.5)
+SPREAD_SCALE = {"channel_sd": 1.0, "family_sd": 1.0, "family_channel_sd": 0.5}  # HalfNormal scale of each spread
 
 
 @dataclass(frozen=True)
@@ -111,20 +112,26 @@ def centredness(counts: Grid) -> np.ndarray:
     return lam
 
 
-def _binomial_kernel(successes: np.ndarray, trials: np.ndarray, eta: pt.TensorVariable) -> pt.TensorVariable:
-    return (successes * eta - trials * pt.softplus(eta)).sum()
+def build_model(data: ModelData, *, family_effects: bool = True):
+    """The model of the module docstring as a ``pm.Model``; ``family_effects=False`` drops u and v (for LOO).
 
+    PyMC's own NUTS samples it (``molp2s fit --sampler pymc``); nutpie samples the same
+    density written in JAX (``density``), which the tests compare with this one.
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
 
-def build_model(data: ModelData, *, family_effects: bool = True) -> pm.Model:
-    """The model of the module docstring; ``family_effects=False`` drops u and v (for LOO)."""
+    def _binomial_kernel(successes, trials, eta):
+        return (successes * eta - trials * pt.softplus(eta)).sum()
+
     counts = grid(data)
     n_channels, n_families = len(data.channels), len(data.families)
     centre = float(logit(1.0 / data.n_candidates))
     coords = {"model": data.models, "channel": data.channels, "condition": list(CONDITIONS),
               "family": data.families, "family_channel": [f"{f}|{c}" for f, c in data.family_channels]}
     with pm.Model(coords=coords) as model:
-        condition_mean = pm.Normal("condition_mean", mu=centre, sigma=1.5, dims=("model", "condition"))
-        channel_sd = pm.HalfNormal("channel_sd", sigma=1.0, dims=("model", "condition"))
+        condition_mean = pm.Normal("condition_mean", mu=centre, sigma=PRIOR_MEAN_SD, dims=("model", "condition"))
+        channel_sd = pm.HalfNormal("channel_sd", sigma=SPREAD_SCALE["channel_sd"], dims=("model", "condition"))
         # τ^(1−λ)·z with z ~ ZeroSumNormal(τ^λ) is ZeroSumNormal(τ) for any fixed λ: the
         # posterior is the same, only the geometry the sampler sees changes (see centredness).
         lam = centredness(counts)[:, :, None]
@@ -132,13 +139,13 @@ def build_model(data: ModelData, *, family_effects: bool = True) -> pm.Model:
         channel_z = pm.ZeroSumNormal("channel_z", sigma=spread**lam, dims=("model", "condition", "channel"))
         cell = pm.Deterministic("cell", condition_mean[:, :, None] + spread ** (1 - lam) * channel_z,
                                 dims=("model", "condition", "channel"))
-        p0_mean = pm.Normal("p0_mean", mu=centre, sigma=1.5, dims="model")
+        p0_mean = pm.Normal("p0_mean", mu=centre, sigma=PRIOR_MEAN_SD, dims="model")
         eta = cell[:, :, :, None]
         eta_p0 = pt.repeat(p0_mean[:, None], n_families, axis=1)
         if family_effects:
-            family_sd = pm.HalfNormal("family_sd", sigma=1.0)
+            family_sd = pm.HalfNormal("family_sd", sigma=SPREAD_SCALE["family_sd"])
             family_z = pm.ZeroSumNormal("family_z", sigma=1.0, dims="family")
-            family_channel_sd = pm.HalfNormal("family_channel_sd", sigma=0.5)
+            family_channel_sd = pm.HalfNormal("family_channel_sd", sigma=SPREAD_SCALE["family_channel_sd"])
             family_channel_z = pm.Normal("family_channel_z", 0.0, 1.0, dims="family_channel")
             family = family_sd * family_z
             family_channel = pt.set_subtensor(pt.zeros((n_channels, n_families))[counts.pair_channel, counts.pair_family],

@@ -178,7 +178,11 @@ def pair_effects(idata: az.InferenceData, data_pairs: list[tuple[str, str]]) -> 
     return family[:, [families[f] for f, _ in data_pairs]] + family_channel
 
 
-def pointwise_log_likelihood(idata: az.InferenceData, data: ModelData, *, max_draws: int = 1000) -> az.InferenceData:
+LOO_DRAWS = 1000  # draws PSIS-LOO reads: hundreds are needed, thousands cost time and memory (draws × cells)
+
+
+def pointwise_log_likelihood(idata: az.InferenceData, data: ModelData, *, max_draws: int = LOO_DRAWS
+                             ) -> az.InferenceData:
     """The binomial log-likelihood of every observed cell (cohort cells, then P0), for ``az.loo``.
 
     At most ``max_draws`` draws (evenly thinned per chain): the array is draws × cells,

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,8 +116,11 @@ def _page_html(title: str, body: str, pages: list[Page], current: Page, css: str
 
 
 def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeout: int = 1200,
-                        pages: list[str] | None = None, log=print) -> list[Path]:
-    """Execute each page on a Python kernel and write self-contained HTML into ``out``."""
+                        pages: list[str] | None = None, log=print, workers: int | None = None) -> list[Path]:
+    """Execute each page on a Python kernel and write self-contained HTML into ``out``.
+
+    ``workers`` pages at a time (default: one per CPU core, at most two).
+    """
     from nbclient import NotebookClient
     from traitlets.config import Config
     from nbclient.exceptions import CellExecutionError
@@ -133,35 +137,43 @@ def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeou
     exporter = HTMLExporter(template_name="basic", exclude_input_prompt=True, exclude_output_prompt=True,
                             anchor_link_text="")
     exporter.register_preprocessor(TagRemovePreprocessor(remove_input_tags={"remove_input"}, enabled=True), True)
+    workers = workers or min(2, os.cpu_count() or 1)
     out.mkdir(parents=True, exist_ok=True)
-    written = []
+
+    def render_page(page: Page, sockets: Path) -> Path:
+        started = time.perf_counter()
+        notebook = read_qmd(project / page.source, echo=echo)
+        try:
+            # IPC sockets, not TCP: the kernel is local, and ipykernel warns about plain TCP. The
+            # socket path is absolute: the kernel runs in the project folder, not in ours.
+            # nbclient keeps owning the kernel manager (so it shuts the kernel down after the page)
+            config = Config()
+            config.KernelManager.transport = "ipc"
+            config.KernelManager.ip = str(sockets / "kernel")
+            NotebookClient(notebook, config=config, timeout=timeout, kernel_name="python3",
+                           resources={"metadata": {"path": str(project)}}).execute()
+        except CellExecutionError as exc:
+            raise RenderError(f"{project / page.source}: a cell failed: {exc.ename}: {exc.evalue}") from exc
+        if not show_warnings:  # Quarto's `warning: false`: stderr text stays out of the page
+            for cell in notebook.cells:
+                if cell.cell_type == "code":
+                    cell.outputs = [o for o in cell.outputs if not (o.output_type == "stream" and o.name == "stderr")]
+        body, _ = exporter.from_notebook_node(notebook)
+        title = notebook.metadata["quarto"].get("title", page.text)
+        target = out / page.html_name
+        target.write_text(_page_html(title, body, all_pages, page, css, site_title))
+        log(f"rendered {page.source} → {target} ({time.perf_counter() - started:.0f} s)")
+        return target
+
+    # Pages run side by side, one kernel each (they only read the database and the fit):
+    # most of a page's time is one core's Python, so two at a time on two cores took the
+    # default site from 91 s to … (`make report`).
     with _environment(env), tempfile.TemporaryDirectory(prefix="molp2s-kernel-") as socket_folder:
-        sockets = Path(socket_folder)
-        for page in chosen:
-            started = time.perf_counter()
-            notebook = read_qmd(project / page.source, echo=echo)
-            try:
-                # IPC sockets, not TCP: the kernel is local, and ipykernel warns about plain TCP. The
-                # socket path is absolute: the kernel runs in the project folder, not in ours.
-                # nbclient keeps owning the kernel manager (so it shuts the kernel down after the page)
-                config = Config()
-                config.KernelManager.transport = "ipc"
-                config.KernelManager.ip = str(sockets / "kernel")
-                NotebookClient(notebook, config=config, timeout=timeout, kernel_name="python3",
-                               resources={"metadata": {"path": str(project)}}).execute()
-            except CellExecutionError as exc:
-                raise RenderError(f"{project / page.source}: a cell failed: {exc.ename}: {exc.evalue}") from exc
-            if not show_warnings:  # Quarto's `warning: false`: stderr text stays out of the page
-                for cell in notebook.cells:
-                    if cell.cell_type == "code":
-                        cell.outputs = [o for o in cell.outputs if not (o.output_type == "stream" and o.name == "stderr")]
-            body, _ = exporter.from_notebook_node(notebook)
-            title = notebook.metadata["quarto"].get("title", page.text)
-            target = out / page.html_name
-            target.write_text(_page_html(title, body, all_pages, page, css, site_title))
-            written.append(target)
-            log(f"rendered {page.source} → {target} ({time.perf_counter() - started:.0f} s)")
-    return written
+        folders = [Path(socket_folder) / str(i) for i in range(len(chosen))]
+        for folder in folders:
+            folder.mkdir()
+        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(chosen)))) as pool:
+            return list(pool.map(render_page, chosen, folders))
 
 
 def render_with_quarto(project: Path, out: Path, env: dict[str, str]) -> None:

@@ -18,6 +18,7 @@ TINY = {
     "bench_stability.py": (["--repeats", "1"], "rank intervals"),
     "bench_prompts.py": (["--repeats", "1"], "render every task"),
     "bench_startup.py": (["--repeats", "1"], "molp2s --help"),
+    "bench_report.py": (["--repeats", "1", "--target", "setup"], "median"),
     "bench_bayes.py": (["--families", "10", "--models", "2", "--chains", "2", "--tune", "30", "--draws", "30",
                         "--samplers", "nutpie", "--process", "1"], "whole process"),
 }

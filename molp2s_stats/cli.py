@@ -21,7 +21,7 @@ from .defaults import (CONDITIONS, DB_ENV_VAR, DEFAULT_BENCHMARK, DEFAULT_DB, DE
                        DEFAULT_PAIRED_DRAWS, DEFAULT_RESPONSES, REPORTS, SIMULATION_SEED, load_default_data)
 from .glossary import METRICS
 from .lazy import lazy_import
-from .output import Format, emit, leaderboard
+from .output import Format, emit, leaderboard, resolve_format
 
 pl = lazy_import("polars")
 duckdb = lazy_import("duckdb")
@@ -51,9 +51,13 @@ def _entry() -> None:
 
 DbOption = Annotated[Path, typer.Option("--db", help="DuckDB database file (env MOLP2S_DB).",
                                         envvar=DB_ENV_VAR, show_default=True)]
-FormatOption = Annotated[Format, typer.Option("--format", help="table | csv | json | parquet.")]
+FormatOption = Annotated[Optional[Format], typer.Option(
+    "--format", help="table | csv | json | parquet; default: from the suffix of --out (.csv, .json, .parquet), else table.")]
 OutOption = Annotated[Optional[Path], typer.Option("--out", help="Write to this file instead of stdout.")]
 SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap; recorded in the output.")]
+# one flag for one idea: the channel(s) a command covers; --channels is kept for scripts that use it
+ChannelsOption = Annotated[Optional[list[str]], typer.Option(
+    "--channel", "--channels", help="Channel(s), repeat for several; default: every channel.")]
 LevelOption = Annotated[float, typer.Option("--conf-level", help="Interval coverage, e.g. 0.95.")]
 
 
@@ -154,7 +158,7 @@ def prompts_command(
     out: Annotated[Path, typer.Option("--out", help="File to write.")],
     benchmark: Annotated[Optional[Path], typer.Option("--benchmark", help="Benchmark folder; default: the embedded benchmark.")] = None,
     db: Annotated[Optional[Path], typer.Option("--db", help="Read the benchmark from this database instead of a folder.")] = None,
-    channel: Annotated[Optional[list[str]], typer.Option("--channel", help="Only these channels (repeat; `none` for the P0 tasks).")] = None,
+    channel: Annotated[Optional[list[str]], typer.Option("--channel", "--channels", help="Only these channels (repeat; `none` for the P0 tasks).")] = None,
     condition: Annotated[Optional[list[str]], typer.Option("--condition", help="Only these conditions: none | source | shuffled | cf (repeat).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="jsonl | csv | parquet (one row per task) | openai-batch | anthropic-batch (request lines).")] = "jsonl",
     model: Annotated[Optional[str], typer.Option("--model", help="Model the batch requests go to (batch formats).")] = None,
@@ -200,12 +204,12 @@ def _metrics_help() -> str:
 def metrics_command(
     db: DbOption = Path(DEFAULT_DB),
     metric: Annotated[Optional[list[str]], typer.Option("--metric", help=f"One of: {', '.join(METRICS)}; repeat for several. Default: all.")] = None,
-    channel: Annotated[Optional[list[str]], typer.Option("--channel", help="Restrict to these channels.")] = None,
+    channel: ChannelsOption = None,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates (0: point estimates only).")] = DEFAULT_DRAWS,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
     invalid: Annotated[str, typer.Option("--invalid", help="Invalid answers: wrong (scored 0, the paper's rule) | exclude (left out; n counts the families that entered).")] = "wrong",
-    fmt: FormatOption = Format.table,
+    fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
     """Every metric (accuracy, RM, CF accuracy, PGR, CFR/Persist/Other) per model × channel with family-bootstrap intervals.
@@ -231,13 +235,13 @@ def metrics_command(
 @command("explanations")
 def explanations_command(
     db: DbOption = Path(DEFAULT_DB),
-    channel: Annotated[Optional[list[str]], typer.Option("--channel", help="Restrict to these channels.")] = None,
+    channel: ChannelsOption = None,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates (0: point estimates only).")] = DEFAULT_DRAWS,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
     per_response: Annotated[bool, typer.Option("--per-response", help="One row per response (cites, persists) instead of the rates.")] = False,
     max_peaks: Annotated[int, typer.Option("--max-peaks", help="The IR and Raman peak cap the prompts were exported with.")] = DEFAULT_MAX_PEAKS,
-    fmt: FormatOption = Format.table,
+    fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
     """Do the justifications cite the shown property? Rates per model × channel × condition.
@@ -273,7 +277,7 @@ def compare_inputs_command(
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates.")] = DEFAULT_PAIRED_DRAWS,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
-    fmt: FormatOption = Format.table,
+    fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
     """Paired input comparison X → Y per model over the families in both cohorts (Table 12).
@@ -307,7 +311,7 @@ def transitions_command(
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates for the net difference.")] = DEFAULT_DRAWS,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
-    fmt: FormatOption = Format.table,
+    fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
     """Model-pair transitions on one channel and condition (Figure 2): both right, A only, B only, both wrong.
@@ -332,7 +336,7 @@ def transitions_command(
 def cohort_command(
     db: DbOption = Path(DEFAULT_DB),
     dropped: Annotated[bool, typer.Option("--dropped", help="List the families left out, with the reason.")] = False,
-    fmt: FormatOption = Format.table,
+    fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
     """Cohort size per channel and the criteria behind it (Table 5).
@@ -354,18 +358,18 @@ def cohort_command(
 @command("stability")
 def stability_command(
     db: DbOption = Path(DEFAULT_DB),
-    score: Annotated[str, typer.Option("--score", help="pgr | reliance_margin | cfr.")] = "pgr",
-    channel: Annotated[Optional[list[str]], typer.Option("--channel", help="Channel(s); default: every channel.")] = None,
-    macro: Annotated[bool, typer.Option("--macro", help="Rank by the mean score over the channels.")] = False,
+    score: Annotated[str, typer.Option("--metric", "--score", help="The metric models are ranked by: pgr | reliance_margin | cfr.")] = "pgr",
+    channel: ChannelsOption = None,
+    macro: Annotated[bool, typer.Option("--macro", help="Rank by the mean of the metric over the channels.")] = False,
     sizes: Annotated[str, typer.Option("--sizes", help="Subset sizes, comma-separated (capped at the cohort).")] = "25,50,75,100,125",
-    draws: Annotated[int, typer.Option("--draws", help="Subsets drawn per size.")] = 1000,
-    seed: SeedOption = 0,
-    fmt: FormatOption = Format.table,
+    draws: Annotated[int, typer.Option("--subsets", "--draws", help="Family subsets drawn per size.")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the subsampling; recorded in the output.")] = 0,
+    fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
     """Would the model ranking survive fewer families? Spearman ρ, Exact %, MAD per size (Tables 10–11).
 
-    Example: molp2s stability --score reliance_margin --macro --sizes 25,50,75,100,125 --draws 1000 --seed 1
+    Example: molp2s stability --metric reliance_margin --macro --sizes 25,50,75,100,125 --subsets 1000 --seed 1
     """
     con = _open(db)
     outcomes, channels, models = metrics.read_family_outcomes(con)
@@ -385,18 +389,18 @@ def stability_command(
 @command("ranks")
 def ranks_command(
     db: DbOption = Path(DEFAULT_DB),
-    score: Annotated[str, typer.Option("--score", help="A metric name, e.g. pgr.")] = "pgr",
-    channel: Annotated[Optional[list[str]], typer.Option("--channel", help="Channel(s); default: every channel.")] = None,
+    score: Annotated[str, typer.Option("--metric", "--score", help="The metric models are ranked by, e.g. pgr.")] = "pgr",
+    channel: ChannelsOption = None,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates.")] = DEFAULT_DRAWS,
     distribution: Annotated[bool, typer.Option("--distribution", help="Print P(rank) per model instead of the intervals.")] = False,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
-    fmt: FormatOption = Format.table,
+    fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
     """Each model's bootstrap rank distribution and 95% rank interval per channel (tiers, not a strict order).
 
-    Example: molp2s ranks --score pgr --channel ir
+    Example: molp2s ranks --metric pgr --channel ir
     """
     con = _open(db)
     outcomes, channels, models = metrics.read_family_outcomes(con)
@@ -409,12 +413,12 @@ def ranks_command(
 @command("power")
 def power_command(
     db: DbOption = Path(DEFAULT_DB),
-    channel: Annotated[Optional[list[str]], typer.Option("--channel", help="Channel(s); default: every channel.")] = None,
+    channel: ChannelsOption = None,
     families: Annotated[Optional[int], typer.Option("--families", help="Families per channel; default: the cohort size.")] = None,
     difference: Annotated[Optional[float], typer.Option("--difference", help="Also report the families needed for this difference (pp).")] = None,
     alpha: Annotated[float, typer.Option("--alpha", help="Two-sided test level.")] = 0.05,
     target_power: Annotated[float, typer.Option("--power", help="Power.")] = 0.8,
-    fmt: FormatOption = Format.table,
+    fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
     """Minimum detectable RM and PGR difference between two models, with the family design effect.
@@ -439,7 +443,7 @@ def frequentist_command(
     db: DbOption = Path(DEFAULT_DB),
     metric: Annotated[Optional[list[str]], typer.Option("--metric", help="Metric(s); default: all.")] = None,
     conf_level: LevelOption = 0.95,
-    fmt: FormatOption = Format.table,
+    fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
     """Wilson intervals and family-clustered standard errors beside the bootstrap ones.
@@ -457,7 +461,7 @@ def frequentist_command(
 @command("separability")
 def separability_command(
     db: DbOption = Path(DEFAULT_DB),
-    fmt: FormatOption = Format.table,
+    fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
     """How far each source candidate lies from its nearest distractor, per channel (Table 6).
@@ -497,19 +501,19 @@ def simulate_command(
 def fit_command(
     out: Annotated[Path, typer.Option("--out", help="Where to save the fit (NetCDF InferenceData).")] = Path("fit.nc"),
     db: DbOption = Path(DEFAULT_DB),
-    channel: Annotated[Optional[list[str]], typer.Option("--channels", help="Channel(s); default: every channel with a cohort.")] = None,
-    draws: Annotated[int, typer.Option("--draws", help="Draws per chain.")] = bayes.DEFAULT_DRAWS,
+    channel: ChannelsOption = None,
+    draws: Annotated[int, typer.Option("--draws", help="Draws per chain (after tuning).")] = bayes.DEFAULT_DRAWS,
     tune: Annotated[int, typer.Option("--tune", help="Tuning steps per chain.")] = bayes.DEFAULT_TUNE,
     chains: Annotated[int, typer.Option("--chains", help="Chains.")] = bayes.DEFAULT_CHAINS,
     sampler: Annotated[str, typer.Option("--sampler", help="nutpie (JAX gradient, the fast default) or pymc (PyMC's own NUTS).")] = "nutpie",
     low_rank: Annotated[bool, typer.Option("--low-rank/--diagonal", help="nutpie's mass matrix: low-rank (learns correlations; more ESS per draw, costlier draws) or diagonal.")] = bayes.LOW_RANK,
     loo: Annotated[bool, typer.Option("--loo/--no-loo", help="Also fit the model without family effects and compare by LOO (about doubles the time).")] = False,
     allow_unconverged: Annotated[bool, typer.Option("--allow-unconverged", help="Exit 0 even when the health gate fails.")] = False,
-    seed: SeedOption = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the sampler; saved with the fit.")] = 0,
 ) -> None:
     """Fit the hierarchical model of per-channel reliance (with family random effects) and save it.
 
-    Example: molp2s fit --db runs.duckdb --channels ir --channels raman --seed 1 --out fit.nc
+    Example: molp2s fit --db runs.duckdb --channel ir --channel raman --seed 1 --out fit.nc
     """
     from .bayes import data as bayes_data
     from .bayes import fit as bayes_fit
@@ -538,7 +542,7 @@ def fit_command(
 def posterior_command(
     fit_file: Annotated[Path, typer.Argument(help="A fit saved by `molp2s fit`.")],
     what: Annotated[str, typer.Option("--what", help="reliance | responsiveness | contrasts | ranks | diagnostics.")] = "reliance",
-    fmt: FormatOption = Format.table,
+    fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
     """Posterior quantities of a saved fit as tidy frames (94% HDIs; every output says if the fit failed its gate).
@@ -619,7 +623,7 @@ def sql_command(
     query: Annotated[str, typer.Argument(help="SQL to run (read-only).")],
     db: DbOption = Path(DEFAULT_DB),
     timeout: Annotated[float, typer.Option("--timeout", help="Stop the query after this many seconds (0: never).")] = 60.0,
-    fmt: FormatOption = Format.table,
+    fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
     """Run a read-only query against the database's tables and views.
@@ -668,7 +672,7 @@ def demo_command(
     db: DbOption = Path("molp2s-demo.duckdb"),
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates.")] = DEFAULT_DRAWS,
     seed: SeedOption = 0,
-    fmt: FormatOption = Format.table,
+    fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
     """Load the package's default data and print the PGR leaderboard.
@@ -678,6 +682,7 @@ def demo_command(
     con = store.connect(db)
     load_default_data(con)
     result = metrics.metrics_from_db(con, metrics=("pgr", "random_baseline"), draws=bootstrap, seed=seed)
+    fmt = resolve_format(fmt, out)
     if fmt is not Format.table:  # machine-readable output: the frame alone on stdout
         emit(result, fmt, out)
         return

@@ -50,8 +50,19 @@ def rich_table(frame: pl.DataFrame, title: str | None = None):
     return table
 
 
-def emit(frame: pl.DataFrame, fmt: Format, out: Path | None, *, title: str | None = None) -> None:
+SUFFIX_FORMATS = {".csv": Format.csv, ".json": Format.json, ".parquet": Format.parquet}
+
+
+def resolve_format(fmt: Format | None, out: Path | None) -> Format:
+    """The format asked for; else the one the suffix of ``out`` names; else a terminal table."""
+    if fmt is not None:
+        return fmt
+    return SUFFIX_FORMATS.get(Path(out).suffix.lower(), Format.table) if out is not None else Format.table
+
+
+def emit(frame: pl.DataFrame, fmt: Format | None, out: Path | None, *, title: str | None = None) -> None:
     """Print or write ``frame``; Parquet needs a file."""
+    fmt = resolve_format(fmt, out)
     if fmt is Format.parquet:
         if out is None:
             raise ValueError("--format parquet needs --out FILE")

@@ -148,3 +148,35 @@ def test_bad_option_values_are_one_line_errors(db):
         result = runner.invoke(app, [*args, "--db", str(db)])
         assert result.exit_code == 2, (args, result.output)
         assert result.output.startswith("error: "), result.output
+
+
+def test_out_suffix_chooses_the_format(db, tmp_path):
+    for suffix, read in ((".csv", pl.read_csv), (".json", pl.read_json), (".parquet", pl.read_parquet)):
+        out = tmp_path / f"m{suffix}"
+        result = runner.invoke(app, ["metrics", "--db", str(db), "--metric", "pgr", "--bootstrap", "0", "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        assert read(out)["metric"].to_list() == ["pgr", "pgr"], suffix
+    # an explicit --format wins over the suffix; an unknown suffix is a terminal table
+    out = tmp_path / "m.csv"
+    runner.invoke(app, ["metrics", "--db", str(db), "--metric", "pgr", "--bootstrap", "0", "--format", "json",
+                        "--out", str(out)])
+    assert json.loads(out.read_text())[0]["metric"] == "pgr"
+    out = tmp_path / "m.txt"
+    runner.invoke(app, ["metrics", "--db", str(db), "--metric", "pgr", "--bootstrap", "0", "--out", str(out)])
+    assert "Metrics" in out.read_text()
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    (["stability", "--score", "cfr", "--sizes", "2", "--draws", "30"],
+     ["stability", "--metric", "cfr", "--sizes", "2", "--subsets", "30"]),
+    (["ranks", "--score", "cfr", "--bootstrap", "30"], ["ranks", "--metric", "cfr", "--bootstrap", "30"]),
+    (["metrics", "--channels", "dipole_norm", "--bootstrap", "0"], ["metrics", "--channel", "dipole_norm", "--bootstrap", "0"]),
+])
+def test_renamed_flags_keep_their_old_names(db, old, new):
+    """One word per idea (--metric, --channel, --subsets); scripts written with the old flags still run."""
+    frames = []
+    for args in (old, new):
+        result = runner.invoke(app, [*args, "--db", str(db), "--format", "csv"])
+        assert result.exit_code == 0, result.output
+        frames.append(pl.read_csv(result.stdout.encode()))
+    assert frames[0].equals(frames[1])

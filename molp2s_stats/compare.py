@@ -148,11 +148,8 @@ def read_condition_outcomes(con: duckdb.DuckDBPyConnection, *, channels: list[st
     cohort's P0 tasks.
     """
     return con.sql(
-        """SELECT o.model, c.channel, o.task_id, o.family_id, o.target, o.y
-           FROM task_outcomes AS o
-           JOIN cohort AS c ON c.family_id = o.family_id AND c.in_cohort
-                            AND (o.channel = c.channel OR o.condition = 'none')
-           WHERE o.condition = $condition AND list_contains($channels, c.channel)""",
+        """SELECT model, channel, task_id, family_id, target, y FROM cohort_tasks
+           WHERE condition = $condition AND list_contains($channels, channel)""",
         params={"channels": channels, "condition": condition},
     ).pl()
 

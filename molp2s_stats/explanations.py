@@ -95,8 +95,7 @@ def response_citations(con: duckdb.DuckDBPyConnection, *, max_peaks: int = DEFAU
         """SELECT r.model, t.channel, t.condition, t.family_id, t.task_id, r.sample, r.response,
                   r.choice = t.source_label AND t.condition = 'cf' AS persists
            FROM stg_terminal_responses AS r
-           JOIN stg_tasks AS t USING (task_id)
-           JOIN cohort AS c ON c.family_id = t.family_id AND c.channel = t.channel AND c.in_cohort
+           JOIN cohort_tasks AS t ON t.model = r.model AND t.task_id = r.task_id
            WHERE t.condition IN ('source', 'shuffled', 'cf') AND r.response IS NOT NULL
              AND trim(r.response) <> '' AND (? IS NULL OR list_contains(?, t.channel))""",
         params=[channels, channels],

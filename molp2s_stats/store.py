@@ -40,11 +40,16 @@ VIEW_FILES = (
     "marts/pair_separation.sql",
     "marts/input_validation.sql",
     "marts/task_outcomes.sql",
+    "marts/channel_tasks.sql",
     "marts/coverage.sql",
     "marts/cohort.sql",
     "marts/cohort_summary.sql",
+    "marts/cohort_tasks.sql",
+    "marts/binomial_cells.sql",
     "marts/family_outcomes.sql",
     "marts/separability.sql",
+    "marts/benchmark_summary.sql",
+    "marts/invalid_rates.sql",
 )
 
 

@@ -25,6 +25,10 @@ KEYS = {
     "cohort": ("family_id", "channel"),
     "cohort_summary": ("channel",),
     "family_outcomes": ("model", "channel", "family_id"),
+    "channel_tasks": ("family_id", "channel", "task_id"),
+    "cohort_tasks": ("model", "channel", "task_id"),
+    "binomial_cells": ("model", "channel", "condition", "family_id"),
+    "invalid_rates": ("model",),
 }
 
 # Each query returns the rows that break the invariant; all must be empty.
@@ -45,6 +49,28 @@ INVARIANTS = {
     "terminal response is the highest attempt":
         "SELECT * FROM stg_terminal_responses AS t WHERE attempt < (SELECT max(attempt) FROM responses AS r "
         "WHERE r.model = t.model AND r.task_id = t.task_id AND r.sample = t.sample)",
+    "right answers count y": "SELECT * FROM task_outcomes WHERE abs(correct_samples - y * samples) > 1e-9",
+    "cohort tasks are the cohort families' tasks in channel_tasks, for every model":
+        "SELECT ct.family_id, ct.channel, ct.task_id FROM channel_tasks AS ct "
+        "JOIN cohort AS c ON c.family_id = ct.family_id AND c.channel = ct.channel AND c.in_cohort "
+        "JOIN cohort_tasks AS t ON t.channel = ct.channel AND t.task_id = ct.task_id "
+        "GROUP BY ALL HAVING count(*) <> (SELECT count(*) FROM stg_models)",
+    "a P0 task is listed under every channel of its family, a channel's task only under it":
+        "SELECT * FROM channel_tasks AS ct JOIN stg_tasks AS t USING (task_id) "
+        "WHERE NOT (t.condition = 'none' OR t.channel = ct.channel)",
+    "binomial cells add up to the cohort tasks' answers":
+        "SELECT b.* FROM binomial_cells AS b WHERE trials <> (SELECT sum(samples) FROM cohort_tasks AS t "
+        "WHERE t.model = b.model AND t.channel = b.channel AND t.condition = b.condition "
+        "AND t.family_id = b.family_id) OR successes > trials",
+    "one P0 cell per model and family, whichever channel lists it":
+        "SELECT model, family_id FROM binomial_cells WHERE condition = 'none' GROUP BY ALL "
+        "HAVING count(DISTINCT (successes, trials)) > 1",
+    "invalid rates count every terminal answer":
+        "SELECT * FROM invalid_rates WHERE answers <> (SELECT count(*) FROM stg_terminal_responses AS r "
+        "WHERE r.model = invalid_rates.model) OR abs(invalid_share - invalid_answers / answers) > 1e-12",
+    "benchmark summary counts the staging views":
+        "SELECT * FROM benchmark_summary WHERE tasks <> (SELECT count(*) FROM tasks) "
+        "OR families <> (SELECT count(*) FROM families)",
     "a single channel's pair distance is stored once":
         "SELECT * FROM pair_separation WHERE channel IN (SELECT channel FROM channels WHERE components IS NULL) "
         "AND distance IS NULL",

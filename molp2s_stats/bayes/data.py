@@ -1,4 +1,4 @@
-"""Binomial cells for the model, read off the cohort views.
+"""Binomial cells for the model, read off the ``binomial_cells`` view.
 
 One row per model × channel × condition × cohort family for source, shuffled and cf
 (cf tasks of a family pooled: same covariates, so one binomial row), and one row per
@@ -17,19 +17,15 @@ import polars as pl
 CONDITIONS = ("source", "shuffled", "cf")
 
 _CELLS_SQL = """
-SELECT o.model, o.channel, o.condition, o.family_id,
-       sum(round(o.y * o.samples))::BIGINT AS successes, sum(o.samples)::BIGINT AS trials
-FROM task_outcomes AS o
-JOIN cohort AS c ON c.family_id = o.family_id AND c.channel = o.channel AND c.in_cohort
-WHERE o.condition IN ('source', 'shuffled', 'cf') AND list_contains($channels, o.channel)
-GROUP BY ALL
+SELECT model, channel, condition, family_id, successes, trials
+FROM binomial_cells
+WHERE condition IN ('source', 'shuffled', 'cf') AND list_contains($channels, channel)
 """
+# P0 cells repeat under each channel whose cohort holds the family: one per model × family
 _P0_SQL = """
-SELECT o.model, o.family_id, sum(round(o.y * o.samples))::BIGINT AS successes, sum(o.samples)::BIGINT AS trials
-FROM task_outcomes AS o
-WHERE o.condition = 'none'
-  AND o.family_id IN (SELECT family_id FROM cohort WHERE in_cohort AND list_contains($channels, channel))
-GROUP BY ALL
+SELECT DISTINCT model, family_id, successes, trials
+FROM binomial_cells
+WHERE condition = 'none' AND list_contains($channels, channel)
 """
 
 

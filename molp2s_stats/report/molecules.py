@@ -30,9 +30,8 @@ def pick_task(con: duckdb.DuckDBPyConnection, channel: str | None = None) -> str
     if channel is None:
         channel = con.sql("SELECT channel FROM cohort_summary ORDER BY cohort DESC, channel LIMIT 1").fetchall()[0][0]
     rows = con.sql(
-        """SELECT t.task_id FROM tasks AS t
-           JOIN cohort AS c ON c.family_id = t.family_id AND c.channel = t.channel AND c.in_cohort
-           WHERE t.channel = $channel AND t.condition = 'source' ORDER BY t.task_id LIMIT 1""",
+        """SELECT task_id FROM cohort_tasks
+           WHERE channel = $channel AND condition = 'source' ORDER BY task_id LIMIT 1""",
         params={"channel": channel}).fetchall()
     if not rows:
         raise ValueError(f"no source task in the cohort of channel {channel!r}")
@@ -78,6 +77,4 @@ def task_figure(con: duckdb.DuckDBPyConnection, task_id: str) -> str:
 
 def invalid_rates(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Share of terminal answers that name no candidate, per model (%)."""
-    return con.sql(
-        """SELECT model, count(*) AS answers, 100.0 * avg((choice IS NULL)::INT) AS invalid_pct
-           FROM stg_terminal_responses GROUP BY model ORDER BY model""").pl()
+    return con.sql("SELECT model, answers, 100 * invalid_share AS invalid_pct FROM invalid_rates ORDER BY model").pl()

@@ -4,14 +4,8 @@
 -- every model has a terminal response for the P0 task and for each of the family's
 -- source, shuffled and cf tasks in the channel.
 CREATE OR REPLACE VIEW coverage AS
-WITH family_channels AS (
-    SELECT DISTINCT family_id, channel FROM tasks WHERE channel <> 'none'
-),
-required AS (
-    SELECT fc.family_id, fc.channel, t.task_id, t.condition
-    FROM family_channels AS fc
-    JOIN tasks AS t
-      ON t.family_id = fc.family_id AND (t.channel = fc.channel OR t.condition = 'none')
+WITH required AS (
+    SELECT family_id, channel, task_id, condition FROM channel_tasks
 ),
 required_counts AS (
     SELECT

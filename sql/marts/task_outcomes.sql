@@ -1,6 +1,7 @@
 -- task_outcomes: one row per model × task that has a terminal response.
 -- Key: (model, task_id).
--- Shares are means over the task's terminal responses (one per sample); an invalid
+-- Shares are means over the task's terminal responses (one per sample), and
+-- correct_samples counts the right ones (y = correct_samples / samples); an invalid
 -- answer (choice NULL) counts as wrong and as "other". The *_valid columns are the same
 -- means over the valid answers only (NULL when the task has none): the sensitivity
 -- in which invalid answers are left out instead of counted wrong.
@@ -15,6 +16,7 @@ WITH final AS (
         t.target,
         t.source_label,
         count(*) AS samples,
+        count(*) FILTER (WHERE r.choice = t.target) AS correct_samples,
         avg(CASE WHEN r.choice = t.target THEN 1.0 ELSE 0.0 END) AS y,
         avg(CASE WHEN r.choice = t.source_label THEN 1.0 ELSE 0.0 END) AS chose_source,
         avg(CASE WHEN r.choice IS NULL OR r.choice NOT IN (t.target, t.source_label)

@@ -107,7 +107,7 @@ def test_health_gate_reports_loo_and_fails_loudly(small_fit):
 
     idata, _, _, _ = small_fit
     row = health.diagnostics(idata).row(0, named=True)
-    assert row["draws"] == 250 and row["chains"] == 2 and row["seed"] == 3
+    assert row["draws"] == 500 and row["draws_per_chain"] == 250 and row["chains"] == 2 and row["seed"] == 3
     assert row["loo_elpd"] is not None and row["loo_difference_se"] > 0
     # 2 × 250 draws cannot reach a bulk ESS of 400: the gate must say so.
     assert row["passed"] is False

@@ -14,7 +14,8 @@ SAMPLED = ("condition_mean", "channel_sd", "channel_z", "p0_mean", "family_sd", 
 DIAGNOSTICS_SCHEMA = {
     "r_hat_max": pl.Float64, "ess_bulk_min": pl.Float64, "ess_bulk_min_parameter": pl.String,
     "ess_tail_min": pl.Float64, "divergences": pl.Int64,
-    "bfmi_min": pl.Float64, "passed": pl.Boolean, "seconds": pl.Float64, "draws": pl.Int64, "chains": pl.Int64,
+    "bfmi_min": pl.Float64, "passed": pl.Boolean, "seconds": pl.Float64, "draws": pl.Int64,
+    "draws_per_chain": pl.Int64, "chains": pl.Int64,
     "seed": pl.Int64, "loo_elpd": pl.Float64, "loo_elpd_no_family": pl.Float64, "loo_difference": pl.Float64,
     "loo_difference_se": pl.Float64, "loo_pareto_k_max": pl.Float64,
 }
@@ -32,7 +33,9 @@ def diagnostics(idata: az.InferenceData) -> pl.DataFrame:
     row = {"r_hat_max": r_hat, "ess_bulk_min": ess_bulk, "ess_bulk_min_parameter": str(summary["ess_bulk"].idxmin()),
            "ess_tail_min": ess_tail, "divergences": divergences,
            "bfmi_min": float(np.min(bfmi)), "passed": passed, "seconds": float(attrs.get("seconds", np.nan)),
-           "draws": int(idata.posterior.sizes["draw"]), "chains": int(idata.posterior.sizes["chain"]),
+           # draws in all, as everywhere; per chain beside it
+           "draws": int(idata.posterior.sizes["draw"] * idata.posterior.sizes["chain"]),
+           "draws_per_chain": int(idata.posterior.sizes["draw"]), "chains": int(idata.posterior.sizes["chain"]),
            "seed": int(attrs.get("seed", 0))}
     for key in ("loo_elpd", "loo_elpd_no_family", "loo_difference", "loo_difference_se", "loo_pareto_k_max"):
         row[key] = float(attrs[key]) if key in attrs else None

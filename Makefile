@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_load_and_metrics.py
 	$(BIN)/python benchmarks/bench_stability.py
 	$(BIN)/python benchmarks/bench_prompts.py
+	$(BIN)/python benchmarks/bench_startup.py
 
 # Rebuild data/ from scratch: QM9 families, GFN2-xTB properties (about 30 min on 2 cores;
 # cached per molecule in build/xtb-cache), the PySCF NMR and UV-Vis values (hours on 2 cores;

@@ -51,13 +51,57 @@ def test_leaderboard_marks_gold_and_silver_and_keeps_the_baseline_unranked():
         "conf_low": [1.0, 2.0, 3.0, 1.0, 1.0, 0.0, None],
         "conf_high": [20.0, 40.0, 30.0, 9.0, 9.0, 2.0, None],
     })
-    table, wide = tables.leaderboard_table(metrics, "pgr", title="t")
-    assert wide["model"].to_list() == ["a", "b", "c", "random baseline"]
-    assert wide.filter(pl.col("model") == "b")["ir"][0] == "30.0 [2.0, 40.0]"
+    table, tidy = tables.leaderboard_table(metrics, "pgr", title="t")
+    # the frame that is exported: numbers, one row per model × channel, the baseline's ir row last
+    assert tidy["model"].to_list() == ["a", "b", "c", "a", "b", "c", "random baseline"]
+    assert tidy.schema["estimate"] == pl.Float64 and tidy.schema["conf_low"] == pl.Float64
+    html = table.as_raw_html()
+    # great-tables formats the cells: one decimal, the interval merged in; no interval for the baseline
+    assert "30.0 [2.0, 40.0]" in html and ">25.0<" in html
+    assert html.index(">c<") < html.index(">random baseline<")
     # ir: b gold, c silver; gap: a and b tie for gold, c silver; the baseline (25) is never marked
     assert tables.podium([10.0, 30.0, 20.0, None]) == [None, tables.GOLD, tables.SILVER, None]
-    html = table.as_raw_html()
     assert html.count(tables.GOLD) == 3 and html.count(tables.SILVER) == 2
+
+
+def _header(html: str) -> list[list[tuple[str, int]]]:
+    """The table's header rows, top first: each cell's text and how many columns it spans."""
+    head = html[html.index("<thead"):html.index("</thead>")]
+    rows = []
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", head, flags=re.S):
+        cells = []
+        for attributes, text in re.findall(r"<th([^>]*)>(.*?)</th>", row, flags=re.S):
+            span = re.search(r'colspan="(\d+)"', attributes)
+            cells.append((re.sub(r"<[^>]+>|&nbsp;?", "", text).strip(), int(span.group(1)) if span else 1))
+        if cells:
+            rows.append(cells)
+    return rows
+
+
+def test_leaderboard_header_is_laid_out_as_the_paper_prints_it():
+    """Snapshot of the header of Tables 2 and 9 over the twelve channels and three bundles: the groups
+    on top, ¹H and ¹³C NMR below Magnetic resonance, every other column label spanning both lower rows."""
+    channels = list(tables.PAPER_COLUMNS)
+    metrics = pl.DataFrame({"model": ["m"] * len(channels), "channel": channels, "metric": ["pgr"] * len(channels),
+                            "estimate": [1.0] * len(channels), "conf_low": [0.5] * len(channels),
+                            "conf_high": [1.5] * len(channels)})
+    table, _ = tables.leaderboard_table(metrics, "pgr", title="PGR")
+    assert _header(table.as_raw_html()) == [
+        [("", 1), ("Electronic", 4), ("Vibrational", 2), ("Magnetic resonance", 6), ("Bundles", 3)],
+        [("", 1), ("Dipole", 1), ("Dipole vector", 1), ("Gap", 1), ("UV–Vis", 1), ("IR", 1), ("Raman", 1),
+         ("¹H NMR", 3), ("¹³C NMR", 3), ("Vibrational", 1), ("NMR", 1), ("All", 1)],
+        [("Peaks", 1), ("+Int.", 1), ("Atomwise", 1), ("Peaks", 1), ("+Deg.", 1), ("Atomwise", 1)],
+    ]
+
+
+def test_cf_split_table_has_a_spanner_per_channel():
+    metrics = pl.DataFrame({"model": ["a"] * 6, "channel": ["ir"] * 3 + ["all"] * 3,
+                            "metric": ["cfr", "persist", "other"] * 2, "estimate": [50.0, 30.0, 20.0, 40.0, 40.0, 20.0]})
+    table, tidy = tables.split_table(metrics, title="t")
+    assert tidy.height == 6
+    assert _header(table.as_raw_html())[-2:] == [
+        [("", 1), ("IR", 3), ("All", 3)],
+        [("CFR", 1), ("Persist", 1), ("Other", 1), ("CFR", 1), ("Persist", 1), ("Other", 1)]]
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +151,20 @@ def test_pages_hold_what_they_promise(site):
         assert "\\begin" in (site / "tables" / f"{name}.tex").read_text()
 
 
+def test_exported_tables_are_numbers_not_formatted_text(site):
+    """Every CSV beside the pages holds tidy numbers: no '61.2 [48.0, 73.1]' strings, estimates numeric."""
+    files = sorted((site / "tables").glob("*.csv"))
+    assert len(files) >= 10
+    for path in files:
+        frame = pl.read_csv(path, infer_schema_length=None)
+        for column, dtype in frame.schema.items():
+            if dtype == pl.String:
+                assert not frame[column].str.contains(r"\d \[").any(), (path.name, column)
+        for column in ("estimate", "conf_low", "conf_high"):
+            if column in frame.columns:
+                assert frame.schema[column].is_numeric() or frame[column].null_count() == frame.height, (path.name, column)
+
+
 def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -119,3 +177,19 @@ def test_leaderboard_charts_draw_in_headless_chromium(site, tmp_path):
     assert "<svg" in dom and "PGR per channel" in dom
     # the chart's marks survived the browser's parse: Vega's SVG draws points as paths
     assert re.search(r"<path[^>]+d=\"M", dom)
+
+
+@pytest.mark.skipif(_chromium() is None, reason="Chromium is not installed (make test installs Debian's chromium)")
+@pytest.mark.parametrize("name", PAGES)
+def test_page_body_does_not_overflow_at_1280_px(site, tmp_path, name):
+    """Opened at 1280 px, the page is no wider than the window: wide tables scroll inside their box."""
+    probe = tmp_path / f"{name}.html"
+    # a copy with a probe script (the pages themselves carry no script): it writes the widths into the DOM
+    probe.write_text((site / f"{name}.html").read_text().replace(
+        "</body>", "<script>document.body.setAttribute('data-widths', "
+                   "document.documentElement.scrollWidth + ' ' + window.innerWidth)</script></body>"))
+    command = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--window-size=1280,900", f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", probe.as_uri()]
+    dom = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
+    scroll_width, window_width = map(int, re.search(r'data-widths="(\d+) (\d+)"', dom).groups())
+    assert window_width == 1280 and scroll_width <= window_width, (scroll_width, window_width)

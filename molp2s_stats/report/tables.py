@@ -16,7 +16,6 @@ from pathlib import Path
 import polars as pl
 from great_tables import GT, loc, style
 
-from ..output import leaderboard
 
 GOLD, SILVER = "#f4d35e", "#d9d9d9"
 BASELINE = "random baseline"
@@ -34,26 +33,122 @@ def tables_folder() -> Path:
     return folder
 
 
+# The paper's column layout (Tables 2 and 9): channel → (spanner, sub-spanner, column label).
+# A channel not listed here (a user's own) goes under its channel id, without a spanner.
+PAPER_COLUMNS = {
+    "dipole_norm": ("Electronic", None, "Dipole"),
+    "dipole_vector": ("Electronic", None, "Dipole vector"),
+    "gap": ("Electronic", None, "Gap"),
+    "uvvis": ("Electronic", None, "UV–Vis"),
+    "ir": ("Vibrational", None, "IR"),
+    "raman": ("Vibrational", None, "Raman"),
+    "h1_peaks": ("Magnetic resonance", "¹H NMR", "Peaks"),
+    "h1_peaks_int": ("Magnetic resonance", "¹H NMR", "+Int."),
+    "h1_atomwise": ("Magnetic resonance", "¹H NMR", "Atomwise"),
+    "c13_peaks": ("Magnetic resonance", "¹³C NMR", "Peaks"),
+    "c13_peaks_deg": ("Magnetic resonance", "¹³C NMR", "+Deg."),
+    "c13_atomwise": ("Magnetic resonance", "¹³C NMR", "Atomwise"),
+    "vibrational_bundle": ("Bundles", None, "Vibrational"),
+    "nmr_bundle": ("Bundles", None, "NMR"),
+    "all": ("Bundles", None, "All"),
+}
+
+
+def leaderboard_frame(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
+    """The tidy numbers behind a leaderboard: the metric's rows and, unless it is the
+    baseline itself, one random-baseline row per channel (estimate only)."""
+    part = metrics.filter(pl.col("metric") == metric)
+    baseline = (metrics.filter(pl.col("metric") == "random_baseline").unique("channel", keep="first", maintain_order=True)
+                .with_columns(pl.lit(BASELINE).alias("model"), pl.lit(None, pl.Float64).alias("conf_low"),
+                              pl.lit(None, pl.Float64).alias("conf_high")))
+    return pl.concat([part, baseline.select(part.columns)]) if metric != "random_baseline" and baseline.height else part
+
+
 def leaderboard_table(metrics: pl.DataFrame, metric: str, *, title: str, subtitle: str | None = None,
                       higher_is_better: bool = True,
                       interval_note: str = "Intervals: 95% family bootstrap.") -> tuple[GT, pl.DataFrame]:
-    """The leaderboard of one metric as a great-table, and the wide frame behind it."""
-    wide = leaderboard(metrics, metric)
-    channels = [c for c in wide.columns if c != "model"]
-    estimates = (metrics.filter(pl.col("metric") == metric)
-                 .pivot(on="channel", index="model", values="estimate"))
-    table = GT(wide, rowname_col="model").tab_header(title=title, subtitle=subtitle)
+    """The leaderboard of one metric as the paper lays it out, and the tidy frame behind it.
+
+    One row per model, the random baseline last; one column per channel in the data's
+    order, under the paper's spanners (Electronic, Vibrational, Magnetic resonance with
+    ¹H and ¹³C NMR, Bundles); cells ``estimate [low, high]`` with one decimal, formatted
+    by great-tables from numeric columns. The frame returned is what gets exported:
+    numbers, one row per model × channel.
+    """
+    tidy = leaderboard_frame(metrics, metric)
+    channels = tidy["channel"].unique(maintain_order=True).to_list()
+    models = tidy["model"].unique(maintain_order=True).to_list()
+    if BASELINE in models:  # the baseline closes the table
+        models = [m for m in models if m != BASELINE] + [BASELINE]
+    wide = pl.DataFrame({"model": models})
+    for column, suffix in (("estimate", ""), ("conf_low", "__low"), ("conf_high", "__high")):
+        part = (tidy.pivot(on="channel", index="model", values=column)
+                .rename({c: f"{c}{suffix}" for c in channels}, strict=False))
+        wide = wide.join(part, on="model", how="left", maintain_order="left")
+    for channel in channels:  # a channel missing for every model still gets its three columns
+        for suffix in ("", "__low", "__high"):
+            if f"{channel}{suffix}" not in wide.columns:
+                wide = wide.with_columns(pl.lit(None, pl.Float64).alias(f"{channel}{suffix}"))
+    wide = wide.select("model", *[f"{c}{s}" for c in channels for s in ("", "__low", "__high")])
+    table = (GT(wide, rowname_col="model").tab_header(title=title, subtitle=subtitle)
+             .fmt_number(columns=[c for c in wide.columns if c != "model"], decimals=1)
+             # a missing estimate reads "—"; a missing interval drops its brackets (the << >> below)
+             .sub_missing(columns=channels, missing_text="—"))
     for channel in channels:
-        values = dict(zip(estimates["model"], estimates[channel])) if channel in estimates.columns else {}
+        table = table.cols_merge(columns=[channel, f"{channel}__low", f"{channel}__high"],
+                                 pattern="{0}<< [{1}, {2}]>>")
+    table = table.cols_label(**{c: PAPER_COLUMNS.get(c, (None, None, c))[2] for c in channels})
+    table = _spanners(table, channels)
+    for channel in channels:
+        values = dict(zip(wide["model"], wide[channel]))
         marks = podium([None if m == BASELINE else values.get(m) for m in wide["model"]], higher_is_better)
         for row, colour in enumerate(marks):
             if colour:
                 table = table.tab_style(style=style.fill(color=colour), locations=loc.body(columns=channel, rows=[row]))
-    if BASELINE in wide["model"].to_list():
-        baseline_row = wide["model"].to_list().index(BASELINE)
+    if BASELINE in models:
         table = table.tab_style(style=style.text(style="italic", color="#555555"),
-                                locations=loc.body(rows=[baseline_row]))
-    return table.tab_source_note(f"Gold: best per column; silver: second. {interval_note}"), wide
+                                locations=loc.body(rows=[models.index(BASELINE)]))
+    return table.tab_source_note(f"Gold: best per column; silver: second. {interval_note}"), tidy
+
+
+SPLIT_METRICS = {"cfr": "CFR", "persist": "Persist", "other": "Other"}
+SPLIT_CHANNELS = ("ir", "raman", "vibrational_bundle", "all")  # the paper's Table 8
+
+
+def split_table(metrics: pl.DataFrame, *, title: str, subtitle: str | None = None,
+                channels: tuple[str, ...] = SPLIT_CHANNELS) -> tuple[GT, pl.DataFrame]:
+    """Where counterfactual answers go, as the paper's Table 8 lays it out: one row per model,
+    per channel a spanner over CFR, Persist and Other (point estimates, %), and the tidy frame."""
+    tidy = metrics.filter(pl.col("metric").is_in(list(SPLIT_METRICS)) & pl.col("channel").is_in(list(channels)))
+    present = [c for c in channels if c in set(tidy["channel"])]
+    wide = (tidy.with_columns((pl.col("channel") + "__" + pl.col("metric")).alias("column"))
+            .pivot(on="column", index="model", values="estimate"))
+    columns = [f"{c}__{m}" for c in present for m in SPLIT_METRICS if f"{c}__{m}" in wide.columns]
+    wide = wide.select("model", *columns)
+    table = (GT(wide, rowname_col="model").tab_header(title=title, subtitle=subtitle)
+             .fmt_number(columns=columns, decimals=1).sub_missing(missing_text="—")
+             .cols_label(**{c: SPLIT_METRICS[c.split("__")[1]] for c in columns}))
+    for channel in present:
+        table = table.tab_spanner(label=PAPER_COLUMNS.get(channel, (None, None, channel))[2],
+                                  columns=[c for c in columns if c.startswith(f"{channel}__")])
+    return table, tidy
+
+
+def _spanners(table: GT, channels: list[str]) -> GT:
+    """Sub-spanners (¹H NMR, ¹³C NMR) right above their columns, the groups above those."""
+    groups: dict[str, list[str]] = {}
+    subgroups: dict[str, list[str]] = {}
+    for channel in channels:
+        group, subgroup, _ = PAPER_COLUMNS.get(channel, (None, None, channel))
+        if group:
+            groups.setdefault(group, []).append(channel)
+        if subgroup:
+            subgroups.setdefault(subgroup, []).append(channel)
+    for label, columns in subgroups.items():
+        table = table.tab_spanner(label=label, columns=columns, level=0, gather=False)
+    for label, columns in groups.items():
+        table = table.tab_spanner(label=label, columns=columns, level=1 if subgroups else 0, gather=False)
+    return table
 
 
 def podium(values: list[float | None], higher_is_better: bool = True) -> list[str | None]:
@@ -91,4 +186,5 @@ def show(frame: pl.DataFrame, table: GT, name: str):
     from IPython.display import HTML
 
     save(frame, table, name)
-    return HTML(table.as_raw_html())
+    # a table wider than the page scrolls inside its box instead of widening the page
+    return HTML(f"<div class='table-scroll'>{table.as_raw_html()}</div>")

@@ -19,6 +19,7 @@ import typer
 from . import bayes  # constants only: bayes/__init__ imports nothing
 from .defaults import (CONDITIONS, DB_ENV_VAR, DEFAULT_BENCHMARK, DEFAULT_DB, DEFAULT_DRAWS, DEFAULT_MAX_PEAKS,
                        DEFAULT_PAIRED_DRAWS, DEFAULT_RESPONSES, REPORTS, SIMULATION_SEED, load_default_data)
+from .errors import UsageError
 from .glossary import METRICS
 from .lazy import lazy_import
 from .output import Format, emit, leaderboard, resolve_format
@@ -67,14 +68,16 @@ def _fail(message: str, code: int = 2) -> None:
 
 
 def command(name: str, **options):
-    """Register a command whose bad-argument errors print as one line, not a traceback."""
+    """Register a command whose user errors (``UsageError``, bad input included, and a
+    database that cannot be used) print as one line; anything else is a bug and keeps
+    its traceback."""
     def register(function):
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
             try:
                 return function(*args, **kwargs)
-            except Exception as exc:  # InputError is a ValueError; StoreError is looked up only on failure
-                if isinstance(exc, ValueError) or isinstance(exc, store.StoreError):
+            except Exception as exc:  # StoreError is looked up only on failure: store is imported lazily
+                if isinstance(exc, UsageError) or isinstance(exc, store.StoreError):
                     _fail(str(exc))
                 raise
         return app.command(name, **options)(wrapper)
@@ -87,7 +90,7 @@ def _known_channels(requested: list[str] | None, channels: list[str]) -> list[st
         return channels
     unknown = [c for c in requested if c not in channels]
     if unknown:
-        raise ValueError(f"unknown channel(s) {unknown}; known: {', '.join(channels)}")
+        raise UsageError(f"unknown channel(s) {unknown}; known: {', '.join(channels)}")
     return [c for c in channels if c in requested]
 
 
@@ -173,10 +176,10 @@ def prompts_command(
     Example: molp2s prompts --format openai-batch --model gpt-4o --channel ir --out requests.jsonl
     """
     if benchmark is not None and db is not None:
-        raise ValueError("give --benchmark or --db, not both")
+        raise UsageError("give --benchmark or --db, not both")
     for name in condition or []:
         if name not in CONDITIONS:
-            raise ValueError(f"--condition must be one of {', '.join(CONDITIONS)}, got {name!r}")
+            raise UsageError(f"--condition must be one of {', '.join(CONDITIONS)}, got {name!r}")
     if db is not None:
         con = _open(db)
         tables = prompts.benchmark_tables(con)
@@ -186,7 +189,7 @@ def prompts_command(
     _known_channels(channel, ["none", *tables["channels"].sort("position")["channel"]])  # refuses unknown ones
     rendered = prompts.render_prompts(tables, channels=channel, conditions=condition, max_peaks=max_peaks)
     if rendered.height == 0:
-        raise ValueError("no task matches the given --channel and --condition")
+        raise UsageError("no task matches the given --channel and --condition")
     prompts.write_prompts(rendered, out, fmt=fmt, model=model, max_tokens=max_tokens)
     typer.echo(f"wrote {rendered.height} prompts ({fmt}, template {prompts.TEMPLATE}) to {out}")
 
@@ -218,17 +221,9 @@ def metrics_command(
     """
     con = _open(db)
     outcomes, channels, models = metrics.read_family_outcomes(con)
-    if channel:
-        unknown = [c for c in channel if c not in channels]
-        if unknown:
-            _fail(f"unknown channel(s) {unknown}; known: {', '.join(channels)}")
-        channels = [c for c in channels if c in channel]
-    try:
-        result = metrics.compute_metrics(outcomes, channels=channels, models=models,
-                                         metrics=tuple(metric) if metric else metrics.METRICS,
-                                         draws=bootstrap, seed=seed, conf_level=conf_level, invalid=invalid)
-    except ValueError as exc:
-        _fail(str(exc))
+    result = metrics.compute_metrics(outcomes, channels=_known_channels(channel, channels), models=models,
+                                     metrics=tuple(metric) if metric else metrics.METRICS,
+                                     draws=bootstrap, seed=seed, conf_level=conf_level, invalid=invalid)
     emit(result, fmt, out, title="Metrics (rates in %, differences in pp)")
 
 
@@ -428,13 +423,7 @@ def power_command(
     con = _open(db)
     outcomes, channels, _ = metrics.read_family_outcomes(con)
     table = power.power_table(outcomes, channels=_known_channels(channel, channels), families=families,
-                              alpha=alpha, power=target_power)
-    if difference is not None:
-        table = table.with_columns(
-            pl.lit(difference).alias("difference"),
-            pl.struct("sd_family").map_elements(
-                lambda r: power.families_needed((r["sd_family"] / 100) ** 2, difference, alpha=alpha,
-                                                power=target_power), return_dtype=pl.Int64).alias("families_needed"))
+                              alpha=alpha, power=target_power, difference=difference)
     emit(table, fmt, out, title="Minimum detectable difference between two models (pp)")
 
 
@@ -520,7 +509,7 @@ def fit_command(
     from .bayes import health
 
     if sampler not in bayes.SAMPLERS:  # before the data are read: a misspelt sampler fails at once
-        raise ValueError(f"--sampler must be one of {', '.join(bayes.SAMPLERS)}")
+        raise UsageError(f"--sampler must be one of {', '.join(bayes.SAMPLERS)}")
     con = _open(db)
     data = bayes_data.read_model_data(con, channels=channel or None)
     typer.echo(f"fitting {data.cells.height + data.p0.height} binomial cells: {len(data.models)} models, "
@@ -554,7 +543,7 @@ def posterior_command(
     from .bayes import health, posterior
 
     if not fit_file.exists():
-        raise ValueError(f"{fit_file}: no such fit file")
+        raise UsageError(f"{fit_file}: no such fit file")
     idata = az.from_netcdf(str(fit_file))
     row = health.diagnostics(idata)
     producers = {
@@ -565,7 +554,7 @@ def posterior_command(
         "diagnostics": lambda: row,
     }
     if what not in producers:
-        raise ValueError(f"--what must be one of {', '.join(producers)}")
+        raise UsageError(f"--what must be one of {', '.join(producers)}")
     result = producers[what]()
     if what != "diagnostics":
         result = result.with_columns(pl.lit(bool(row["passed"][0])).alias("fit_passed"))
@@ -591,18 +580,18 @@ def report_command(
     from .report import context, render
 
     if engine not in ("auto", "quarto", "jupyter"):
-        raise ValueError("--engine must be auto, quarto or jupyter")
+        raise UsageError("--engine must be auto, quarto or jupyter")
     if engine == "quarto" and not shutil.which("quarto"):
-        raise ValueError("--engine quarto: quarto is not on PATH (use --engine jupyter)")
+        raise UsageError("--engine quarto: quarto is not on PATH (use --engine jupyter)")
     env = {"MOLP2S_SEED": str(seed), "MOLP2S_BOOTSTRAP": str(bootstrap),
            "MOLP2S_REPORT_TABLES": str((out / "tables").resolve())}
     if db is not None:
         if not db.exists():
-            raise ValueError(f"{db}: no such database (make one with `molp2s load`)")
+            raise UsageError(f"{db}: no such database (make one with `molp2s load`)")
         env["MOLP2S_DB"] = str(db.resolve())
     if fit_file is not None:
         if not fit_file.exists():
-            raise ValueError(f"{fit_file}: no such fit file (make one with `molp2s fit`)")
+            raise UsageError(f"{fit_file}: no such fit file (make one with `molp2s fit`)")
         env["MOLP2S_FIT"] = str(fit_file.resolve())
     started = time.perf_counter()
     with render._environment(env):

@@ -17,6 +17,7 @@ from scipy import stats
 from . import resample
 from .defaults import DEFAULT_DRAWS, DEFAULT_PAIRED_DRAWS
 from .metrics import family_matrices
+from .errors import UsageError
 
 
 PAIRED_INPUT_SCHEMA = {
@@ -190,7 +191,7 @@ def model_transitions(
     for a_name, b_name in pairs:
         for name in (a_name, b_name):
             if name not in wide.columns:
-                raise ValueError(f"model {name!r} has no outcomes in channel {channel!r}, condition {condition!r}")
+                raise UsageError(f"model {name!r} has no outcomes in channel {channel!r}, condition {condition!r}")
         a = wide[a_name].to_numpy()
         b = wide[b_name].to_numpy()
         tasks = len(a)

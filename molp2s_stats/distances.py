@@ -20,6 +20,8 @@ import numpy as np
 from scipy.integrate import trapezoid
 from scipy.stats import wasserstein_distance
 
+from .errors import UsageError
+
 DISTANCES = ("abs_diff", "euclidean", "wasserstein", "peak_overlap", "uvvis_l1")
 
 #: FWHM -> standard deviation of a Gaussian: FWHM / (2 sqrt(2 ln 2)) (~2.35482).
@@ -31,7 +33,7 @@ _SPECTRUM_KEYS = {"peak_overlap": ("frequencies", "intensities"),
                   "uvvis_l1": ("energies", "strengths")}
 
 
-class PropertyValueError(ValueError):
+class PropertyValueError(UsageError):
     """A property value does not have the format its distance needs."""
 
 
@@ -242,7 +244,7 @@ def pair_distance(
         return float(wasserstein_distance(a, b, wa, wb))
     name, width = ("fwhm", fwhm) if distance == "peak_overlap" else ("uvvis_sigma", uvvis_sigma)
     if not (math.isfinite(width) and width > 0):
-        raise ValueError(f"{name} must be positive and finite, got {width!r}")
+        raise UsageError(f"{name} must be positive and finite, got {width!r}")
     kernel = _peak_overlap if distance == "peak_overlap" else _uvvis_l1
     return kernel(a, b, width)
 

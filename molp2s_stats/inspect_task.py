@@ -24,6 +24,7 @@ from .defaults import DEFAULT_BENCHMARK
 from .ingest import read_benchmark
 from .parse import CandidateIndex, parse_answer
 from .prompts import DEFAULT_MAX_PEAKS, render_prompts
+from .errors import UsageError
 
 
 def _split(value: str | list[str] | None) -> list[str] | None:
@@ -40,7 +41,7 @@ def samples(benchmark: str | None = None, channel: str | None = None, condition:
     rendered = render_prompts(tables, channels=_split(channel), conditions=_split(condition),
                               max_peaks=int(max_peaks))
     if rendered.height == 0:
-        raise ValueError(f"no task matches channel={channel!r} and condition={condition!r}")
+        raise UsageError(f"no task matches channel={channel!r} and condition={condition!r}")
     candidates = {}
     for family_id, label, fragment, molecule in tables["candidates"].select(
             "family_id", "label", "fragment", "molecule").iter_rows():

@@ -34,6 +34,7 @@ from scipy import stats
 from . import resample
 from .defaults import DEFAULT_DRAWS
 from .glossary import METRICS
+from .errors import UsageError
 
 RESULT_SCHEMA = {
     "model": pl.String, "channel": pl.String, "metric": pl.String, "estimate": pl.Float64,
@@ -78,12 +79,12 @@ def apply_invalid_rule(outcomes: pl.DataFrame, invalid: str) -> pl.DataFrame:
     """family_outcomes under one rule for invalid answers: ``wrong`` (counted as wrong, the
     paper's rule) or ``exclude`` (left out: each input read from its ``*_valid`` column)."""
     if invalid not in INVALID_RULES:
-        raise ValueError(f"invalid must be one of {', '.join(INVALID_RULES)}, got {invalid!r}")
+        raise UsageError(f"invalid must be one of {', '.join(INVALID_RULES)}, got {invalid!r}")
     if invalid == "wrong":
         return outcomes
     missing = [f"{c}_valid" for c in _VALID_TWINS if f"{c}_valid" not in outcomes.columns]
     if missing:
-        raise ValueError(f"invalid='exclude' needs the family_outcomes columns {missing}")
+        raise UsageError(f"invalid='exclude' needs the family_outcomes columns {missing}")
     return outcomes.with_columns(pl.col(f"{c}_valid").alias(c) for c in _VALID_TWINS)
 
 
@@ -178,7 +179,7 @@ def compute_metrics(
     """
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
-        raise ValueError(f"unknown metric(s) {unknown}; choose from {', '.join(METRICS)}")
+        raise UsageError(f"unknown metric(s) {unknown}; choose from {', '.join(METRICS)}")
     resample.check_options(draws=draws, conf_level=conf_level)
     outcomes = apply_invalid_rule(outcomes, invalid)
     channels = channels if channels is not None else outcomes["channel"].unique(maintain_order=True).to_list()

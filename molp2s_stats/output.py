@@ -7,6 +7,7 @@ from enum import Enum
 from pathlib import Path
 
 from .lazy import lazy_import
+from .errors import UsageError
 
 pl = lazy_import("polars")
 
@@ -65,7 +66,7 @@ def emit(frame: pl.DataFrame, fmt: Format | None, out: Path | None, *, title: st
     fmt = resolve_format(fmt, out)
     if fmt is Format.parquet:
         if out is None:
-            raise ValueError("--format parquet needs --out FILE")
+            raise UsageError("--format parquet needs --out FILE")
         frame.write_parquet(out)
         return
     if fmt is Format.table:

@@ -28,6 +28,8 @@ import pingouin as pg
 import polars as pl
 from scipy import stats
 
+from .errors import UsageError
+
 METRICS = ("reliance_margin", "pgr")
 POWER_SCHEMA = {
     "channel": pl.String, "metric": pl.String, "families": pl.Int64, "alpha": pl.Float64, "power": pl.Float64,
@@ -49,7 +51,7 @@ def contrast(metric: str, p_a: dict[str, float], p_b: dict[str, float], cf_tasks
         weights = [0.5] + [0.5 / m] * m + [-0.5] + [-0.5 / m] * m
         probabilities = [p_a["source"]] + [p_a["cf"]] * m + [p_b["source"]] + [p_b["cf"]] * m
     else:
-        raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+        raise UsageError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
     return np.array(weights), np.clip(np.array(probabilities), 0.0, 1.0)
 
 
@@ -70,7 +72,7 @@ def contrast_variance(weights: np.ndarray, probabilities: np.ndarray, icc: float
 
 def _z(alpha: float, power: float) -> float:
     if not (0 < alpha < 1 and 0 < power < 1):
-        raise ValueError("alpha and power must lie between 0 and 1")
+        raise UsageError("alpha and power must lie between 0 and 1")
     return float(stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power))
 
 
@@ -90,7 +92,7 @@ def families_needed(variance: float, difference_pp: float, *, alpha: float = 0.0
     100
     """
     if difference_pp == 0:
-        raise ValueError("a difference of 0 needs infinitely many families")
+        raise UsageError("a difference of 0 needs infinitely many families")
     return math.ceil(_z(alpha, power) ** 2 * variance / (difference_pp / 100.0) ** 2)
 
 
@@ -106,7 +108,7 @@ def family_icc(outcomes: pl.DataFrame, channel: str) -> float:
                         variable_name="condition", value_name="y").drop_nulls("y")
     long = long.with_columns(pl.format("{}:{}", "model", "condition").alias("cell"))
     if long["family_id"].n_unique() < 3:
-        raise ValueError(f"channel {channel!r}: too few families for an intra-cluster correlation")
+        raise UsageError(f"channel {channel!r}: too few families for an intra-cluster correlation")
     table = pg.intraclass_corr(data=long.to_pandas(), targets="family_id", raters="cell", ratings="y",
                                nan_policy="omit")
     by_type = table.set_index("Type")["ICC"]
@@ -115,7 +117,7 @@ def family_icc(outcomes: pl.DataFrame, channel: str) -> float:
 
 
 def power_table(outcomes: pl.DataFrame, *, channels: list[str], families: int | None = None, alpha: float = 0.05,
-                power: float = 0.8) -> pl.DataFrame:
+                power: float = 0.8, difference: float | None = None) -> pl.DataFrame:
     """Minimum detectable RM and PGR difference between two typical models, per channel.
 
     "Typical" takes each condition's accuracy averaged over the models in the cohort,
@@ -125,9 +127,10 @@ def power_table(outcomes: pl.DataFrame, *, channels: list[str], families: int | 
     -------
     polars.DataFrame
         One row per channel × metric: ``channel, metric, families, alpha, power, icc,
-        design_effect, sd_family, mde`` (MDE and the per-family SD in pp).
+        design_effect, sd_family, mde`` (MDE and the per-family SD in pp); with
+        ``difference`` (pp), also ``difference`` and ``families_needed`` to detect it.
     """
-    rows = []
+    rows, needed = [], []
     for channel in channels:
         part = outcomes.filter(pl.col("channel") == channel)
         if part.height == 0:
@@ -141,4 +144,10 @@ def power_table(outcomes: pl.DataFrame, *, channels: list[str], families: int | 
             variance, deff = contrast_variance(*contrast(metric, p, p, cf_tasks), icc)
             rows.append((channel, metric, n, alpha, power, icc, deff, math.sqrt(variance) * 100,
                          minimum_detectable_effect(variance, n, alpha=alpha, power=power)))
-    return pl.DataFrame(rows, schema=POWER_SCHEMA, orient="row")
+            if difference is not None:
+                needed.append(families_needed(variance, difference, alpha=alpha, power=power))
+    table = pl.DataFrame(rows, schema=POWER_SCHEMA, orient="row")
+    if difference is not None:
+        table = table.with_columns(pl.lit(difference, pl.Float64).alias("difference"),
+                                   pl.Series("families_needed", needed, pl.Int64))
+    return table

@@ -29,6 +29,7 @@ import numpy as np
 import polars as pl
 
 from .defaults import DEFAULT_MAX_PEAKS
+from .errors import UsageError
 
 __all__ = ["TEMPLATE", "TEMPLATE_ID", "PROMPT_SCHEMA", "render_prompts", "render_property", "property_block"]
 
@@ -242,7 +243,7 @@ def render_prompts(tables: dict[str, pl.DataFrame], *, channels: list[str] | Non
         for P0 tasks).
     """
     if max_peaks < 1:
-        raise ValueError("max_peaks must be at least 1")
+        raise UsageError("max_peaks must be at least 1")
     tasks = tables["tasks"]
     if channels:
         tasks = tasks.filter(pl.col("channel").is_in(list(channels) + ["none"])
@@ -329,14 +330,14 @@ def batch_requests(prompts: pl.DataFrame, *, api: str, model: str, max_tokens: i
     the API would refuse as a custom id is refused here, by name.
     """
     if not model:
-        raise ValueError(f"{api}-batch needs --model: the model the requests go to")
+        raise UsageError(f"{api}-batch needs --model: the model the requests go to")
     if max_tokens < 1:
-        raise ValueError("--max-tokens must be at least 1")
+        raise UsageError("--max-tokens must be at least 1")
     lines = []
     for task_id, system, prompt in prompts.select("task_id", "system", "prompt").iter_rows():
         if api == "anthropic":
             if not _ANTHROPIC_ID.fullmatch(task_id):
-                raise ValueError(f"task_id {task_id!r} cannot be an Anthropic custom_id "
+                raise UsageError(f"task_id {task_id!r} cannot be an Anthropic custom_id "
                                  "(1–64 letters, digits, '-' or '_')")
             lines.append({"custom_id": task_id, "params": {
                 "model": model, "max_tokens": max_tokens, "system": system,
@@ -361,7 +362,7 @@ def write_prompts(prompts: pl.DataFrame, out, *, fmt: str = "jsonl", model: str 
 
     out = Path(out)
     if fmt not in EXPORT_FORMATS:
-        raise ValueError(f"unknown prompt format {fmt!r}; choose from {', '.join(EXPORT_FORMATS)}")
+        raise UsageError(f"unknown prompt format {fmt!r}; choose from {', '.join(EXPORT_FORMATS)}")
     if fmt.endswith("-batch"):
         lines = batch_requests(prompts, api=fmt.removesuffix("-batch"), model=model or "", max_tokens=max_tokens)
         out.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")

@@ -16,6 +16,8 @@ import zlib
 
 import numpy as np
 
+from .errors import UsageError
+
 METHOD = "family_bootstrap_percentile"
 
 
@@ -76,9 +78,9 @@ def percentile_interval(replicates: np.ndarray, conf_level: float) -> tuple[np.n
 def check_options(*, draws: int, conf_level: float) -> None:
     """Refuse a negative number of draws or a coverage outside (0, 1)."""
     if not 0 < conf_level < 1:
-        raise ValueError(f"conf_level must be between 0 and 1, got {conf_level}")
+        raise UsageError(f"conf_level must be between 0 and 1, got {conf_level}")
     if draws < 0:
-        raise ValueError(f"draws must be >= 0, got {draws}")
+        raise UsageError(f"draws must be >= 0, got {draws}")
 
 
 def bootstrap_ratio(

@@ -15,6 +15,7 @@ from scipy import stats
 
 from . import resample
 from .metrics import family_matrices, metric_components
+from .errors import UsageError
 
 SCORES = ("reliance_margin", "cfr", "pgr")
 DEFAULT_SIZES = (25, 50, 75, 100, 125)
@@ -86,9 +87,9 @@ def ranking_stability(
         size, draws, seed, spearman_rho, exact, mad, draws_undefined``.
     """
     if score not in SCORES:
-        raise ValueError(f"score must be one of {', '.join(SCORES)}, got {score!r}")
+        raise UsageError(f"score must be one of {', '.join(SCORES)}, got {score!r}")
     if len(models) < 2:
-        raise ValueError("ranking stability needs at least two models")
+        raise UsageError("ranking stability needs at least two models")
     matrices = {c: _family_matrices(outcomes, c, models, score) for c in channels}
     groups = [(MACRO, channels)] if macro else [(c, [c]) for c in channels]
     rows = []

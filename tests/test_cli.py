@@ -180,3 +180,24 @@ def test_renamed_flags_keep_their_old_names(db, old, new):
         assert result.exit_code == 0, result.output
         frames.append(pl.read_csv(result.stdout.encode()))
     assert frames[0].equals(frames[1])
+
+
+def test_a_bug_keeps_its_traceback_while_a_user_error_is_one_line(db, monkeypatch):
+    """Only errors a user can fix become `error: …` lines; a ValueError from a bug is not hidden."""
+    from molp2s_stats import metrics
+    from molp2s_stats.errors import UsageError
+
+    def broken(*args, **kwargs):
+        raise ValueError("operands could not be broadcast together")  # what a bug looks like
+
+    monkeypatch.setattr(metrics, "compute_metrics", broken)
+    result = runner.invoke(app, ["metrics", "--db", str(db), "--bootstrap", "0"])
+    assert isinstance(result.exception, ValueError) and not isinstance(result.exception, UsageError)
+    assert not result.output.startswith("error: ")
+
+    def refused(*args, **kwargs):
+        raise UsageError("unknown metric(s) ['pgrr']")
+
+    monkeypatch.setattr(metrics, "compute_metrics", refused)
+    result = runner.invoke(app, ["metrics", "--db", str(db), "--bootstrap", "0"])
+    assert result.exit_code == 2 and result.output.startswith("error: unknown metric(s)")

@@ -14,6 +14,8 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from ..errors import UsageError
+
 CONDITIONS = ("source", "shuffled", "cf")
 
 _CELLS_SQL = """
@@ -49,7 +51,7 @@ def read_model_data(con: duckdb.DuckDBPyConnection, *, channels: list[str] | Non
     cells = con.sql(_CELLS_SQL, params={"channels": channels}).pl()
     p0 = con.sql(_P0_SQL, params={"channels": channels}).pl()
     if cells.height == 0:
-        raise ValueError("no cohort families in the requested channels: nothing to fit")
+        raise UsageError("no cohort families in the requested channels: nothing to fit")
     k_mean = con.sql(
         """SELECT avg(n_candidates) FROM stg_families
            WHERE family_id IN (SELECT family_id FROM cohort WHERE in_cohort)""").fetchall()[0][0]

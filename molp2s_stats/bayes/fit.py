@@ -13,6 +13,7 @@ import arviz as az
 from . import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_TUNE, LOW_RANK, SAMPLERS, TARGET_ACCEPT
 from .data import ModelData
 from .model import LOO_DRAWS, pointwise_log_likelihood
+from ..errors import UsageError
 
 
 def show_progress() -> bool:
@@ -33,7 +34,7 @@ def sample(data: ModelData, *, draws: int, tune: int, chains: int, seed: int, sa
     (benchmarks/bench_bayes.py).
     """
     if sampler not in SAMPLERS:
-        raise ValueError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
+        raise UsageError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
     if sampler == "nutpie":
         import nutpie
 

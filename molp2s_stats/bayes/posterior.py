@@ -17,6 +17,7 @@ from scipy.special import expit
 from scipy import stats
 
 from .model import pair_effects
+from ..errors import UsageError
 
 HDI_PROB = 0.94
 QUANTITY_SCHEMA = {
@@ -37,7 +38,7 @@ def probability_draws(idata: az.InferenceData) -> dict[str, dict[str, np.ndarray
     post = idata.posterior
     channels = list(post.coords["channel"].values)
     if "cell" not in post or "cohort" not in post.attrs:
-        raise ValueError("this fit was saved by an older version of molp2s-stats (no 'cell' draws); "
+        raise UsageError("this fit was saved by an older version of molp2s-stats (no 'cell' draws); "
                          "run `molp2s fit` again")
     pairs = [tuple(p) for p in json.loads(post.attrs["cohort"])]
     cell = _draws(idata, "cell")  # (S, M, K, C)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import UsageError
 
-class InputError(ValueError):
+
+class InputError(UsageError):
     """Bad input: names the file, the line or row, and what is wrong.
 
     >>> str(InputError("runs/a.jsonl", "unknown task_id 't9'", where="line 3"))

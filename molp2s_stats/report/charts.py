@@ -55,15 +55,27 @@ def rank_bars(frame: pl.DataFrame, *, title: str) -> alt.Chart:
         .facet(facet=alt.Facet("channel:N", title=None), columns=3).properties(title=title))
 
 
-def transitions(frame: pl.DataFrame, *, title: str) -> alt.Chart:
-    """Both correct / A only / B only / both wrong per model pair, as stacked bars (% of tasks)."""
-    long = frame.with_columns(pl.format("{} vs {}", "model_a", "model_b").alias("pair")).unpivot(
-        index="pair", on=list(OUTCOMES), variable_name="outcome", value_name="share")
-    return (alt.Chart(long.to_pandas()).mark_bar().encode(
-        y=alt.Y("pair:N", title=None), x=alt.X("share:Q", title="% of tasks", stack="normalize"),
-        color=alt.Color("outcome:N", sort=list(OUTCOMES)), order=alt.Order("outcome_order:Q"))
+def transitions(frame: pl.DataFrame, *, title: str) -> alt.HConcatChart:
+    """The paper's Figure 2, one row per model pair: the four shares of the tasks (both right,
+    only A, only B, both wrong: A's gains over B and its losses) as a stacked bar, and beside
+    it the net (B − A, pp) with its bootstrap interval (``model_transitions`` output)."""
+    pairs = frame.with_columns(pl.format("{} vs {}", "model_a", "model_b").alias("pair"))
+    order = pairs["pair"].to_list()
+    long = pairs.unpivot(index="pair", on=list(OUTCOMES), variable_name="outcome", value_name="share")
+    y = alt.Y("pair:N", title=None, sort=order)
+    shares = (alt.Chart(long.to_pandas()).mark_bar().encode(
+        y=y, x=alt.X("share:Q", title="% of tasks", stack="normalize"),
+        color=alt.Color("outcome:N", sort=list(OUTCOMES), title=None), order=alt.Order("outcome_order:Q"),
+        tooltip=["pair", "outcome", alt.Tooltip("share:Q", format=".1f")])
         .transform_calculate(outcome_order=f"indexof({list(OUTCOMES)}, datum.outcome)")
-        .properties(width=420, title=title))
+        .properties(width=360, title="shares of the tasks"))
+    net = pairs.select("pair", "net", "conf_low", "conf_high").to_pandas()
+    base = alt.Chart(net).encode(y=y)
+    interval = base.mark_rule().encode(x=alt.X("conf_low:Q", title="net: B − A (pp)"), x2="conf_high:Q")
+    point = base.mark_point(filled=True, size=50).encode(x="net:Q", tooltip=["pair", alt.Tooltip("net:Q", format=".1f")])
+    zero = alt.Chart(net).mark_rule(strokeDash=[3, 3], color="#888").encode(x=alt.datum(0))
+    return alt.hconcat(shares, (interval + point + zero).properties(width=220, title="net, 95% interval")
+                       ).properties(title=title)
 
 
 def stability_lines(frame: pl.DataFrame, *, title: str) -> alt.Chart:

@@ -1,5 +1,5 @@
 """One task drawn the way the paper's Figure 1 does: the masked scaffold, the candidate
-fragments (RDKit SVG), the property input the model saw, and each model's answer."""
+fragments (RDKit SVG), the prompt the model received, and each model's answer with its text."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import duckdb
 import polars as pl
 from rdkit import Chem
 from rdkit.Chem import Draw
+
+from ..errors import UsageError
 
 
 def _svg(smiles: str, caption: str, size: tuple[int, int] = (190, 150)) -> str:
@@ -26,52 +28,68 @@ def _svg(smiles: str, caption: str, size: tuple[int, int] = (190, 150)) -> str:
 
 
 def pick_task(con: duckdb.DuckDBPyConnection, channel: str | None = None) -> str:
-    """A source task of a cohort family (first by id), on ``channel`` or the largest cohort's channel."""
+    """A source task of a cohort family (first by id), on ``channel`` or else on the single
+    channel with the largest cohort: Figure 1 shows one property as the model saw it."""
     if channel is None:
-        channel = con.sql("SELECT channel FROM cohort_summary ORDER BY cohort DESC, channel LIMIT 1").fetchall()[0][0]
+        rows = con.sql(
+            """SELECT s.channel FROM cohort_summary AS s
+               JOIN stg_channel_components AS c ON c.channel = s.channel AND c.component = s.channel
+               WHERE s.cohort > 0 ORDER BY s.cohort DESC, s.channel LIMIT 1""").fetchall()
+        if not rows:
+            raise UsageError("no single channel has a cohort: nothing to show")
+        channel = rows[0][0]
     rows = con.sql(
         """SELECT task_id FROM cohort_tasks
            WHERE channel = $channel AND condition = 'source' ORDER BY task_id LIMIT 1""",
         params={"channel": channel}).fetchall()
     if not rows:
-        raise ValueError(f"no source task in the cohort of channel {channel!r}")
+        raise UsageError(f"no source task in the cohort of channel {channel!r}")
     return rows[0][0]
 
 
+JUSTIFICATION_CHARACTERS = 400  # of each answer's text: enough for its justification
+
+
 def task_figure(con: duckdb.DuckDBPyConnection, task_id: str) -> str:
-    """HTML of the task: scaffold, candidates (source marked), property input, answers per model."""
-    task = con.sql("SELECT * FROM tasks WHERE task_id = $t", params={"t": task_id}).pl()
+    """HTML of the task as the model saw it (the paper's Figure 1): the masked scaffold, the
+    candidates drawn (source marked), the rendered prompt, and each model's answer with its text."""
+    from ..prompts import benchmark_tables, render_prompts
+
+    task = con.sql("SELECT * FROM stg_tasks WHERE task_id = $t", params={"t": task_id}).pl()
     if task.height == 0:
-        raise ValueError(f"no task {task_id!r}")
-    family, channel, condition, target = task.row(0)[1:5]
-    shown_family, shown_label = task["shown_family"][0], task["shown_label"][0]
-    scaffold, source = con.sql("SELECT scaffold, source FROM families WHERE family_id = $f",
+        raise UsageError(f"no task {task_id!r}")
+    family, channel, condition, target = (task[c][0] for c in ("family_id", "channel", "condition", "target"))
+    scaffold, source = con.sql("SELECT scaffold, source_label FROM stg_families WHERE family_id = $f",
                                params={"f": family}).fetchall()[0]
-    candidates = con.sql("SELECT label, fragment FROM candidates WHERE family_id = $f ORDER BY label",
-                         params={"f": family}).pl()
-    shown = con.sql("SELECT value FROM properties WHERE family_id = $f AND label = $l AND channel = $c",
-                    params={"f": shown_family, "l": shown_label, "c": channel}).fetchall()
+    tables = benchmark_tables(con)
+    candidates = tables["candidates"].filter(pl.col("family_id") == family).sort("label")
+    tables["tasks"] = tables["tasks"].filter(pl.col("task_id") == task_id)
+    prompt = render_prompts(tables).row(0, named=True)
     answers = con.sql(
-        """SELECT model, sample, coalesce(choice, 'invalid: ' || invalid_reason) AS answer
+        """SELECT model, sample, coalesce(choice, 'invalid: ' || invalid_reason) AS answer, response
            FROM stg_terminal_responses WHERE task_id = $t ORDER BY model, sample""", params={"t": task_id}).pl()
     drawings = "".join(
         _svg(fragment, f"{label}{' (source)' if label == source else ''}")
-        for label, fragment in candidates.iter_rows())
-    value = shown[0][0] if shown else "(no value)"
-    if len(value) > 600:  # a stick spectrum: the start is enough to show the form of the input
-        value = f"{value[:600]} … ({len(value):,} characters in all)"
+        for label, fragment in candidates.select("label", "fragment").iter_rows())
+
+    def text(response: str | None) -> str:
+        if not response:
+            return "(no text)"
+        short = response if len(response) <= JUSTIFICATION_CHARACTERS else response[:JUSTIFICATION_CHARACTERS] + " …"
+        return html.escape(short)
+
     answer_rows = "".join(
-        f"<tr><td>{html.escape(m)}</td><td>{s}</td><td>{html.escape(str(a))}"
-        f"{' ✓' if a == target else ''}</td></tr>" for m, s, a in answers.iter_rows())
+        f"<tr><td>{html.escape(m)}</td><td>{s}</td><td>{html.escape(str(a))}{' ✓' if a == target else ''}</td>"
+        f"<td class='justification'>{text(r)}</td></tr>" for m, s, a, r in answers.iter_rows())
     return (
         f"<div class='task-figure'><p><strong>Task {html.escape(task_id)}</strong>: family {html.escape(family)}, "
         f"channel <code>{html.escape(channel)}</code>, condition <code>{html.escape(condition)}</code>, "
         f"right answer <strong>{html.escape(target)}</strong>.</p>"
         f"<div class='molecules'>{_svg(scaffold, 'masked scaffold')}</div>"
         f"<div class='molecules'>{drawings}</div>"
-        f"<p>Property input shown to the model ({html.escape(channel)} of candidate {html.escape(shown_label)}):</p>"
-        f"<pre>{html.escape(value)}</pre>"
-        f"<table class='answers'><thead><tr><th>model</th><th>sample</th><th>answer</th></tr></thead>"
+        f"<p>The prompt, as the model received it:</p>"
+        f"<pre class='prompt'>{html.escape(prompt['system'])}\n\n{html.escape(prompt['prompt'])}</pre>"
+        f"<table class='answers'><thead><tr><th>model</th><th>sample</th><th>answer</th><th>its text</th></tr></thead>"
         f"<tbody>{answer_rows}</tbody></table></div>")
 
 

@@ -28,6 +28,8 @@ from pathlib import Path
 import nbformat
 import yaml
 
+from ..errors import UsageError
+
 _CELL = re.compile(r"^```\{python\}[^\n]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
 _OPTION = re.compile(r"^#\|\s*([\w-]+)\s*:\s*(.*?)\s*$")
 
@@ -187,7 +189,7 @@ def render_with_quarto(project: Path, out: Path, env: dict[str, str]) -> None:
 def render_site(project: Path, out: Path, env: dict[str, str], *, engine: str = "auto", log=print) -> str:
     """Render with Quarto if it is on PATH (``engine="auto"``), else with Jupyter; returns the engine used."""
     if engine not in ("auto", "quarto", "jupyter"):
-        raise ValueError("engine must be auto, quarto or jupyter")
+        raise UsageError("engine must be auto, quarto or jupyter")
     if engine == "quarto" or (engine == "auto" and shutil.which("quarto")):
         # Quarto owns its output folder: tables go to reports/tables/ and arrive as a resource
         render_with_quarto(project, out, {k: v for k, v in env.items() if k != "MOLP2S_REPORT_TABLES"})

@@ -141,6 +141,10 @@ def test_pages_hold_what_they_promise(site):
     assert "<svg" in leaderboard
     overview = (site / "index.html").read_text()
     assert "masked scaffold" in overview and overview.count("<svg") >= 3  # scaffold + candidates
+    # Figure 1: a single channel's task, its rendered prompt with the property shown, each answer's text
+    assert "The prompt, as the model received it" in overview and "(no value)" not in overview
+    assert re.search(r"channel <code>(dipole_norm|ir)</code>", overview)
+    assert "its text" in overview
     posterior = (site / "posterior.html").read_text()
     # 2 × 100 draws cannot pass the gate: the page must say so, not hide it
     assert "gate-failed" in posterior and "HEALTH GATE" in posterior

@@ -98,6 +98,10 @@ COLUMNS: dict[str, str] = {
     "complete_coverage": "families with a terminal response from every model to every required task",
     "cohort": "families in the cohort: input-validated and complete coverage",
     "family_id": "family identifier",
+    "task_id": "task identifier",
+    "sample": "sample number of an answer (0 for the first; several when a task was sampled repeatedly)",
+    "cites": "the answer's justification names the channel's quantity or repeats a number its prompt showed",
+    "persists": "a cf answer that chose the family's source candidate",
     "drop_reason": "why the family is not in the channel's cohort",
     # stability, ranks, power, frequentist companions
     "size": "families per subsample (capped at the cohort size)",

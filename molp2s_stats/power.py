@@ -30,7 +30,7 @@ from scipy import stats
 
 from .errors import UsageError
 
-METRICS = ("reliance_margin", "pgr")
+POWER_METRICS = ("reliance_margin", "pgr")  # the metrics whose power between two models is computed
 POWER_SCHEMA = {
     "channel": pl.String, "metric": pl.String, "families": pl.Int64, "alpha": pl.Float64, "power": pl.Float64,
     "icc": pl.Float64, "design_effect": pl.Float64, "sd_family": pl.Float64, "mde": pl.Float64,
@@ -51,7 +51,7 @@ def contrast(metric: str, p_a: dict[str, float], p_b: dict[str, float], cf_tasks
         weights = [0.5] + [0.5 / m] * m + [-0.5] + [-0.5 / m] * m
         probabilities = [p_a["source"]] + [p_a["cf"]] * m + [p_b["source"]] + [p_b["cf"]] * m
     else:
-        raise UsageError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+        raise UsageError(f"metric must be one of {', '.join(POWER_METRICS)}, got {metric!r}")
     return np.array(weights), np.clip(np.array(probabilities), 0.0, 1.0)
 
 
@@ -140,7 +140,7 @@ def power_table(outcomes: pl.DataFrame, *, channels: list[str], families: int | 
              "cf": part["cf_recovery"].mean() or 0.0}
         cf_tasks = float(part["cf_tasks"].mean())
         n = families if families is not None else part["family_id"].n_unique()
-        for metric in METRICS:
+        for metric in POWER_METRICS:
             variance, deff = contrast_variance(*contrast(metric, p, p, cf_tasks), icc)
             rows.append((channel, metric, n, alpha, power, icc, deff, math.sqrt(variance) * 100,
                          minimum_detectable_effect(variance, n, alpha=alpha, power=power)))

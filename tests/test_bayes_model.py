@@ -129,6 +129,15 @@ def test_fit_and_posterior_commands(small_fit, tmp_path):
     result = runner.invoke(app, ["posterior", str(path), "--what", "reliance", "--format", "csv"])
     assert result.exit_code == 0, result.output
     assert "fit_passed" in result.stdout.splitlines()[0]
+    # every column of every posterior table is in the glossary
+    import polars as pl
+
+    from molp2s_stats.glossary import check_columns
+
+    for what in ("reliance", "responsiveness", "contrasts", "ranks", "diagnostics"):
+        result = runner.invoke(app, ["posterior", str(path), "--what", what, "--format", "csv"])
+        assert result.exit_code == 0, (what, result.output)
+        check_columns(pl.read_csv(result.stdout.encode()).columns)
     result = runner.invoke(app, ["fit", "--db", str(db), "--draws", "50", "--tune", "50", "--chains", "2",
                                  "--no-loo", "--out", str(tmp_path / "quick.nc")])
     assert result.exit_code == 3  # unconverged: non-zero unless --allow-unconverged

@@ -123,6 +123,9 @@ def test_demo_prints_the_pgr_leaderboard(tmp_path):
     ["ranks", "--bootstrap", "50"], ["ranks", "--bootstrap", "50", "--distribution"],
     ["power"], ["power", "--difference", "10", "--families", "136"],
     ["frequentist"],
+    ["explanations", "--bootstrap", "20"], ["explanations", "--bootstrap", "0", "--per-response"],
+    ["sql", "SELECT * FROM benchmark_summary"], ["sql", "SELECT * FROM invalid_rates"],
+    ["sql", "SELECT * FROM binomial_cells"],
 ])
 def test_every_output_column_is_in_the_glossary(db, args):
     from molp2s_stats.glossary import check_columns

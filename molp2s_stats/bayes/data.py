@@ -14,9 +14,11 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from ..defaults import CONDITIONS as ALL_CONDITIONS
 from ..errors import UsageError
 
-CONDITIONS = ("source", "shuffled", "cf")
+# the conditions the model has effects for: P0 ("none") enters as its own per-model intercept
+MODELLED_CONDITIONS = tuple(c for c in ALL_CONDITIONS if c != "none")
 
 _CELLS_SQL = """
 SELECT model, channel, condition, family_id, successes, trials
@@ -72,7 +74,7 @@ def index(cells: pl.DataFrame, p0: pl.DataFrame, *, n_candidates: float) -> Mode
     cells = cells.sort("model", "channel", "condition", "family_id").with_columns(
         code("model", models).alias("model_index"),
         code("channel", channels).alias("channel_index"),
-        code("condition", list(CONDITIONS)).alias("condition_index"),
+        code("condition", list(MODELLED_CONDITIONS)).alias("condition_index"),
         code("family_id", families).alias("family_index"),
         pl.Series("family_channel_index", [pair_code[p] for p in cells.sort(
             "model", "channel", "condition", "family_id").select("family_id", "channel").iter_rows()], pl.Int64),

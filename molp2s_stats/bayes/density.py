@@ -41,7 +41,7 @@ from math import prod, sqrt
 import numpy as np
 from scipy.special import logit
 
-from .data import CONDITIONS, ModelData
+from .data import MODELLED_CONDITIONS, ModelData
 from .model import PRIOR_MEAN_SD, SPREAD_SCALE, centredness, grid
 
 # the deviations each spread scales: their sign follows a signed spread's
@@ -120,7 +120,7 @@ class Density:
 
 def density(data: ModelData, *, family_effects: bool = True) -> Density:
     models, channels, families = data.models, data.channels, data.families
-    m, k, c = len(models), len(CONDITIONS), len(channels)
+    m, k, c = len(models), len(MODELLED_CONDITIONS), len(channels)
     lam = centredness(grid(data)).astype(np.float32)
     shapes = {"condition_mean": (m, k), "channel_sd": (m, k), "channel_z": (m, k, c), "p0_mean": (m,)}
     kinds = {"condition_mean": "real", "channel_sd": "spread", "channel_z": "zerosum", "p0_mean": "real"}
@@ -136,7 +136,7 @@ def density(data: ModelData, *, family_effects: bool = True) -> Density:
         dims |= {"family_sd": (), "family_z": ("family",), "family_channel_sd": (),
                  "family_channel_z": ("family_channel",)}
     dims["cell"] = ("model", "condition", "channel")
-    coords = {"model": models, "condition": list(CONDITIONS), "channel": channels, "family": families,
+    coords = {"model": models, "condition": list(MODELLED_CONDITIONS), "channel": channels, "family": families,
               "family_channel": [f"{fam}|{ch}" for fam, ch in data.family_channels]}
     return Density(data, family_effects, lam, shapes, kinds, signed, coords, dims)
 

@@ -44,7 +44,7 @@ import arviz as az
 import numpy as np
 from scipy.special import gammaln, log_expit, logit
 
-from .data import CONDITIONS, ModelData
+from .data import MODELLED_CONDITIONS, ModelData
 
 PRIOR_MEAN_SD = 1.5  # condition_mean and p0_mean ~ Normal(logit(1/K̄), 1.5)
 SPREAD_SCALE = {"channel_sd": 1.0, "family_sd": 1.0, "family_channel_sd": 0.5}  # HalfNormal scale of each spread
@@ -64,7 +64,7 @@ class Grid:
 
 def grid(data: ModelData) -> Grid:
     """Scatter the long cells of ``data`` onto the dense grid."""
-    shape = (len(data.models), len(CONDITIONS), len(data.channels), len(data.families))
+    shape = (len(data.models), len(MODELLED_CONDITIONS), len(data.channels), len(data.families))
     successes, trials = np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.int64)
     at = tuple(data.cells[c].to_numpy() for c in ("model_index", "condition_index", "channel_index", "family_index"))
     successes[at], trials[at] = data.cells["successes"].to_numpy(), data.cells["trials"].to_numpy()
@@ -127,7 +127,7 @@ def build_model(data: ModelData, *, family_effects: bool = True):
     counts = grid(data)
     n_channels, n_families = len(data.channels), len(data.families)
     centre = float(logit(1.0 / data.n_candidates))
-    coords = {"model": data.models, "channel": data.channels, "condition": list(CONDITIONS),
+    coords = {"model": data.models, "channel": data.channels, "condition": list(MODELLED_CONDITIONS),
               "family": data.families, "family_channel": [f"{f}|{c}" for f, c in data.family_channels]}
     with pm.Model(coords=coords) as model:
         condition_mean = pm.Normal("condition_mean", mu=centre, sigma=PRIOR_MEAN_SD, dims=("model", "condition"))

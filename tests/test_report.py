@@ -197,3 +197,14 @@ def test_page_body_does_not_overflow_at_1280_px(site, tmp_path, name):
     dom = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
     scroll_width, window_width = map(int, re.search(r'data-widths="(\d+) (\d+)"', dom).groups())
     assert window_width == 1280 and scroll_width <= window_width, (scroll_width, window_width)
+
+
+def test_stability_tables_have_rm_and_cfr_spanners_over_rho_exact_mad():
+    rows = [(metric, "macro", size, 0.9, 50.0, 1.5) for metric in ("reliance_margin", "cfr") for size in (25, 50)]
+    frame = pl.DataFrame(rows, schema=["metric", "channel", "size", "spearman_rho", "exact", "mad"], orient="row")
+    table, tidy = tables.stability_table(frame, by="size", title="t")
+    assert tidy.equals(frame)
+    html = table.as_raw_html()
+    assert _header(html)[-2:] == [[("", 1), ("RM", 3), ("CFR", 3)],
+                                  [("ρ", 1), ("Exact", 1), ("MAD", 1), ("ρ", 1), ("Exact", 1), ("MAD", 1)]]
+    assert ">0.900<" in html and ">50.0<" in html and ">1.50<" in html  # ρ 3 decimals, Exact 1, MAD 2

@@ -134,6 +134,31 @@ def split_table(metrics: pl.DataFrame, *, title: str, subtitle: str | None = Non
     return table, tidy
 
 
+STABILITY_STATISTICS = {"spearman_rho": ("ρ", 3), "exact": ("Exact", 1), "mad": ("MAD", 2)}  # label, decimals
+METRIC_LABELS = {"reliance_margin": "RM", "cfr": "CFR", "pgr": "PGR"}
+
+
+def stability_table(stability: pl.DataFrame, *, by: str, title: str, subtitle: str | None = None
+                    ) -> tuple[GT, pl.DataFrame]:
+    """Ranking stability as the paper's Tables 10 (``by="size"``) and 11 (``by="channel"``) lay it
+    out: one row per subset size or channel, per metric a spanner over ρ, Exact and MAD."""
+    metrics_present = stability["metric"].unique(maintain_order=True).to_list()
+    wide = None
+    for metric in metrics_present:
+        part = (stability.filter(pl.col("metric") == metric)
+                .select(by, *[pl.col(c).alias(f"{metric}__{c}") for c in STABILITY_STATISTICS]))
+        wide = part if wide is None else wide.join(part, on=by, how="full", coalesce=True, maintain_order="left")
+    columns = [c for c in wide.columns if c != by]
+    table = GT(wide.with_columns(pl.col(by).cast(pl.String)), rowname_col=by).tab_header(title=title, subtitle=subtitle)
+    for statistic, (label, decimals) in STABILITY_STATISTICS.items():
+        chosen = [c for c in columns if c.endswith(f"__{statistic}")]
+        table = table.fmt_number(columns=chosen, decimals=decimals).cols_label(**{c: label for c in chosen})
+    for metric in metrics_present:
+        table = table.tab_spanner(label=METRIC_LABELS.get(metric, metric),
+                                  columns=[c for c in columns if c.startswith(f"{metric}__")])
+    return table.sub_missing(missing_text="—"), stability
+
+
 def _spanners(table: GT, channels: list[str]) -> GT:
     """Sub-spanners (¹H NMR, ¹³C NMR) right above their columns, the groups above those."""
     groups: dict[str, list[str]] = {}

@@ -109,6 +109,15 @@ def read_channel_groups(con: duckdb.DuckDBPyConnection) -> list[tuple[str, list[
                        'GROUP BY "group" ORDER BY min(position)').fetchall()
 
 
+def read_model_names(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
+    """The benchmark's optional models table (``model, display_name, group``); None without one."""
+    try:
+        names = con.sql("SELECT model, display_name, \"group\" FROM stg_model_names ORDER BY position").pl()
+    except duckdb.CatalogException:  # a database made before the models table existed
+        return None
+    return names if names.height else None
+
+
 def read_family_outcomes(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, list[str], list[str]]:
     """The ``family_outcomes`` view, with the channels and models to report."""
     return con.sql("SELECT * FROM family_outcomes").pl(), *read_channels_and_models(con)

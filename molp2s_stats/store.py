@@ -36,6 +36,7 @@ VIEW_FILES = (
     "staging/stg_families.sql",
     "staging/stg_tasks.sql",
     "staging/stg_models.sql",
+    "staging/stg_model_names.sql",
     "staging/stg_terminal_responses.sql",
     "marts/pair_separation.sql",
     "marts/input_validation.sql",

@@ -10,6 +10,14 @@ CREATE TABLE IF NOT EXISTS channels (
     position    INTEGER NOT NULL    -- display order
 );
 
+-- Optional in a benchmark: a model's name in reports and its group (e.g. closed-weight).
+CREATE TABLE IF NOT EXISTS models (
+    model        VARCHAR PRIMARY KEY,
+    display_name VARCHAR,
+    "group"      VARCHAR,
+    position     INTEGER NOT NULL    -- the file's order
+);
+
 CREATE TABLE IF NOT EXISTS families (
     family_id VARCHAR PRIMARY KEY,
     scaffold  VARCHAR NOT NULL,

@@ -1,4 +1,4 @@
-"""Loading a benchmark folder: families, candidates, properties, tasks, channels.
+"""Loading a benchmark folder: families, candidates, properties, tasks, channels, models.
 
 Each table is one file, ``<table>.parquet``, ``.jsonl`` or ``.csv``. Every row is
 checked before anything is written; pair distances for input validation are
@@ -49,7 +49,10 @@ TABLES: dict[str, dict[str, tuple[str, bool]]] = {
         "channel": ("text", True), "group": ("text", True), "name": ("text", True),
         "distance": ("text", False), "cutoff": ("number", False), "components": ("list", False),
     },
+    # optional: how reports name and group the models (the paper: closed- and open-weight)
+    "models": {"model": ("text", True), "display_name": ("text", False), "group": ("text", False)},
 }
+OPTIONAL_TABLES = ("channels", "models")
 
 
 @dataclass(frozen=True)
@@ -238,7 +241,7 @@ def read_benchmark(directory: str | Path) -> dict[str, pl.DataFrame]:
     directory = Path(directory)
     if not directory.is_dir():
         raise InputError(directory, "not a folder")
-    paths = {t: _find_table(directory, t, required=t != "channels") for t in TABLES}
+    paths = {t: _find_table(directory, t, required=t not in OPTIONAL_TABLES) for t in TABLES}
     channels = _merge_channels(paths["channels"])
     families = read_table(paths["families"], "families")
     candidates = read_table(paths["candidates"], "candidates")
@@ -269,8 +272,14 @@ def read_benchmark(directory: str | Path) -> dict[str, pl.DataFrame]:
     task_channels = pl.concat([channels.select("channel"), pl.DataFrame({"channel": ["none"]})])
     _check_in(paths["tasks"], tasks, task_channels, ["channel"], "unknown channel")
     _check_tasks(paths["tasks"], tasks, families, candidates)
-    return {"channels": channels, "families": families, "candidates": candidates,
-            "properties": properties, "tasks": tasks}
+    tables = {"channels": channels, "families": families, "candidates": candidates,
+              "properties": properties, "tasks": tasks}
+    if paths["models"] is not None:  # only when given: the fingerprint of a benchmark without one stays as it was
+        models = read_table(paths["models"], "models")
+        _first_duplicate(paths["models"], models, ["model"])
+        # the file's order is the report's order (of the groups, and of models within one)
+        tables["models"] = models.with_columns(pl.int_range(pl.len(), dtype=pl.Int32).alias("position"))
+    return tables
 
 
 def _check_tasks(path: Path, tasks: pl.DataFrame, families: pl.DataFrame, candidates: pl.DataFrame) -> None:

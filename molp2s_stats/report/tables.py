@@ -65,22 +65,30 @@ def leaderboard_frame(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
 
 
 def leaderboard_table(metrics: pl.DataFrame, metric: str, *, title: str, subtitle: str | None = None,
-                      higher_is_better: bool = True,
-                      interval_note: str = "Intervals: 95% family bootstrap.") -> tuple[GT, pl.DataFrame]:
+                      higher_is_better: bool = True, interval_note: str = "Intervals: 95% family bootstrap.",
+                      models: pl.DataFrame | None = None) -> tuple[GT, pl.DataFrame]:
     """The leaderboard of one metric as the paper lays it out, and the tidy frame behind it.
 
     One row per model, the random baseline last; one column per channel in the data's
     order, under the paper's spanners (Electronic, Vibrational, Magnetic resonance with
     ¹H and ¹³C NMR, Bundles); cells ``estimate [low, high]`` with one decimal, formatted
-    by great-tables from numeric columns. The frame returned is what gets exported:
-    numbers, one row per model × channel.
+    by great-tables from numeric columns. ``models`` (``model, display_name, group``, the
+    benchmark's optional models table) names the rows and groups them (closed- and
+    open-weight, say) in the order the groups first appear. The frame returned is what
+    gets exported: numbers, one row per model × channel.
     """
     tidy = leaderboard_frame(metrics, metric)
     channels = tidy["channel"].unique(maintain_order=True).to_list()
-    models = tidy["model"].unique(maintain_order=True).to_list()
-    if BASELINE in models:  # the baseline closes the table
-        models = [m for m in models if m != BASELINE] + [BASELINE]
-    wide = pl.DataFrame({"model": models})
+    order = tidy["model"].unique(maintain_order=True).to_list()
+    names = dict(models.select("model", "display_name").iter_rows()) if models is not None else {}
+    groups = dict(models.select("model", "group").iter_rows()) if models is not None else {}
+    grouped = any(groups.get(m) for m in order)
+    if grouped:  # by group, in the order the groups first appear in the models table; ungrouped ones after
+        group_order = {g: i for i, g in enumerate(dict.fromkeys(g for g in models["group"] if g))}
+        order = sorted(order, key=lambda m: group_order.get(groups.get(m), len(group_order)))
+    if BASELINE in order:  # the baseline closes the table
+        order = [m for m in order if m != BASELINE] + [BASELINE]
+    wide = pl.DataFrame({"model": order})
     for column, suffix in (("estimate", ""), ("conf_low", "__low"), ("conf_high", "__high")):
         part = (tidy.pivot(on="channel", index="model", values=column)
                 .rename({c: f"{c}{suffix}" for c in channels}, strict=False))
@@ -90,8 +98,14 @@ def leaderboard_table(metrics: pl.DataFrame, metric: str, *, title: str, subtitl
             if f"{channel}{suffix}" not in wide.columns:
                 wide = wide.with_columns(pl.lit(None, pl.Float64).alias(f"{channel}{suffix}"))
     wide = wide.select("model", *[f"{c}{s}" for c in channels for s in ("", "__low", "__high")])
-    table = (GT(wide, rowname_col="model").tab_header(title=title, subtitle=subtitle)
-             .fmt_number(columns=[c for c in wide.columns if c != "model"], decimals=1)
+    labels = [names.get(m) or m for m in order]
+    extra = {"label": labels}
+    if grouped:
+        extra["group"] = [groups.get(m) or ("" if m == BASELINE else "Other models") for m in order]
+    wide = wide.with_columns(**{k: pl.Series(v, dtype=pl.String) for k, v in extra.items()})
+    table = (GT(wide.drop("model"), rowname_col="label", groupname_col="group" if grouped else None)
+             .tab_header(title=title, subtitle=subtitle)
+             .fmt_number(columns=[c for c in wide.columns if c not in ("model", "label", "group")], decimals=1)
              # a missing estimate reads "—"; a missing interval drops its brackets (the << >> below)
              .sub_missing(columns=channels, missing_text="—"))
     for channel in channels:
@@ -105,9 +119,9 @@ def leaderboard_table(metrics: pl.DataFrame, metric: str, *, title: str, subtitl
         for row, colour in enumerate(marks):
             if colour:
                 table = table.tab_style(style=style.fill(color=colour), locations=loc.body(columns=channel, rows=[row]))
-    if BASELINE in models:
+    if BASELINE in order:
         table = table.tab_style(style=style.text(style="italic", color="#555555"),
-                                locations=loc.body(rows=[models.index(BASELINE)]))
+                                locations=loc.body(rows=[order.index(BASELINE)]))
     return table.tab_source_note(f"Gold: best per column; silver: second. {interval_note}"), tidy
 
 

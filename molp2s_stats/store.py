@@ -32,6 +32,9 @@ SQL_DIR = _PACKAGE / "sql" if (_PACKAGE / "sql").is_dir() else _PACKAGE.parent /
 
 # Views in dependency order: staging reads tables, marts read staging and each other.
 VIEW_FILES = (
+    "staging/stg_channels.sql",
+    "staging/stg_pair_distances.sql",
+    "staging/stg_responses.sql",
     "staging/stg_channel_components.sql",
     "staging/stg_families.sql",
     "staging/stg_tasks.sql",

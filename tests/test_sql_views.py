@@ -13,6 +13,9 @@ from molp2s_stats.ingest import load
 DATA = Path(__file__).resolve().parent / "fixtures" / "toy"
 
 KEYS = {
+    "stg_channels": ("channel",),
+    "stg_pair_distances": ("family_id", "channel", "label_a", "label_b"),
+    "stg_responses": ("model", "task_id", "sample", "attempt"),
     "stg_channel_components": ("channel", "component"),
     "stg_families": ("family_id",),
     "stg_tasks": ("task_id",),
@@ -134,3 +137,16 @@ def test_separability_scales_uvvis_and_bundles_by_the_cutoff(default_db):
            SELECT median(d) FROM nearest""").fetchall()[0][0]
     got = default_db.execute("SELECT nearest_median FROM separability WHERE channel = 'uvvis'").fetchall()[0][0]
     assert got == pytest.approx(expected)
+
+
+def test_marts_read_staging_views_not_tables():
+    """One staging view per input table; marts read staging views and other marts only."""
+    import re
+
+    tables = set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", (store.SQL_DIR / "schema.sql").read_text()))
+    for name in store.VIEW_FILES:
+        if not name.startswith("marts/"):
+            continue
+        sql = (store.SQL_DIR / name).read_text()
+        read = set(re.findall(r"\b(?:FROM|JOIN)\s+(\w+)", sql))
+        assert not read & tables, (name, read & tables)

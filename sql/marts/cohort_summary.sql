@@ -13,5 +13,5 @@ WITH final AS (
 )
 SELECT f.*
 FROM final AS f
-LEFT JOIN channels AS ch USING (channel)
+LEFT JOIN stg_channels AS ch USING (channel)
 ORDER BY ch.position NULLS LAST, f.channel;

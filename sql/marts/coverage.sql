@@ -18,8 +18,8 @@ required_counts AS (
     GROUP BY family_id, channel
 ),
 answered AS (
-    -- every (model, task) with any response has a terminal one; responses is cheaper to scan
-    SELECT DISTINCT model, task_id FROM responses
+    -- every (model, task) with any response has a terminal one; all responses are cheaper to scan
+    SELECT DISTINCT model, task_id FROM stg_responses
 ),
 answered_counts AS (
     SELECT r.family_id, r.channel, a.model, count(*) AS answered_tasks

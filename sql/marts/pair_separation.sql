@@ -15,9 +15,9 @@ WITH component_pairs AS (
         d.distance,
         c.cutoff,
         d.distance >= c.cutoff * (1 - 1e-9) AS separated
-    FROM pair_distances AS d
+    FROM stg_pair_distances AS d
     JOIN stg_channel_components AS cc ON cc.component = d.channel
-    JOIN channels AS c ON c.channel = d.channel
+    JOIN stg_channels AS c ON c.channel = d.channel
 ),
 final AS (
     SELECT

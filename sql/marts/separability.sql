@@ -12,7 +12,7 @@ WITH source_tasks AS (
 scale AS (
     SELECT channel,
            CASE WHEN distance IS NULL OR distance = 'uvvis_l1' THEN 'over_cutoff' ELSE 'raw' END AS scale
-    FROM channels
+    FROM stg_channels
 ),
 per_task AS (
     SELECT
@@ -44,5 +44,5 @@ final AS (
 )
 SELECT f.*
 FROM final AS f
-JOIN channels AS ch USING (channel)
+JOIN stg_channels AS ch USING (channel)
 ORDER BY ch.position;

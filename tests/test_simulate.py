@@ -93,3 +93,20 @@ def test_the_nmr_expert_relies_more_on_1h_yet_follows_it_less():
     for form in ("peaks", "atomwise"):
         assert value[(f"h1_{form}", "reliance")] > value[(f"c13_{form}", "reliance")]
         assert value[(f"h1_{form}", "responsiveness")] < value[(f"c13_{form}", "responsiveness")]
+
+
+def test_every_simulated_justification_that_cites_is_recognised_as_citing():
+    """The simulator's citing sentence per channel and the detector that counts citations agree:
+    each one is found citing its own channel, and the non-citing sentence is found citing none."""
+    from molp2s_stats import explanations, simulate
+    from molp2s_stats.ingest.benchmark import DEFAULT_CHANNELS
+
+    channels = pl.read_csv(DEFAULT_CHANNELS)
+    components = {row["channel"]: (row["components"].split(";") if row["components"] else [row["channel"]])
+                  for row in channels.iter_rows(named=True)}
+    singles = [c for c, parts in components.items() if parts == [c]]
+    for channel, parts in components.items():
+        parts = singles if parts == ["*"] else parts
+        citing = simulate._justification(channel, cites=True)
+        assert explanations.cites_property(citing, None, parts), (channel, citing)
+        assert not explanations.cites_property(simulate._justification(channel, cites=False), None, parts), channel

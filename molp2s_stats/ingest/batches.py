@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from .errors import InputError
 from .files import json_lines
-from .harness import rows_frame
+from .staged import rows_frame
 
 if TYPE_CHECKING:
     import polars as pl

@@ -16,14 +16,7 @@ import polars as pl
 
 from .errors import InputError
 from .files import json_lines
-
-
-def rows_frame(rows: list[dict]) -> pl.DataFrame:
-    """Staged rows (dicts) as the loader's standard frame; ``_failed`` is optional per row."""
-    schema = {"_where": pl.String, "_line": pl.Int64, "model": pl.String, "task_id": pl.String, "sample": pl.Int64,
-              "attempt": pl.Int64, "response": pl.String, "choice": pl.String, "metadata": pl.String,
-              "_failed": pl.String}
-    return pl.DataFrame([{"_failed": None, **row} for row in rows], schema=schema, orient="row")
+from .staged import rows_frame
 
 
 def stage_inspect(path: Path, *, task_ids: dict[str, str] | None = None) -> pl.DataFrame:

@@ -25,6 +25,7 @@ from .files import (FORMAT_NAMES, check_no_nul, check_utf8, file_format, file_sh
                     read_csv_text, read_parquet)
 from .batches import batch_format, stage_batch_results
 from .harness import is_lm_eval_samples, stage_inspect, stage_lm_eval
+from .staged import STANDARD_SCHEMA
 
 REQUIRED = ("model", "task_id")
 KNOWN = ("model", "task_id", "sample", "attempt", "response", "choice")
@@ -32,11 +33,6 @@ KEY = ("model", "task_id", "sample", "attempt")
 # Parses kept across the batches of one streamed file; past this many distinct
 # (family, text) pairs the cache starts again, so memory stays flat.
 MAX_KNOWN_PARSES = 1_000_000
-STANDARD_SCHEMA = {
-    "_where": pl.String, "_line": pl.Int64, "model": pl.String, "task_id": pl.String,
-    "sample": pl.Int64, "attempt": pl.Int64, "response": pl.String, "choice": pl.String,
-    "metadata": pl.String, "_failed": pl.String,
-}
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,7 @@ def whole_process(root: Path, args: argparse.Namespace, truth: pl.DataFrame) -> 
             raise SystemExit(f"molp2s fit --seed {seed} failed:\n{done.stderr}")
         idata = az.from_netcdf(out)
         row = health.diagnostics(idata).row(0, named=True)
-        check = posterior.recovery(idata, truth)
+        check = posterior.truth_check(idata, truth)
         print(f"  seed {seed}: {walls[-1]:5.1f} s  r_hat {row['r_hat_max']:.3f}  bulk {row['ess_bulk_min']:.0f}  "
               f"tail {row['ess_tail_min']:.0f}  divergences {row['divergences']}  passed {row['passed']}  "
               f"cover90 {float(check['covered'].mean()):.2f}", flush=True)
@@ -126,7 +126,7 @@ def run_samplers(args: argparse.Namespace, data: bayes_data.ModelData, truth: pl
                               target_accept=args.target_accept if sampler == "nutpie" else PYMC_TARGET_ACCEPT)
         wall = time.perf_counter() - started
         row = health.diagnostics(idata).row(0, named=True)
-        check = posterior.recovery(idata, truth)
+        check = posterior.truth_check(idata, truth)
         cover = float(check["covered"].mean())
         r = float(np.corrcoef(check["estimate"], check["truth"])[0, 1])
         print(f"{name:15} {wall:7.0f} {row['r_hat_max']:6.3f} {row['ess_bulk_min']:8.0f} {row['ess_tail_min']:8.0f} "

@@ -35,7 +35,7 @@ def outcomes(seed: int = 0) -> pl.DataFrame:
         "y_shuffled": (rng.uniform(size=n) < skill * 0.7).astype(float),
         "cf_tasks": np.full(n, 3), "cf_correct": rng.binomial(3, skill).astype(float),
         "n_candidates": np.full(n, 4),
-    }).with_columns((pl.col("cf_correct") / 3).alias("cf_recovery"),
+    }).with_columns((pl.col("cf_correct") / 3).alias("cf_flip"),
                     (1 - pl.col("cf_correct") / 3).alias("cf_persist"), pl.lit(0.0).alias("cf_other"))
 
 

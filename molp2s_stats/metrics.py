@@ -45,8 +45,18 @@ RESULT_SCHEMA = {
 
 INVALID_RULES = ("wrong", "exclude")
 # The family_outcomes columns that the "exclude" rule reads from their *_valid twins.
-_VALID_TWINS = ("y_p0", "y_source", "y_shuffled", "cf_tasks", "cf_correct", "cf_recovery", "cf_persist",
+_VALID_TWINS = ("y_p0", "y_source", "y_shuffled", "cf_tasks", "cf_correct", "cf_flip", "cf_persist",
                 "cf_other")
+
+
+# earlier versions called a family's share of cf answers that follow the counterfactual
+# "cf_recovery"; frames built with that name still compute
+_RENAMED = {"cf_recovery": "cf_flip", "cf_recovery_valid": "cf_flip_valid"}
+
+
+def _current_names(outcomes: pl.DataFrame) -> pl.DataFrame:
+    return outcomes.rename({old: new for old, new in _RENAMED.items()
+                            if old in outcomes.columns and new not in outcomes.columns})
 
 
 def metric_components(metric: str) -> tuple[pl.Expr, pl.Expr]:
@@ -67,8 +77,8 @@ def metric_components(metric: str) -> tuple[pl.Expr, pl.Expr]:
         "acc_shuffled": (pl.col("y_shuffled").fill_null(0.0), known("y_shuffled")),
         "reliance_margin": ((src - pl.col("y_shuffled")).fill_null(0.0), known("y_source", "y_shuffled")),
         "cf_accuracy": (pl.col("cf_correct").fill_null(0.0), pl.col("cf_tasks").fill_null(0).cast(pl.Float64)),
-        "pgr": (has_cf * (0.5 * src + 0.5 * pl.col("cf_recovery")).fill_null(0.0), has_cf * known("y_source")),
-        "cfr": weighted("cf_recovery"),
+        "pgr": (has_cf * (0.5 * src + 0.5 * pl.col("cf_flip")).fill_null(0.0), has_cf * known("y_source")),
+        "cfr": weighted("cf_flip"),
         "persist": weighted("cf_persist"),
         "other": weighted("cf_other"),
         "random_baseline": (1.0 / pl.col("n_candidates"), pl.lit(1.0)),
@@ -171,7 +181,7 @@ def compute_metrics(
     >>> outcomes = pl.DataFrame({
     ...     "model": ["m", "m"], "channel": ["ir", "ir"], "family_id": ["F1", "F2"],
     ...     "y_p0": [0.0, 1.0], "y_source": [1.0, 0.0], "y_shuffled": [0.0, 0.0],
-    ...     "cf_tasks": [2, 1], "cf_correct": [1.0, 1.0], "cf_recovery": [0.5, 1.0],
+    ...     "cf_tasks": [2, 1], "cf_correct": [1.0, 1.0], "cf_flip": [0.5, 1.0],
     ...     "cf_persist": [0.5, 0.0], "cf_other": [0.0, 0.0], "n_candidates": [3, 2]})
     >>> compute_metrics(outcomes, draws=0, metrics=("reliance_margin", "cf_accuracy", "cfr")).select(
     ...     "metric", "estimate", "n")
@@ -190,7 +200,7 @@ def compute_metrics(
     if unknown:
         raise UsageError(f"unknown metric(s) {unknown}; choose from {', '.join(METRICS)}")
     resample.check_options(draws=draws, conf_level=conf_level)
-    outcomes = apply_invalid_rule(outcomes, invalid)
+    outcomes = apply_invalid_rule(_current_names(outcomes), invalid)
     channels = channels if channels is not None else outcomes["channel"].unique(maintain_order=True).to_list()
     models = models if models is not None else sorted(outcomes["model"].unique().to_list())
     parts = [

@@ -104,7 +104,7 @@ def family_icc(outcomes: pl.DataFrame, channel: str) -> float:
     recovery. Read off the ``family_outcomes`` view of one channel's cohort.
     """
     part = outcomes.filter(pl.col("channel") == channel)
-    long = part.unpivot(index=["model", "family_id"], on=["y_p0", "y_source", "y_shuffled", "cf_recovery"],
+    long = part.unpivot(index=["model", "family_id"], on=["y_p0", "y_source", "y_shuffled", "cf_flip"],
                         variable_name="condition", value_name="y").drop_nulls("y")
     long = long.with_columns(pl.format("{}:{}", "model", "condition").alias("cell"))
     if long["family_id"].n_unique() < 3:
@@ -137,7 +137,7 @@ def power_table(outcomes: pl.DataFrame, *, channels: list[str], families: int | 
             continue
         icc = family_icc(outcomes, channel)
         p = {"source": part["y_source"].mean(), "shuffled": part["y_shuffled"].mean(),
-             "cf": part["cf_recovery"].mean() or 0.0}
+             "cf": part["cf_flip"].mean() or 0.0}
         cf_tasks = float(part["cf_tasks"].mean())
         n = families if families is not None else part["family_id"].n_unique()
         for metric in POWER_METRICS:

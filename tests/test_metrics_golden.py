@@ -174,7 +174,7 @@ def test_family_bootstrap_matches_scipy_percentile():
     outcomes = pl.DataFrame({
         "model": ["m"] * 80, "channel": ["ir"] * 80, "family_id": [f"F{i:02d}" for i in range(80)],
         "y_p0": y, "y_source": y, "y_shuffled": y, "cf_tasks": [1] * 80, "cf_correct": y,
-        "cf_recovery": y, "cf_persist": 1 - y, "cf_other": [0.0] * 80, "n_candidates": [4] * 80,
+        "cf_flip": y, "cf_persist": 1 - y, "cf_other": [0.0] * 80, "n_candidates": [4] * 80,
     })
     ours = metrics.compute_metrics(outcomes, metrics=("acc_source",), draws=20_000, seed=5).row(0, named=True)
     ref = stats.bootstrap((y * 100,), np.mean, method="percentile", n_resamples=20_000,
@@ -187,7 +187,7 @@ def test_family_bootstrap_matches_scipy_percentile():
 def test_empty_cohort_channel_is_reported_not_dropped():
     outcomes = pl.DataFrame(schema={"model": pl.String, "channel": pl.String, "family_id": pl.String,
                                     "y_p0": pl.Float64, "y_source": pl.Float64, "y_shuffled": pl.Float64,
-                                    "cf_tasks": pl.Int64, "cf_correct": pl.Float64, "cf_recovery": pl.Float64,
+                                    "cf_tasks": pl.Int64, "cf_correct": pl.Float64, "cf_flip": pl.Float64,
                                     "cf_persist": pl.Float64, "cf_other": pl.Float64, "n_candidates": pl.Int64})
     result = metrics.compute_metrics(outcomes, channels=["gap"], models=["m"], metrics=("pgr",))
     row = result.row(0, named=True)
@@ -267,7 +267,7 @@ def test_a_family_without_a_valid_answer_leaves_the_metric():
     # and n counts the one family that entered; acc_p0 keeps both.
     base = {"model": ["m", "m"], "channel": ["ir", "ir"], "family_id": ["F1", "F2"], "n_candidates": [2, 2]}
     values = {"y_p0": [1.0, 0.0], "y_source": [0.0, 1.0], "y_shuffled": [0.0, 0.0], "cf_tasks": [1, 1],
-              "cf_correct": [1.0, 0.0], "cf_recovery": [1.0, 0.0], "cf_persist": [0.0, 1.0], "cf_other": [0.0, 0.0]}
+              "cf_correct": [1.0, 0.0], "cf_flip": [1.0, 0.0], "cf_persist": [0.0, 1.0], "cf_other": [0.0, 0.0]}
     valid = {**{f"{k}_valid": v for k, v in values.items()}, "y_source_valid": [None, 1.0]}
     outcomes = pl.DataFrame({**base, **values, **valid})
     result = metrics.compute_metrics(outcomes, draws=0, invalid="exclude",
@@ -277,3 +277,16 @@ def test_a_family_without_a_valid_answer_leaves_the_metric():
                    "pgr": (50.0, 1)}  # F2: ½·1 + ½·0
     wrong = metrics.compute_metrics(outcomes, draws=0, metrics=("acc_source",))
     assert wrong["estimate"].to_list() == [50.0] and wrong["invalid"].to_list() == ["wrong"]
+
+
+def test_a_frame_with_the_old_cf_recovery_name_still_computes():
+    outcomes = pl.DataFrame({
+        "model": ["m", "m"], "channel": ["ir", "ir"], "family_id": ["F1", "F2"],
+        "y_p0": [0.0, 1.0], "y_source": [1.0, 0.0], "y_shuffled": [0.0, 0.0],
+        "cf_tasks": [2, 1], "cf_correct": [1.0, 1.0], "cf_flip": [0.5, 1.0],
+        "cf_persist": [0.5, 0.0], "cf_other": [0.0, 0.0], "n_candidates": [3, 2]})
+    new = metrics.compute_metrics(outcomes, draws=0, metrics=("pgr", "cfr"))
+    old = metrics.compute_metrics(outcomes.rename({"cf_flip": "cf_recovery"}), draws=0, metrics=("pgr", "cfr"))
+    assert old.equals(new)
+    # cfr: only F1 has its source right, and half its cf answers follow k: 50%
+    assert new.filter(pl.col("metric") == "cfr")["estimate"].item() == pytest.approx(50.0)

@@ -30,7 +30,7 @@ def family_outcomes(draw):
                 "model": f"m{m}", "channel": "ir", "family_id": f"F{f:02d}",
                 "y_p0": float(draw(st.booleans())), "y_source": float(draw(st.booleans())),
                 "y_shuffled": float(draw(st.booleans())), "cf_tasks": k - 1,
-                "cf_correct": float(cf.count("target")), "cf_recovery": cf.count("target") / (k - 1),
+                "cf_correct": float(cf.count("target")), "cf_flip": cf.count("target") / (k - 1),
                 "cf_persist": cf.count("source") / (k - 1), "cf_other": cf.count("other") / (k - 1),
                 "n_candidates": k,
             })

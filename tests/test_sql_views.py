@@ -42,7 +42,7 @@ INVARIANTS = {
         "SELECT * FROM task_outcomes WHERE abs(y + chose_other + CASE WHEN target <> source_label "
         "THEN chose_source ELSE 0 END - 1) > 1e-9",
     "cf shares add up to one":
-        "SELECT * FROM family_outcomes WHERE cf_tasks > 0 AND abs(cf_recovery + cf_persist + cf_other - 1) > 1e-9",
+        "SELECT * FROM family_outcomes WHERE cf_tasks > 0 AND abs(cf_flip + cf_persist + cf_other - 1) > 1e-9",
     "every model has every cohort family":
         "SELECT channel, family_id FROM family_outcomes GROUP BY ALL "
         "HAVING count(*) <> (SELECT count(*) FROM stg_models)",

@@ -15,7 +15,7 @@ def outcomes_from(pgr_by_model: dict[str, list[float]], channel: str = "ir") -> 
     for model, values in pgr_by_model.items():
         for i, v in enumerate(values):
             rows.append({"model": model, "channel": channel, "family_id": f"F{i:03d}", "y_p0": 0.0,
-                         "y_source": v, "y_shuffled": 0.0, "cf_tasks": 1, "cf_correct": v, "cf_recovery": v,
+                         "y_source": v, "y_shuffled": 0.0, "cf_tasks": 1, "cf_correct": v, "cf_flip": v,
                          "cf_persist": 1 - v, "cf_other": 0.0, "n_candidates": 4})
     return pl.DataFrame(rows)
 

@@ -3,7 +3,8 @@
 Reliance of model m on channel c is the posterior of
 ``mean_f [σ(cell[m, source, c] + a_f,c) − σ(cell[m, shuffled, c] + a_f,c)]`` over the
 channel's cohort families, with ``a_f,c = σ_f u_f + σ_fc v_f,c`` the family effects;
-responsiveness is ``mean_f σ(cell[m, cf, c] + a_f,c)``, the cf recovery. Both in %/pp.
+responsiveness is ``mean_f σ(cell[m, cf, c] + a_f,c)``, the posterior cf accuracy (the share of
+cf answers that follow the counterfactual's properties). Both in %/pp.
 """
 
 from __future__ import annotations
@@ -93,12 +94,12 @@ def ranks(idata: az.InferenceData, metric: str = "reliance") -> pl.DataFrame:
                                       "rank": pl.Float64, "probability": pl.Float64}, orient="row")
 
 
-def recovery(idata: az.InferenceData, truth: pl.DataFrame, *, metric: str = "reliance",
-             hdi_prob: float = 0.9) -> pl.DataFrame:
+def truth_check(idata: az.InferenceData, truth: pl.DataFrame, *, metric: str = "reliance",
+                hdi_prob: float = 0.9) -> pl.DataFrame:
     """Posterior against a simulator's truth (``simulate`` writes it): one row per model × channel.
 
     Columns ``model, channel, estimate, conf_low, conf_high, truth, covered``; the share
-    of ``covered`` and the correlation of estimate with truth are the recovery check (90% intervals
+    of ``covered`` and the correlation of estimate with truth are the check against known truth (90% intervals
     should cover the truth in at least 80% of cells).
     """
     models = list(idata.posterior.coords["model"].values)
@@ -113,3 +114,6 @@ def recovery(idata: az.InferenceData, truth: pl.DataFrame, *, metric: str = "rel
     return pl.DataFrame(rows, schema={"model": pl.String, "channel": pl.String, "estimate": pl.Float64,
                                       "conf_low": pl.Float64, "conf_high": pl.Float64, "truth": pl.Float64,
                                       "covered": pl.Boolean}, orient="row")
+
+
+recovery = truth_check  # the name earlier versions used ("recovery" now means only PGR)

@@ -208,3 +208,10 @@ def test_stability_tables_have_rm_and_cfr_spanners_over_rho_exact_mad():
     assert _header(html)[-2:] == [[("", 1), ("RM", 3), ("CFR", 3)],
                                   [("ρ", 1), ("Exact", 1), ("MAD", 1), ("ρ", 1), ("Exact", 1), ("MAD", 1)]]
     assert ">0.900<" in html and ">50.0<" in html and ">1.50<" in html  # ρ 3 decimals, Exact 1, MAD 2
+
+
+def test_plain_tables_write_counts_with_separators_and_rates_with_one_decimal():
+    frame = pl.DataFrame({"channel": ["ir"], "tasks": [12108], "seed": [20261201], "separated": [61.24]})
+    html = tables.plain_table(frame, title="t").as_raw_html()
+    assert ">12,108<" in html and ">61.2<" in html
+    assert ">20261201<" in html  # a seed is not a count

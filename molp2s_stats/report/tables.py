@@ -204,10 +204,13 @@ def podium(values: list[float | None], higher_is_better: bool = True) -> list[st
 
 
 def plain_table(frame: pl.DataFrame, *, title: str, subtitle: str | None = None, decimals: int = 1) -> GT:
-    """Any tidy frame as a great-table, floats rounded for reading."""
+    """Any tidy frame as a great-table: floats rounded for reading, counts with thousands separators."""
     table = GT(frame).tab_header(title=title, subtitle=subtitle)
     floats = [c for c, t in frame.schema.items() if t.is_float()]
-    return table.fmt_number(columns=floats, decimals=decimals) if floats else table
+    counts = [c for c, t in frame.schema.items() if t.is_integer() and c != "seed"]  # a seed is a name, not a count
+    if floats:
+        table = table.fmt_number(columns=floats, decimals=decimals)
+    return table.fmt_integer(columns=counts) if counts else table
 
 
 def save(frame: pl.DataFrame, table: GT, name: str) -> None:

@@ -215,3 +215,13 @@ def test_plain_tables_write_counts_with_separators_and_rates_with_one_decimal():
     html = tables.plain_table(frame, title="t").as_raw_html()
     assert ">12,108<" in html and ">61.2<" in html
     assert ">20261201<" in html  # a seed is not a count
+
+
+def test_forest_panels_follow_the_paper_order_and_names():
+    from molp2s_stats.report import charts
+
+    frame = pl.DataFrame({"model": ["a"] * 3, "channel": ["ir", "h1_peaks", "all"], "estimate": [1.0, 2.0, 3.0],
+                          "conf_low": [0.5] * 3, "conf_high": [1.5] * 3})
+    facet = charts.forest(frame, title="t", x_title="x").to_dict()["facet"]
+    assert facet["field"] == "panel" and facet["sort"] == ["IR", "¹H NMR Peaks", "All bundle"]
+    assert charts.panel_title("my_channel") == "my_channel"  # a user's own channel keeps its id

@@ -21,16 +21,28 @@ def svg(chart: alt.TopLevelMixin):
     return HTML(f"<div class='chart'>{vl_convert.vegalite_to_svg(chart.to_json())}</div>")
 
 
+def panel_title(channel: str) -> str:
+    """A channel's name on a chart panel, from the paper's column labels: ``¹H NMR Peaks``, ``IR``."""
+    from .tables import PAPER_COLUMNS
+
+    group, subgroup, label = PAPER_COLUMNS.get(channel, (None, None, channel))
+    return f"{subgroup} {label}" if subgroup else f"{label} bundle" if group == "Bundles" else label
+
+
 def forest(frame: pl.DataFrame, *, title: str, x_title: str) -> alt.Chart:
-    """Estimate and interval per model, one panel per channel (``model, channel, estimate, conf_low, conf_high``)."""
-    data = frame.select("model", "channel", "estimate", "conf_low", "conf_high").to_pandas()
+    """Estimate and interval per model, one panel per channel (``model, channel, estimate, conf_low, conf_high``),
+    the panels in the frame's channel order (the paper's), titled by the paper's names."""
+    order = [panel_title(c) for c in frame["channel"].unique(maintain_order=True)]
+    data = (frame.select("model", "channel", "estimate", "conf_low", "conf_high")
+            .with_columns(pl.col("channel").map_elements(panel_title, return_dtype=pl.String).alias("panel"))
+            .to_pandas())
     base = alt.Chart(data).encode(y=alt.Y("model:N", title=None))
     rule = base.mark_rule().encode(x=alt.X("conf_low:Q", title=x_title), x2="conf_high:Q")
     point = base.mark_point(filled=True, size=40).encode(
         x="estimate:Q", tooltip=["model", "channel", "estimate", "conf_low", "conf_high"])
     zero = alt.Chart(data).mark_rule(strokeDash=[3, 3], color="#888").encode(x=alt.datum(0))
     return (alt.layer(zero, rule, point).properties(width=220, height=18 * frame["model"].n_unique())
-            .facet(facet=alt.Facet("channel:N", title=None), columns=3).properties(title=title))
+            .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=3).properties(title=title))
 
 
 def heatmap(frame: pl.DataFrame, *, title: str) -> alt.Chart:
@@ -42,7 +54,7 @@ def heatmap(frame: pl.DataFrame, *, title: str) -> alt.Chart:
     text = alt.Chart(data).mark_text(fontSize=9).encode(
         x="model_b:N", y="model_a:N", text=alt.Text("probability:Q", format=".2f"))
     return (alt.layer(cells, text).properties(width=200, height=200)
-            .facet(facet=alt.Facet("channel:N", title=None), columns=3).properties(title=title))
+            .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=3).properties(title=title))
 
 
 def rank_bars(frame: pl.DataFrame, *, title: str) -> alt.Chart:

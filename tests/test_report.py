@@ -225,3 +225,6 @@ def test_forest_panels_follow_the_paper_order_and_names():
     facet = charts.forest(frame, title="t", x_title="x").to_dict()["facet"]
     assert facet["field"] == "panel" and facet["sort"] == ["IR", "¹H NMR Peaks", "All bundle"]
     assert charts.panel_title("my_channel") == "my_channel"  # a user's own channel keeps its id
+    contrasts = pl.DataFrame({"channel": ["ir", "all"], "model_a": ["a", "a"], "model_b": ["b", "b"],
+                              "probability": [0.5, 0.6]})
+    assert charts.heatmap(contrasts, title="t").to_dict()["facet"]["sort"] == ["IR", "All bundle"]

@@ -46,8 +46,11 @@ def forest(frame: pl.DataFrame, *, title: str, x_title: str) -> alt.Chart:
 
 
 def heatmap(frame: pl.DataFrame, *, title: str) -> alt.Chart:
-    """P(A > B) per ordered model pair, one panel per channel (``channel, model_a, model_b, probability``)."""
-    data = frame.to_pandas()
+    """P(A > B) per ordered model pair, one panel per channel (``channel, model_a, model_b, probability``),
+    in the frame's channel order, titled by the paper's names."""
+    order = [panel_title(c) for c in frame["channel"].unique(maintain_order=True)]
+    data = frame.with_columns(pl.col("channel").map_elements(panel_title, return_dtype=pl.String).alias("panel")
+                              ).to_pandas()
     cells = alt.Chart(data).mark_rect().encode(
         x=alt.X("model_b:N", title="B"), y=alt.Y("model_a:N", title="A"),
         color=alt.Color("probability:Q", scale=alt.Scale(domain=[0, 1], scheme="blueorange"), title="P(A > B)"))

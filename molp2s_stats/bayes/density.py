@@ -42,7 +42,7 @@ import numpy as np
 from scipy.special import logit
 
 from .data import MODELLED_CONDITIONS, ModelData
-from .model import PRIOR_MEAN_SD, SPREAD_SCALE, centredness, grid
+from .model import PRIOR_MEAN_SD, SPREAD_SCALE, Grid, centredness, grid
 
 # the deviations each spread scales: their sign follows a signed spread's
 DEVIATIONS = {"channel_sd": "channel_z", "family_channel_sd": "family_channel_z"}
@@ -66,6 +66,7 @@ class Density:
     """One model's parameters: their layout in the flat point, how each is stored, dims."""
 
     data: ModelData
+    counts: Grid  # the cells on the dense grid (model.grid), built once
     family_effects: bool
     lam: np.ndarray  # centredness of the channel effects per model × condition (float32)
     shapes: dict[str, tuple[int, ...]]  # shape of each sampled parameter, as reported
@@ -78,6 +79,11 @@ class Density:
     def free_shapes(self) -> dict[str, tuple[int, ...]]:
         return {name: shape[:-1] + (shape[-1] - 1,) if self.kinds[name] == "zerosum" else shape
                 for name, shape in self.shapes.items()}
+
+    @property
+    def centre(self) -> float:
+        """The prior centre of the means: a uniform guess among K̄ candidates, on the logit scale."""
+        return float(logit(1.0 / self.data.n_candidates))
 
     @property
     def ndim(self) -> int:
@@ -121,7 +127,8 @@ class Density:
 def density(data: ModelData, *, family_effects: bool = True) -> Density:
     models, channels, families = data.models, data.channels, data.families
     m, k, c = len(models), len(MODELLED_CONDITIONS), len(channels)
-    lam = centredness(grid(data)).astype(np.float32)
+    counts = grid(data)
+    lam = centredness(counts).astype(np.float32)
     shapes = {"condition_mean": (m, k), "channel_sd": (m, k), "channel_z": (m, k, c), "p0_mean": (m,)}
     kinds = {"condition_mean": "real", "channel_sd": "spread", "channel_z": "zerosum", "p0_mean": "real"}
     signed = {"channel_sd": lam == 0}
@@ -138,7 +145,7 @@ def density(data: ModelData, *, family_effects: bool = True) -> Density:
     dims["cell"] = ("model", "condition", "channel")
     coords = {"model": models, "condition": list(MODELLED_CONDITIONS), "channel": channels, "family": families,
               "family_channel": [f"{fam}|{ch}" for fam, ch in data.family_channels]}
-    return Density(data, family_effects, lam, shapes, kinds, signed, coords, dims)
+    return Density(data, counts, family_effects, lam, shapes, kinds, signed, coords, dims)
 
 
 def log_density_function(model: Density, dtype=np.float32):
@@ -146,12 +153,12 @@ def log_density_function(model: Density, dtype=np.float32):
     import jax
     import jax.numpy as jnp
 
-    counts = grid(model.data)
+    counts = model.counts
     lam = model.lam.astype(dtype)
     successes, trials = jnp.asarray(counts.successes, dtype), jnp.asarray(counts.trials, dtype)
     p0_successes, p0_trials = jnp.asarray(counts.p0_successes, dtype), jnp.asarray(counts.p0_trials, dtype)
     pair_channel, pair_family = jnp.asarray(counts.pair_channel), jnp.asarray(counts.pair_family)
-    centre = float(logit(1.0 / model.data.n_candidates))
+    centre = model.centre
     n_channels, n_families = successes.shape[2], successes.shape[3]
 
     def softplus(eta):
@@ -202,11 +209,10 @@ def initial_point(model: Density, seed: int) -> np.ndarray:
     """U(−1, 1) jitter around the priors' centres, as PyMC's initialisation for nutpie does."""
     rng = np.random.default_rng(seed)
     point = rng.uniform(-1.0, 1.0, model.ndim)
-    centre = float(logit(1.0 / model.data.n_candidates))
     at = 0
     for name, shape in model.free_shapes.items():
         if name in ("condition_mean", "p0_mean"):
-            point[at:at + prod(shape)] += centre
+            point[at:at + prod(shape)] += model.centre
         at += prod(shape)
     return point
 

@@ -342,7 +342,7 @@ def cohort_command(
     if dropped:
         result = con.sql(
             """SELECT c.channel, c.family_id, c.input_validated, c.complete_coverage, c.drop_reason
-               FROM cohort AS c LEFT JOIN channels AS ch USING (channel)
+               FROM cohort AS c LEFT JOIN stg_channels AS ch USING (channel)
                WHERE NOT c.in_cohort ORDER BY ch.position NULLS LAST, c.channel, c.family_id"""
         ).pl()
         emit(result, fmt, out, title="Families left out of each channel's cohort")

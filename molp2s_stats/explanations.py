@@ -155,7 +155,7 @@ def explanations_from_db(con: duckdb.DuckDBPyConnection, *, max_peaks: int = DEF
     every channel), channels in display order. Each channel has its own bootstrap
     stream, so a channel's figures do not depend on which others are asked for."""
     rates = citation_rates(response_citations(con, max_peaks=max_peaks, channels=channels), **options)
-    order = con.sql("SELECT channel, position FROM channels").pl()
+    order = con.sql("SELECT channel, position FROM stg_channels").pl()
     conditions = pl.DataFrame({"condition": ["source", "shuffled", "cf"], "_c": [0, 1, 2]})
     names = pl.DataFrame({"metric": list(EXPLANATION_METRICS), "_m": list(range(len(EXPLANATION_METRICS)))})
     return (rates.join(order, on="channel", how="left").join(conditions, on="condition", how="left")

@@ -101,11 +101,11 @@ def apply_invalid_rule(outcomes: pl.DataFrame, invalid: str) -> pl.DataFrame:
 def read_channels_and_models(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str]]:
     """The channels with tasks, in display order, and the models with responses, by name.
 
-    Read off the tables, not the (costlier) cohort views; a channel whose cohort is
+    Read off the staging views, not the (costlier) cohort views; a channel whose cohort is
     empty is still listed, so that it is reported rather than dropped.
     """
     channels = con.sql(
-        """SELECT DISTINCT t.channel, c.position FROM tasks AS t JOIN channels AS c USING (channel)
+        """SELECT DISTINCT t.channel, c.position FROM stg_tasks AS t JOIN stg_channels AS c USING (channel)
            ORDER BY c.position"""
     ).pl()["channel"]
     models = con.sql("SELECT model FROM stg_models ORDER BY model").pl()["model"]
@@ -115,7 +115,7 @@ def read_channels_and_models(con: duckdb.DuckDBPyConnection) -> tuple[list[str],
 def read_channel_groups(con: duckdb.DuckDBPyConnection) -> list[tuple[str, list[str]]]:
     """The channel table's groups (electronic, vibrational, …) in display order, each with
     its channels in display order: how the paper groups a leaderboard's columns."""
-    return con.execute('SELECT "group", list(channel ORDER BY position) FROM channels '
+    return con.execute('SELECT "group", list(channel ORDER BY position) FROM stg_channels '
                        'GROUP BY "group" ORDER BY min(position)').fetchall()
 
 

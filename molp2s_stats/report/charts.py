@@ -29,13 +29,17 @@ def panel_title(channel: str) -> str:
     return f"{subgroup} {label}" if subgroup else f"{label} bundle" if group == "Bundles" else label
 
 
+def _panels(frame: pl.DataFrame):
+    """The frame for a faceted chart with a ``panel`` title per channel, and the panels in the frame's order."""
+    titles = {c: panel_title(c) for c in frame["channel"].unique(maintain_order=True)}
+    return (frame.with_columns(pl.col("channel").replace_strict(titles, return_dtype=pl.String).alias("panel"))
+            .to_pandas(), list(titles.values()))
+
+
 def forest(frame: pl.DataFrame, *, title: str, x_title: str) -> alt.Chart:
     """Estimate and interval per model, one panel per channel (``model, channel, estimate, conf_low, conf_high``),
     the panels in the frame's channel order (the paper's), titled by the paper's names."""
-    order = [panel_title(c) for c in frame["channel"].unique(maintain_order=True)]
-    data = (frame.select("model", "channel", "estimate", "conf_low", "conf_high")
-            .with_columns(pl.col("channel").map_elements(panel_title, return_dtype=pl.String).alias("panel"))
-            .to_pandas())
+    data, order = _panels(frame.select("model", "channel", "estimate", "conf_low", "conf_high"))
     base = alt.Chart(data).encode(y=alt.Y("model:N", title=None))
     rule = base.mark_rule().encode(x=alt.X("conf_low:Q", title=x_title), x2="conf_high:Q")
     point = base.mark_point(filled=True, size=40).encode(
@@ -48,9 +52,7 @@ def forest(frame: pl.DataFrame, *, title: str, x_title: str) -> alt.Chart:
 def heatmap(frame: pl.DataFrame, *, title: str) -> alt.Chart:
     """P(A > B) per ordered model pair, one panel per channel (``channel, model_a, model_b, probability``),
     in the frame's channel order, titled by the paper's names."""
-    order = [panel_title(c) for c in frame["channel"].unique(maintain_order=True)]
-    data = frame.with_columns(pl.col("channel").map_elements(panel_title, return_dtype=pl.String).alias("panel")
-                              ).to_pandas()
+    data, order = _panels(frame)
     cells = alt.Chart(data).mark_rect().encode(
         x=alt.X("model_b:N", title="B"), y=alt.Y("model_a:N", title="A"),
         color=alt.Color("probability:Q", scale=alt.Scale(domain=[0, 1], scheme="blueorange"), title="P(A > B)"))

@@ -169,7 +169,7 @@ def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeou
 
     # Pages run side by side, one kernel each (they only read the database and the fit):
     # most of a page's time is one core's Python, so two at a time on two cores took the
-    # default site from 91 s to … (`make report`).
+    # default site's pages from 91 s to 45–50 s (`make report`).
     with _environment(env), tempfile.TemporaryDirectory(prefix="molp2s-kernel-") as socket_folder:
         folders = [Path(socket_folder) / str(i) for i in range(len(chosen))]
         for folder in folders:

@@ -93,10 +93,6 @@ def leaderboard_table(metrics: pl.DataFrame, metric: str, *, title: str, subtitl
         part = (tidy.pivot(on="channel", index="model", values=column)
                 .rename({c: f"{c}{suffix}" for c in channels}, strict=False))
         wide = wide.join(part, on="model", how="left", maintain_order="left")
-    for channel in channels:  # a channel missing for every model still gets its three columns
-        for suffix in ("", "__low", "__high"):
-            if f"{channel}{suffix}" not in wide.columns:
-                wide = wide.with_columns(pl.lit(None, pl.Float64).alias(f"{channel}{suffix}"))
     wide = wide.select("model", *[f"{c}{s}" for c in channels for s in ("", "__low", "__high")])
     labels = [names.get(m) or m for m in order]
     extra = {"label": labels}

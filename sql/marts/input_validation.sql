@@ -4,7 +4,7 @@
 -- a family with no verifiable pair passes.
 CREATE OR REPLACE VIEW input_validation AS
 WITH family_channels AS (
-    SELECT DISTINCT family_id, channel FROM stg_tasks WHERE channel <> 'none'
+    SELECT DISTINCT family_id, channel FROM channel_tasks
 ),
 pair_counts AS (
     SELECT

@@ -14,7 +14,7 @@ import pingouin as pg
 import polars as pl
 from scipy import stats
 
-from . import resample
+from . import resample, units
 from .defaults import DEFAULT_DRAWS, DEFAULT_PAIRED_DRAWS
 from .metrics import family_matrices
 from .errors import UsageError
@@ -131,14 +131,15 @@ def paired_inputs(
         key=f"{from_channel}->{to_channel}:{condition}", conf_level=conf_level)
     tasks = arrays["tasks"].sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        delta = np.where(tasks > 0, arrays["diff"].sum(axis=0) / np.where(tasks > 0, tasks, 1) * 100.0, np.nan)
-    return pl.DataFrame({
+        delta = np.where(tasks > 0, arrays["diff"].sum(axis=0) / np.where(tasks > 0, tasks, 1), np.nan)
+    frame = pl.DataFrame({
         "model": models, "from": from_channel, "to": to_channel, "condition": condition,
         "n": (arrays["tasks"] > 0).sum(axis=0).astype(np.int64), "tasks": tasks.astype(np.int64),
         **{c: arrays[c].sum(axis=0) for c in ("both_correct", "gain", "loss", "both_wrong")},
         "delta": delta, "conf_low": low, "conf_high": high, "conf_level": conf_level,
         "method": method, "draws": used, "draws_undefined": undefined, "seed": seed,
     }, schema=PAIRED_INPUT_SCHEMA).with_columns(pl.col(pl.Float64).fill_nan(None))
+    return units.percent_columns(frame, ("delta", "conf_low", "conf_high"))
 
 
 def read_condition_outcomes(con: duckdb.DuckDBPyConnection, *, channels: list[str], condition: str) -> pl.DataFrame:
@@ -195,7 +196,7 @@ def model_transitions(
         a = wide[a_name].to_numpy()
         b = wide[b_name].to_numpy()
         tasks = len(a)
-        share = lambda v: float(v.sum() / tasks * 100.0) if tasks else float("nan")  # noqa: E731
+        share = lambda v: float(v.sum() / tasks) if tasks else float("nan")  # noqa: E731
         rows.append({"channel": channel, "condition": condition, "model_a": a_name, "model_b": b_name,
                      "tasks": tasks, "families": len(families),
                      "both_correct": share(a * b), "a_only": share(a * (1 - b)),
@@ -212,4 +213,6 @@ def model_transitions(
     for row, lo, hi, und, p_holm in zip(rows, low, high, undefined, adjusted):
         row.update(conf_low=lo, conf_high=hi, conf_level=conf_level, method=method, draws=used,
                    draws_undefined=int(und), seed=seed, p_adjusted=float(p_holm), adjustment="holm")
-    return pl.DataFrame(rows, schema=TRANSITION_SCHEMA).with_columns(pl.col(pl.Float64).fill_nan(None))
+    frame = pl.DataFrame(rows, schema=TRANSITION_SCHEMA).with_columns(pl.col(pl.Float64).fill_nan(None))
+    return units.percent_columns(frame, ("both_correct", "a_only", "b_only", "both_wrong", "net", "conf_low",
+                                         "conf_high"))

@@ -26,7 +26,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from . import resample
+from . import resample, units
 from .defaults import DEFAULT_DRAWS, DEFAULT_MAX_PEAKS
 from .metrics import family_matrices
 
@@ -138,7 +138,7 @@ def citation_rates(citations: pl.DataFrame, *, draws: int = DEFAULT_DRAWS, seed:
         for metric in EXPLANATION_METRICS:
             chosen = [j for j, key in enumerate(keys) if metric == "cites_property" or key.endswith("\x1fcf")]
             a, b = matrices[metric][:, chosen], matrices["answers"][:, chosen]
-            estimate = resample.ratio_of_sums(np.ones((1, a.shape[0])), a, b)[0] * 100
+            estimate = resample.ratio_of_sums(np.ones((1, a.shape[0])), a, b)[0]
             low, high, undefined, method, used = resample.bootstrap_ratio(
                 a, b, draws=draws, seed=seed, key=f"explanations:{channel}", conf_level=conf_level)
             for i, j in enumerate(chosen):
@@ -146,7 +146,8 @@ def citation_rates(citations: pl.DataFrame, *, draws: int = DEFAULT_DRAWS, seed:
                 rows.append((model, channel, condition, metric, float(estimate[i]), float(low[i]), float(high[i]),
                              conf_level, int((b[:, i] > 0).sum()), int(b[:, i].sum()), method, used,
                              int(undefined[i]), seed))
-    return pl.DataFrame(rows, schema=SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None))
+    frame = pl.DataFrame(rows, schema=SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None))
+    return units.percent_columns(frame, ("estimate", "conf_low", "conf_high"))
 
 
 def explanations_from_db(con: duckdb.DuckDBPyConnection, *, max_peaks: int = DEFAULT_MAX_PEAKS,

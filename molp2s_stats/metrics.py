@@ -19,7 +19,8 @@ random_baseline    1 / K_f                                      1
 =================  ===========================================  ==========================
 
 so one weight vector per bootstrap replicate (family multiplicities) gives every
-metric of every model in two matrix products. Rates are in %, differences in pp.
+metric of every model in two matrix products. Everything here is a proportion; the frames
+returned show rates in % and differences in pp (``units``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from . import resample
+from . import resample, units
 from .defaults import DEFAULT_DRAWS
 from .glossary import METRICS
 from .errors import UsageError
@@ -42,6 +43,9 @@ RESULT_SCHEMA = {
     "method": pl.String, "draws": pl.Int64, "draws_undefined": pl.Int64, "seed": pl.Int64, "invalid": pl.String,
 }
 
+
+#: The columns of an estimate with its interval: proportions inside, % (pp) in the frames returned.
+ESTIMATE_COLUMNS = ("estimate", "conf_low", "conf_high")
 
 INVALID_RULES = ("wrong", "exclude")
 # The family_outcomes columns that the "exclude" rule reads from their *_valid twins.
@@ -214,7 +218,7 @@ def compute_metrics(
         rows.append(_channel_metrics(values.filter(pl.col("channel") == channel), channel, models,
                                      metrics, draws, seed, conf_level))
     result = pl.concat(rows) if rows else pl.DataFrame(schema=RESULT_SCHEMA)
-    return result.with_columns(pl.lit(invalid).alias("invalid"))
+    return units.percent_columns(result, ESTIMATE_COLUMNS).with_columns(pl.lit(invalid).alias("invalid"))
 
 
 def family_matrices(values: pl.DataFrame, *, models: list[str], columns: list[str]
@@ -246,7 +250,7 @@ def _channel_metrics(values: pl.DataFrame, channel: str, models: list[str], metr
     a = np.stack([matrices[f"{m}:a"] for m in metrics], axis=2).reshape(-1, len(cells))
     b = np.stack([matrices[f"{m}:b"] for m in metrics], axis=2).reshape(-1, len(cells))
     n_fam = a.shape[0]
-    estimate = resample.ratio_of_sums(np.ones((1, n_fam)), a, b)[0] * 100.0
+    estimate = resample.ratio_of_sums(np.ones((1, n_fam)), a, b)[0]
     n = (b > 0).sum(axis=0)
     low, high, undefined, method, draws = resample.bootstrap_ratio(
         a, b, draws=draws, seed=seed, key=channel, conf_level=conf_level)
@@ -320,7 +324,8 @@ def frequentist_companions(
                 ab = part.select(a_expr.alias("a"), b_expr.alias("b"))  # a literal b broadcasts to a's length
                 a, b = ab["a"].to_numpy(), ab["b"].to_numpy()
                 rows.append(_companion(model, channel, metric, a, b, part, conf_level))
-    return pl.DataFrame(rows, schema=COMPANION_SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None))
+    frame = pl.DataFrame(rows, schema=COMPANION_SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None))
+    return units.percent_columns(frame, ("estimate", "wilson_low", "wilson_high", "se_independent", "se_clustered"))
 
 
 def _companion(model, channel, metric, a, b, part, conf_level):
@@ -338,11 +343,11 @@ def _companion(model, channel, metric, a, b, part, conf_level):
     wilson_low = wilson_high = se_independent = nan
     if metric in PROPORTIONS:
         ci = stats.binomtest(int(round(float(a.sum()))), tasks).proportion_ci(conf_level, method="wilson")
-        wilson_low, wilson_high = ci.low * 100, ci.high * 100
+        wilson_low, wilson_high = ci.low, ci.high
         se_independent = math.sqrt(ratio * (1 - ratio) / tasks)
     elif metric == "reliance_margin":
         p_source, p_shuffled = part["y_source"].mean(), part["y_shuffled"].mean()
         se_independent = math.sqrt((p_source * (1 - p_source) + p_shuffled * (1 - p_shuffled)) / families)
     design_effect = (se_clustered / se_independent) ** 2 if se_independent and se_independent > 0 else nan
-    return (model, channel, metric, ratio * 100, families, tasks, wilson_low, wilson_high,
-            se_independent * 100, se_clustered * 100, design_effect, conf_level)
+    return (model, channel, metric, ratio, families, tasks, wilson_low, wilson_high,
+            se_independent, se_clustered, design_effect, conf_level)

@@ -28,6 +28,7 @@ import pingouin as pg
 import polars as pl
 from scipy import stats
 
+from . import units
 from .errors import UsageError
 
 POWER_METRICS = ("reliance_margin", "pgr")  # the metrics whose power between two models is computed
@@ -82,7 +83,7 @@ def minimum_detectable_effect(variance: float, families: int, *, alpha: float = 
     >>> round(minimum_detectable_effect(0.25, 100), 2)  # (1.960 + 0.842) · √(0.25/100) · 100
     14.01
     """
-    return _z(alpha, power) * math.sqrt(variance / families) * 100.0
+    return units.percent(_z(alpha, power) * math.sqrt(variance / families))
 
 
 def families_needed(variance: float, difference_pp: float, *, alpha: float = 0.05, power: float = 0.8) -> int:
@@ -93,7 +94,7 @@ def families_needed(variance: float, difference_pp: float, *, alpha: float = 0.0
     """
     if difference_pp == 0:
         raise UsageError("a difference of 0 needs infinitely many families")
-    return math.ceil(_z(alpha, power) ** 2 * variance / (difference_pp / 100.0) ** 2)
+    return math.ceil(_z(alpha, power) ** 2 * variance / units.proportion(difference_pp) ** 2)
 
 
 def family_icc(outcomes: pl.DataFrame, channel: str) -> float:
@@ -142,7 +143,7 @@ def power_table(outcomes: pl.DataFrame, *, channels: list[str], families: int | 
         n = families if families is not None else part["family_id"].n_unique()
         for metric in POWER_METRICS:
             variance, deff = contrast_variance(*contrast(metric, p, p, cf_tasks), icc)
-            rows.append((channel, metric, n, alpha, power, icc, deff, math.sqrt(variance) * 100,
+            rows.append((channel, metric, n, alpha, power, icc, deff, units.percent(math.sqrt(variance)),
                          minimum_detectable_effect(variance, n, alpha=alpha, power=power)))
             if difference is not None:
                 needed.append(families_needed(variance, difference, alpha=alpha, power=power))

@@ -91,9 +91,8 @@ def bootstrap_ratio(
     seed: int,
     key: str,
     conf_level: float,
-    scale: float = 100.0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, str, int]:
-    """Family-bootstrap percentile interval of ``scale · Σ a / Σ b`` for every column.
+    """Family-bootstrap percentile interval of the proportion ``Σ a / Σ b`` for every column.
 
     Returns (low, high, undefined_count, method, draws_used); with ``draws = 0`` or no
     family the interval is NaN and the method is ``'point'``.
@@ -104,6 +103,6 @@ def bootstrap_ratio(
         nan = np.full(columns, np.nan)
         return nan, nan.copy(), np.zeros(columns, dtype=np.int64), "point", 0
     weights = family_weights(n_families, draws, rng_for(seed, key))
-    replicates = ratio_of_sums(weights, numerators, denominators) * scale
+    replicates = ratio_of_sums(weights, numerators, denominators)
     low, high, undefined = percentile_interval(replicates, conf_level)
     return low, high, undefined.astype(np.int64), METHOD, draws

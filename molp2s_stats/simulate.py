@@ -35,6 +35,7 @@ import numpy as np
 import polars as pl
 from scipy.special import expit
 
+from . import units
 from .defaults import SIMULATION_SEED
 
 DEFAULT_SEED = SIMULATION_SEED
@@ -170,7 +171,8 @@ def simulate(tables: dict[str, pl.DataFrame], *, models: tuple[SimulatedModel, .
             "model": pl.String, "task_id": pl.String, "sample": pl.Int64, "response": pl.String,
             "choice": pl.String, "latency_s": pl.Float64})
         truth += _truth(model, tables, difficulty)
-    return responses, pl.DataFrame(truth, schema=["model", "channel", "quantity", "value"], orient="row")
+    truth = pl.DataFrame(truth, schema=["model", "channel", "quantity", "value"], orient="row")
+    return responses, units.percent_columns(truth, ["value"])
 
 
 def _truth(model: SimulatedModel, tables: dict[str, pl.DataFrame], difficulty: dict[str, float]) -> list[tuple]:
@@ -189,13 +191,13 @@ def _truth(model: SimulatedModel, tables: dict[str, pl.DataFrame], difficulty: d
         # a non-responsive cf answer lands on k when it is wrong and the uniform pick is k
         p_cf = q + (1 - q) * (1 - p_shuffled) / (n_candidates - 1)
         rows += [
-            (model.name, channel, "acc_p0", 100 * valid * p_shuffled.mean()),
-            (model.name, channel, "acc_source", 100 * valid * p_source.mean()),
-            (model.name, channel, "acc_shuffled", 100 * valid * p_shuffled.mean()),
-            (model.name, channel, "reliance", 100 * valid * (p_source - p_shuffled).mean()),
+            (model.name, channel, "acc_p0", valid * p_shuffled.mean()),
+            (model.name, channel, "acc_source", valid * p_source.mean()),
+            (model.name, channel, "acc_shuffled", valid * p_shuffled.mean()),
+            (model.name, channel, "reliance", valid * (p_source - p_shuffled).mean()),
             # cf_accuracy weighs every (family, counterfactual) pair alike: K_f − 1 per family
             (model.name, channel, "responsiveness",
-             100 * valid * float(np.average(p_cf, weights=n_candidates - 1))),
+             valid * float(np.average(p_cf, weights=n_candidates - 1))),
         ]
     return rows
 

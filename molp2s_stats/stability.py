@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from . import resample
+from . import resample, units
 from .metrics import family_matrices, metric_components
 from .errors import UsageError
 
@@ -47,10 +47,10 @@ def subsample_weights(n_families: int, size: int, draws: int, rng: np.random.Gen
 def _ranks(scores: np.ndarray) -> np.ndarray:
     """Rank 1 = highest score, per row; ties share their mean rank; NaN stays NaN.
 
-    Scores are rounded to 1e-9 pp first: two mathematically equal scores summed in a
-    different order differ in the last bits, and must still tie.
+    Scores (proportions) are rounded to 1e-11 first: two mathematically equal scores
+    summed in a different order differ in the last bits, and must still tie.
     """
-    return stats.rankdata(-np.round(scores, 9), axis=-1, method="average", nan_policy="omit")
+    return stats.rankdata(-np.round(scores, 11), axis=-1, method="average", nan_policy="omit")
 
 
 def ranking_stability(
@@ -105,11 +105,11 @@ def ranking_stability(
             rows.append(_compare(score, label, n, draws, seed, full, draw_scores))
             if progress is not None:
                 progress(1)
-    return pl.DataFrame(rows, schema=STABILITY_SCHEMA)
+    return units.percent_columns(pl.DataFrame(rows, schema=STABILITY_SCHEMA), ("exact", "mad"))
 
 
 def _ratio(weights: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return resample.ratio_of_sums(weights, a, b) * 100.0
+    return resample.ratio_of_sums(weights, a, b)
 
 
 def _compare(score, channel, size, draws, seed, full: np.ndarray, draw_scores: np.ndarray) -> dict:
@@ -127,7 +127,7 @@ def _compare(score, channel, size, draws, seed, full: np.ndarray, draw_scores: n
         with np.errstate(invalid="ignore", divide="ignore"):
             rho_per_draw = (centred @ target) / denominator
         rho = float(np.nanmean(rho_per_draw)) if np.isfinite(rho_per_draw).any() else float("nan")
-        exact = float(100.0 * (ranks == full_ranks).all(axis=1).mean())
+        exact = float((ranks == full_ranks).all(axis=1).mean())
         mad = float(np.abs(usable - full).mean())
     return {"metric": score, "channel": channel, "size": size, "draws": draws, "seed": seed,
             "spearman_rho": rho, "exact": exact, "mad": mad, "draws_undefined": int((~defined).sum())}

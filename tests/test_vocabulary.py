@@ -52,3 +52,25 @@ def test_no_page_readme_or_view_cites_the_spec():
              *ROOT.glob("molp2s_stats/**/*.py")]
     cited = [str(f.relative_to(ROOT)) for f in files if _SPEC.search(f.read_text())]
     assert not cited
+
+
+# a rate times 100 (or over 100), as a number literal beside * or /
+_PERCENT_SCALING = re.compile(r"(\b100(\.0*)?\s*\*|\*\s*100(\.0*)?\b|/\s*100(\.0*)?\b)")
+
+
+def test_rates_become_percent_only_at_the_edge():
+    # Proportions inside; the conversion to % lives in molp2s_stats.units. The prompt's
+    # relative peak intensities (0–100) are a display scale of the spectrum, not a rate.
+    allowed = {"molp2s_stats/units.py", "molp2s_stats/prompts.py", "molp2s_stats/distances.py"}
+    found = []
+    for path in [*(ROOT / "molp2s_stats").rglob("*.py"), *(ROOT / "reports").glob("*.qmd")]:
+        name = path.relative_to(ROOT).as_posix()
+        if name in allowed:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if _PERCENT_SCALING.search(code) and ">>>" not in line:
+                found.append(f"{name}:{number}: {line.strip()}")
+    assert not found, "\n".join(found)
+    sql = [p.relative_to(ROOT).as_posix() for p in (ROOT / "sql").rglob("*.sql") if "100.0 *" in p.read_text()]
+    assert sql == ["sql/marts/separability.sql"]  # Table 6 itself, in % as the paper prints it

@@ -18,6 +18,7 @@ from scipy.special import expit
 from scipy import stats
 
 from .model import pair_effects
+from .. import units
 from ..errors import UsageError
 
 HDI_PROB = 0.94
@@ -35,7 +36,7 @@ def _draws(idata: az.InferenceData, name: str) -> np.ndarray:
 
 
 def probability_draws(idata: az.InferenceData) -> dict[str, dict[str, np.ndarray]]:
-    """Per channel: reliance and responsiveness draws, arrays of shape (draws, models), in %/pp."""
+    """Per channel: reliance and responsiveness draws, arrays of shape (draws, models), as proportions."""
     post = idata.posterior
     channels = list(post.coords["channel"].values)
     if "cell" not in post or "cohort" not in post.attrs:
@@ -49,7 +50,7 @@ def probability_draws(idata: az.InferenceData) -> dict[str, dict[str, np.ndarray
         members = [i for i, (_, pair_channel) in enumerate(pairs) if pair_channel == channel]
         offset = effects[:, members]
         source, shuffled, cf = (expit(cell[:, :, k, c][:, :, None] + offset[:, None, :]).mean(axis=2) for k in range(3))
-        out[channel] = {"reliance": 100 * (source - shuffled), "responsiveness": 100 * cf, "families": len(members)}
+        out[channel] = {"reliance": source - shuffled, "responsiveness": cf, "families": len(members)}
     return out
 
 
@@ -64,7 +65,8 @@ def quantities(idata: az.InferenceData, metric: str) -> pl.DataFrame:
             low, high = az.hdi(draws[:, j], hdi_prob=HDI_PROB)
             rows.append((model, channel, metric, float(draws[:, j].mean()), float(low), float(high), HDI_PROB,
                          values["families"], "posterior", draws.shape[0], 0, seed))
-    return pl.DataFrame(rows, schema=QUANTITY_SCHEMA, orient="row")
+    return units.percent_columns(pl.DataFrame(rows, schema=QUANTITY_SCHEMA, orient="row"),
+                                 ("estimate", "conf_low", "conf_high"))
 
 
 def contrasts(idata: az.InferenceData, metric: str = "reliance") -> pl.DataFrame:
@@ -108,12 +110,13 @@ def truth_check(idata: az.InferenceData, truth: pl.DataFrame, *, metric: str = "
     for channel, values in probability_draws(idata).items():
         for j, model in enumerate(models):
             low, high = az.hdi(values[metric][:, j], hdi_prob=hdi_prob)
-            true = known[(model, channel)]
+            true = units.proportion(known[(model, channel)])  # the truth file is in %, like every output
             rows.append((model, channel, float(values[metric][:, j].mean()), float(low), float(high), true,
                          bool(low <= true <= high)))
-    return pl.DataFrame(rows, schema={"model": pl.String, "channel": pl.String, "estimate": pl.Float64,
-                                      "conf_low": pl.Float64, "conf_high": pl.Float64, "truth": pl.Float64,
-                                      "covered": pl.Boolean}, orient="row")
+    frame = pl.DataFrame(rows, schema={"model": pl.String, "channel": pl.String, "estimate": pl.Float64,
+                                       "conf_low": pl.Float64, "conf_high": pl.Float64, "truth": pl.Float64,
+                                       "covered": pl.Boolean}, orient="row")
+    return units.percent_columns(frame, ("estimate", "conf_low", "conf_high", "truth"))
 
 
 recovery = truth_check  # the name earlier versions used ("recovery" now means only PGR)

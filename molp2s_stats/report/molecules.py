@@ -10,6 +10,7 @@ import polars as pl
 from rdkit import Chem
 from rdkit.Chem import Draw
 
+from .. import units
 from ..errors import UsageError
 
 
@@ -95,4 +96,5 @@ def task_figure(con: duckdb.DuckDBPyConnection, task_id: str) -> str:
 
 def invalid_rates(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Share of terminal answers that name no candidate, per model (%)."""
-    return con.sql("SELECT model, answers, 100 * invalid_share AS invalid_pct FROM invalid_rates ORDER BY model").pl()
+    rates = con.sql("SELECT model, answers, invalid_share FROM invalid_rates ORDER BY model").pl()
+    return rates.select("model", "answers", units.percent_column("invalid_share", "invalid_pct"))

@@ -33,6 +33,8 @@ final AS (
         pt.channel,
         count(*) AS source_tasks,
         count(*) FILTER (WHERE pt.distractors_verifiable > 0) AS verifiable,
+        -- this view is the paper's Table 6 as users read it, so its rate is in % here, like
+        -- every table the package shows; everything upstream is a proportion or a count
         100.0 * count(*) FILTER (WHERE pt.separated_from_all) / count(*) AS separated,
         quantile_cont(pt.nearest, 0.5) AS nearest_median,
         quantile_cont(pt.nearest, 0.25) AS nearest_q1,

@@ -55,7 +55,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from molp2s_stats import compare, ingest, metrics, store
+from molp2s_stats import compare, ingest, metrics, simulate, store
 from molp2s_stats.chem import complete
 
 # --- the paper-size design ---------------------------------------------------------
@@ -118,8 +118,8 @@ def _property_value(channel: str, f: int, i: int, rng: np.random.Generator) -> o
     return {"shieldings": (rng.uniform(20.0, 180.0, 7) + 1.0 * i).round(3).tolist()}
 
 
-def write_benchmark(directory: Path, rng: np.random.Generator) -> pl.DataFrame:
-    """Write the four benchmark tables as Parquet; return the tasks table."""
+def write_benchmark(directory: Path, rng: np.random.Generator) -> simulate.Design:
+    """Write the four benchmark tables as Parquet; return their tasks as the simulator's design."""
     directory.mkdir(parents=True, exist_ok=True)
     families, candidates, properties, tasks = [], [], [], []
     for f in range(N_FAMILIES):
@@ -151,19 +151,21 @@ def write_benchmark(directory: Path, rng: np.random.Generator) -> pl.DataFrame:
                                         "condition": pl.String, "target": pl.String,
                                         "shown_family": pl.String, "shown_label": pl.String})
     frame.write_parquet(directory / "tasks.parquet")
-    return frame
+    return simulate.task_design({"families": pl.DataFrame(families), "candidates": pl.DataFrame(candidates),
+                                 "tasks": frame})
 
 
-def _simulated_choices(tasks: pl.DataFrame, task_idx: np.ndarray, model_no: int,
-                       rng: np.random.Generator) -> np.ndarray:
-    """Label index per row: the target with a model- and condition-dependent probability, else uniform."""
-    p_by_condition = {"none": 0.30, "source": 0.55, "shuffled": 0.35, "cf": 0.40}
-    skill = 0.05 * (model_no - N_MODELS // 2)
-    p_task = np.array([min(0.95, max(0.05, p_by_condition[c] + skill)) for c in tasks["condition"]])
-    target = np.array([LABELS.index(t) for t in tasks["target"]], dtype=np.int8)
-    correct = rng.random(task_idx.size) < p_task[task_idx]
-    guess = rng.integers(0, len(LABELS), task_idx.size, dtype=np.int8)
-    return np.where(correct, target[task_idx], guess)
+# The package's simulator answers: models of graded skill that use the properties alike
+# (every generated answer, choice or text, comes from molp2s_stats.simulate).
+SIMULATED = tuple(simulate.SimulatedModel(name, 0.25 * (m - N_MODELS // 2), {"*": 0.8}, {"*": 0.4},
+                                          invalid=0.0, raw_text_share=0.0) for m, name in enumerate(MODELS))
+SIMULATED_RAW = simulate.SimulatedModel(RAW_MODEL, 0.0, {"*": 0.8}, {"*": 0.4}, invalid=0.02, raw_text_share=1.0)
+
+
+def _answers(design: simulate.Design, model: simulate.SimulatedModel, counts: np.ndarray,
+             rng: np.random.Generator) -> simulate.Answers:
+    difficulty = rng.normal(0.0, simulate.FAMILY_SD, len(design.candidates))
+    return simulate.draw_answers(design, model, difficulty, counts, rng, rng)
 
 
 def _samples_per_task(rows: int, n_tasks: int) -> np.ndarray:
@@ -174,29 +176,26 @@ def _samples_per_task(rows: int, n_tasks: int) -> np.ndarray:
     return counts
 
 
-def write_parquet_responses(directory: Path, tasks: pl.DataFrame, rows: int, rng: np.random.Generator,
+def write_parquet_responses(directory: Path, design: simulate.Design, rows: int, rng: np.random.Generator,
                             *, metadata: bool = False) -> list[Path]:
     """One Parquet file per model (``model, task_id, sample, choice``), ``rows`` rows in all."""
     directory.mkdir(parents=True, exist_ok=True)
-    task_ids = tasks["task_id"]
+    task_ids = pl.Series(design.task_ids, dtype=pl.String)
     paths = []
-    for m, model in enumerate(MODELS):
+    for m, model in enumerate(SIMULATED):
         model_rows = rows // N_MODELS + (1 if m < rows % N_MODELS else 0)
-        counts = _samples_per_task(model_rows, tasks.height)
-        task_idx = np.repeat(np.arange(tasks.height), counts)
-        starts = np.repeat(np.cumsum(counts) - counts, counts)
-        sample = np.arange(task_idx.size) - starts
-        choice = _simulated_choices(tasks, task_idx, m, rng)
+        answers = _answers(design, model, _samples_per_task(model_rows, len(design.task_ids)), rng)
         columns = {
-            "model": pl.repeat(model, task_idx.size, eager=True, dtype=pl.String),
-            "task_id": task_ids.gather(task_idx),
-            "sample": pl.Series(sample, dtype=pl.Int64),
-            "choice": pl.Series(LABELS, dtype=pl.String).gather(choice.astype(np.int64)),
+            "model": pl.repeat(model.name, answers.task.size, eager=True, dtype=pl.String),
+            "task_id": task_ids.gather(answers.task),
+            "sample": pl.Series(answers.sample, dtype=pl.Int64),
+            # every family's candidates are A-D in order, so a position is its label
+            "choice": pl.Series(LABELS, dtype=pl.String).gather(answers.choice),
         }
         if metadata:  # what real runs carry; the loader keeps it as a JSON text per row
-            columns["latency_ms"] = pl.Series(rng.integers(200, 20_000, task_idx.size), dtype=pl.Int64)
-            columns["output_tokens"] = pl.Series(rng.integers(5, 2_000, task_idx.size), dtype=pl.Int64)
-        path = directory / f"{model}.parquet"
+            columns["latency_ms"] = pl.Series(rng.integers(200, 20_000, answers.task.size), dtype=pl.Int64)
+            columns["output_tokens"] = pl.Series(rng.integers(5, 2_000, answers.task.size), dtype=pl.Int64)
+        path = directory / f"{model.name}.parquet"
         pl.DataFrame(columns).write_parquet(path)
         paths.append(path)
     return paths
@@ -213,49 +212,28 @@ _REASONING = (
 )
 
 
-def _raw_text(rng: np.random.Generator, label: str, fragment: str, molecule: str) -> str:
-    """A response of a few hundred characters, almost always unique, in one of several answer styles."""
+def _raw_text(rng: np.random.Generator, answer: str) -> str:
+    """The simulator's answer after a few hundred characters of reasoning, almost always unique
+    (the parser's throughput is measured on distinct texts)."""
     reasoning = " ".join(rng.choice(_REASONING, size=int(rng.integers(2, 6))))
-    score = f"The property score is {rng.uniform(0, 10):.4f}."
-    style = int(rng.integers(0, 8))
-    if style == 0:
-        return f"{reasoning} {score}\nAnswer: {label}"
-    if style == 1:
-        return f"{reasoning} {score} The answer is **{label}**."
-    if style == 2:
-        return f"{reasoning} {score}\nFinal answer: ({label})"
-    if style == 3:
-        return f"{reasoning} {score} The completed molecule is `{molecule}`."
-    if style == 4:
-        return f"{reasoning} {score}\nAnswer: `{fragment}`"
-    if style == 5:
-        return label
-    if style == 6:
-        return f"{reasoning} {score}\n\\boxed{{{label}}}"
-    return f"{reasoning} {score} I cannot decide between the candidates."  # invalid: no_answer
+    return f"{reasoning} The property score is {rng.uniform(0, 10):.4f}.\n{answer}"
 
 
-def write_jsonl_responses(path: Path, tasks: pl.DataFrame, rows: int, rng: np.random.Generator) -> Path:
+def write_jsonl_responses(path: Path, design: simulate.Design, rows: int, rng: np.random.Generator) -> Path:
     """Raw ``response`` text for ``rows`` rows of one model, spread over the tasks with samples."""
-    counts = _samples_per_task(rows, tasks.height)
-    task_idx = np.repeat(np.arange(tasks.height), counts)
-    sample = np.arange(task_idx.size) - np.repeat(np.cumsum(counts) - counts, counts)
-    choice = _simulated_choices(tasks, task_idx, 3, rng)
-    fam = np.array([int(f[1:]) for f in tasks["family_id"]])
-    task_ids = tasks["task_id"].to_list()
-    molecules = {(s, frag): complete(s, frag) for s in SCAFFOLDS for frag in FRAGMENTS}
+    answers = _answers(design, SIMULATED_RAW, _samples_per_task(rows, len(design.task_ids)), rng)
     with path.open("w", encoding="utf-8") as out:
-        for t, s, c in zip(task_idx.tolist(), sample.tolist(), choice.tolist()):
-            scaffold = SCAFFOLDS[fam[t] % len(SCAFFOLDS)]
-            text = _raw_text(rng, LABELS[c], FRAGMENTS[c], molecules[(scaffold, FRAGMENTS[c])])
-            out.write(json.dumps({"model": RAW_MODEL, "task_id": task_ids[t], "sample": s,
+        for t, s, c in zip(answers.task.tolist(), answers.sample.tolist(), answers.choice.tolist()):
+            candidate = design.candidates[design.family[t]][c] if c >= 0 else (None, None, None)
+            text = _raw_text(rng, simulate.answer_text(*candidate, rng))
+            out.write(json.dumps({"model": RAW_MODEL, "task_id": design.task_ids[t], "sample": s,
                                   "response": text, "latency_ms": int(rng.integers(200, 20_000))}) + "\n")
     return path
 
 
-def write_single_sample_responses(directory: Path, tasks: pl.DataFrame, rng: np.random.Generator) -> list[Path]:
+def write_single_sample_responses(directory: Path, design: simulate.Design, rng: np.random.Generator) -> list[Path]:
     """The paper-size response set: every model answers every task once (7 x 8,296 rows)."""
-    return write_parquet_responses(directory, tasks, N_MODELS * tasks.height, rng)
+    return write_parquet_responses(directory, design, N_MODELS * len(design.task_ids), rng)
 
 
 # --- measurements --------------------------------------------------------------------
@@ -312,10 +290,10 @@ def _fresh_db(path: Path) -> Path:
     return path
 
 
-def measure_bootstrap_and_paired(work: Path, benchmark: Path, tasks: pl.DataFrame,
+def measure_bootstrap_and_paired(work: Path, benchmark: Path, design: simulate.Design,
                                  rng: np.random.Generator) -> dict:
     """(5) and (7) on a paper-size database with one sample per task."""
-    files = write_single_sample_responses(work / "responses-single", tasks, rng)
+    files = write_single_sample_responses(work / "responses-single", design, rng)
     db = _fresh_db(work / "paper-size.duckdb")
     con = _connect(db)
     ingest.load(con, benchmark=benchmark, responses=files)
@@ -388,17 +366,18 @@ def _run(args: argparse.Namespace, work: Path) -> int:
     # Generation (not measured).
     start = time.perf_counter()
     benchmark = work / "benchmark"
-    tasks = write_benchmark(benchmark, rng)
-    parquet = write_parquet_responses(work / "responses", tasks, args.rows, rng, metadata=args.with_metadata)
-    jsonl = write_jsonl_responses(work / "raw-responses.jsonl", tasks, args.jsonl_rows, rng)
+    design = write_benchmark(benchmark, rng)
+    n_tasks = len(design.task_ids)
+    parquet = write_parquet_responses(work / "responses", design, args.rows, rng, metadata=args.with_metadata)
+    jsonl = write_jsonl_responses(work / "raw-responses.jsonl", design, args.jsonl_rows, rng)
     per_model = args.rows // N_MODELS
-    if per_model < tasks.height:
+    if per_model < n_tasks:
         print(f"warning: {args.rows:,} rows are fewer than one per model and task; cohorts will be incomplete")
     parquet_bytes = sum(p.stat().st_size for p in parquet)
     print(f"generated in {time.perf_counter() - start:.1f} s: {N_MODELS} models, {len(CHANNELS)} channels, "
-          f"{N_FAMILIES} families x {len(LABELS)} candidates, {tasks.height:,} tasks; "
+          f"{N_FAMILIES} families x {len(LABELS)} candidates, {n_tasks:,} tasks; "
           f"{args.rows:,} Parquet rows in {len(parquet)} files ({parquet_bytes / 2**20:.0f} MiB, "
-          f"~{args.rows / (N_MODELS * tasks.height):.1f} samples per task); "
+          f"~{args.rows / (N_MODELS * n_tasks):.1f} samples per task); "
           f"{args.jsonl_rows:,} JSONL rows ({jsonl.stat().st_size / 2**20:.1f} MiB)")
     print("every candidate has a value in every channel, far apart: every family is input-validated")
 
@@ -419,7 +398,7 @@ def _run(args: argparse.Namespace, work: Path) -> int:
 
     print(f"\n[5,7] paper-size database (one sample per task), bootstrap draws=2000 x{REPEATS}, "
           f"paired_inputs draws=10000 x{REPEATS} ...", flush=True)
-    paper = measure_bootstrap_and_paired(work, benchmark, tasks, rng)
+    paper = measure_bootstrap_and_paired(work, benchmark, design, rng)
     models, channels, families = paper["bootstrap_shape"]
     print(f"  bootstrap: median {paper['bootstrap_s']:.2f} s of "
           f"[{', '.join(f'{t:.2f}' for t in paper['bootstrap_runs'])}] "

@@ -89,23 +89,142 @@ QUANTITY_NAMES = {"dipole_norm": "dipole moment", "dipole_vector": "dipole vecto
                   "nmr_bundle": "NMR shieldings", "all": "dipole moment and spectra"}
 
 
-def _justification(channel: str, cites: bool) -> str:
+def justification(channel: str, cites: bool) -> str:
     """One sentence that names no candidate (so the answer after it stays unambiguous)."""
     if not cites:
         return "The size and branching of this fragment suit the scaffold best."
     name = QUANTITY_NAMES.get(channel) or QUANTITY_NAMES.get(channel.split("_")[0], "computed properties")
     return f"This fragment fits the shown {name} best."
 
+
 INVALID_TEXTS = ("I cannot tell from the information given.", "Answer: `C1CC(`", "Either (A) or (B), hard to say.",
                  "The properties do not match any option.")
 
 
-def _answer_text(label: str, fragment: str, molecule: str, rng: np.random.Generator) -> str:
+def answer_text(label: str | None, fragment: str | None, molecule: str | None, rng: np.random.Generator) -> str:
+    """An answer as a model might write it, in one of the styles the parser reads; ``label``
+    None gives a text that names no candidate (an invalid answer). Every simulated text,
+    the test fixture's and the benchmarks' included, comes from here."""
+    if label is None:
+        return str(rng.choice(INVALID_TEXTS))
     spelled = fragment.replace("[*]", str(rng.choice(["*", "[*]", "[1*]", "[*:1]"])))
     styles = (f"Answer: {label}", f"The answer is ({label}).", f"**{label}**", label, f"\\boxed{{{label}}}",
               f"Answer: `{spelled}`", f"The missing piece is `{spelled}`, so the final answer is {label}.",
               f"The completed molecule is `{molecule}`.")
     return styles[int(rng.integers(len(styles)))]
+
+
+@dataclass(frozen=True)
+class Design:
+    """A benchmark's tasks as index arrays, what the simulator draws from.
+
+    Families in id order, candidates of a family in label order; ``target`` and
+    ``source`` are candidate positions within the task's family.
+    """
+
+    task_ids: list[str]
+    channels: np.ndarray  # per task (``none`` for P0)
+    conditions: np.ndarray
+    family: np.ndarray  # family position per task
+    target: np.ndarray
+    source: np.ndarray
+    n_candidates: np.ndarray  # per task
+    candidates: list[list[tuple[str, str, str]]]  # per family: (label, fragment, molecule)
+
+
+def task_design(tables: dict[str, pl.DataFrame]) -> Design:
+    """The :class:`Design` of benchmark tables (``ingest.read_benchmark``'s)."""
+    families = tables["families"].sort("family_id")
+    family_ids = families["family_id"].to_list()
+    position = {f: i for i, f in enumerate(family_ids)}
+    candidates: list[list[tuple[str, str, str]]] = [[] for _ in family_ids]
+    for f, label, fragment, molecule in (tables["candidates"].sort("family_id", "label")
+                                         .select("family_id", "label", "fragment", "molecule").iter_rows()):
+        candidates[position[f]].append((label, fragment, molecule))
+    label_index = [{c[0]: j for j, c in enumerate(members)} for members in candidates]
+    source_label = families["source"].to_list()
+    tasks = tables["tasks"].sort("task_id")
+    family = np.array([position[f] for f in tasks["family_id"]], dtype=np.int64)
+    return Design(
+        task_ids=tasks["task_id"].to_list(),
+        channels=tasks["channel"].to_numpy().astype(str),
+        conditions=tasks["condition"].to_numpy().astype(str),
+        family=family,
+        target=np.array([label_index[f][t] for f, t in zip(family, tasks["target"])], dtype=np.int64),
+        source=np.array([label_index[f][source_label[f]] for f in family], dtype=np.int64),
+        n_candidates=np.array([len(candidates[f]) for f in family], dtype=np.int64),
+        candidates=candidates,
+    )
+
+
+@dataclass(frozen=True)
+class Answers:
+    """One model's simulated answers, one entry per (task, sample)."""
+
+    task: np.ndarray  # task position in the design
+    sample: np.ndarray
+    choice: np.ndarray  # candidate position within the family; -1 for an invalid answer
+    as_text: np.ndarray  # written as raw text rather than a parsed choice
+    cites: np.ndarray  # the text's justification names the shown quantity
+
+
+def draw_answers(design: Design, model: SimulatedModel, difficulty: np.ndarray, samples: int | np.ndarray,
+                 rng: np.random.Generator, text_rng: np.random.Generator) -> Answers:
+    """The generative model above, for every task and sample at once.
+
+    ``difficulty`` has one d_f per family of the design; ``samples`` is the number of
+    answers per task (one number, or one per task). Whether a text cites is drawn from
+    ``text_rng``, so the choices do not depend on it.
+    """
+    counts = np.broadcast_to(np.asarray(samples, dtype=np.int64), design.family.shape)
+    task = np.repeat(np.arange(design.family.size), counts)
+    sample = np.arange(task.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    is_cf = design.conditions == "cf"
+    per_channel = {c: (model.for_channel(model.reliance, c), model.for_channel(model.responsiveness, c))
+                   for c in np.unique(design.channels)}
+    reliance = np.array([per_channel[c][0] for c in design.channels])
+    responsiveness = np.array([per_channel[c][1] for c in design.channels])
+    lift = np.where(design.conditions == "source", reliance, 0.0)
+    # a cf answer that does not follow the properties is right when it names the source
+    right = np.where(is_cf, design.source, design.target)
+    follows = is_cf[task] & (rng.random(task.size) < responsiveness[task])
+    correct = rng.random(task.size) < expit(model.skill - difficulty[design.family[task]] + lift[task])
+    # a wrong answer is uniform over the other K − 1 candidates: the r-th of them, skipping `right`
+    r = rng.integers(0, design.n_candidates[task] - 1)
+    wrong = r + (r >= right[task])
+    choice = np.where(follows, design.target[task], np.where(correct, right[task], wrong))
+    invalid = rng.random(task.size) < model.invalid
+    as_text = invalid | (rng.random(task.size) < model.raw_text_share)
+    shows_properties = design.conditions != "none"
+    cites = as_text & shows_properties[task] & (text_rng.random(task.size) < model.cites)
+    return Answers(task=task, sample=sample, choice=np.where(invalid, -1, choice), as_text=as_text, cites=cites)
+
+
+def answer_frame(name: str, design: Design, answers: Answers, rng: np.random.Generator) -> pl.DataFrame:
+    """The response file rows of :func:`draw_answers`: ``model, task_id, sample, response,
+    choice, latency_s``; a text answer has ``response`` (a justification first on tasks
+    with properties), the others ``choice``."""
+    families = design.family[answers.task]
+    labels = [[c[0] for c in members] for members in design.candidates]
+    # a text answer carries its choice only in the text, for the parser to find
+    choice = [labels[f][c] if c >= 0 and not text else None
+              for f, c, text in zip(families.tolist(), answers.choice.tolist(), answers.as_text.tolist())]
+    response: list[str | None] = [None] * answers.task.size
+    for i in np.flatnonzero(answers.as_text).tolist():
+        f, c, t = int(families[i]), int(answers.choice[i]), int(answers.task[i])
+        text = answer_text(*design.candidates[f][c], rng) if c >= 0 else answer_text(None, None, None, rng)
+        if c >= 0 and design.conditions[t] != "none":
+            text = f"{justification(str(design.channels[t]), bool(answers.cites[i]))}\n{text}"
+        response[i] = text
+    return pl.DataFrame({
+        "model": [name] * answers.task.size,
+        "task_id": pl.Series(design.task_ids).gather(answers.task),
+        "sample": answers.sample,
+        "response": pl.Series(response, dtype=pl.String),
+        "choice": pl.Series(choice, dtype=pl.String),
+        "latency_s": rng.gamma(2.0, 1.5, answers.task.size).round(2),
+    }, schema={"model": pl.String, "task_id": pl.String, "sample": pl.Int64, "response": pl.String,
+               "choice": pl.String, "latency_s": pl.Float64})
 
 
 def simulate(tables: dict[str, pl.DataFrame], *, models: tuple[SimulatedModel, ...] = DEFAULT_MODELS,
@@ -129,48 +248,14 @@ def simulate(tables: dict[str, pl.DataFrame], *, models: tuple[SimulatedModel, .
     """
     rng = np.random.default_rng(seed)
     text_rng = np.random.default_rng([seed, 1])  # justifications: a stream of their own
-    families = tables["families"].sort("family_id")
-    family_ids = families["family_id"].to_list()
-    difficulty = dict(zip(family_ids, rng.normal(0.0, FAMILY_SD, len(family_ids))))
-    candidates = tables["candidates"].sort("family_id", "label")
-    members: dict[str, list[tuple[str, str, str]]] = {}
-    for f, label, fragment, molecule in candidates.select("family_id", "label", "fragment", "molecule").iter_rows():
-        members.setdefault(f, []).append((label, fragment, molecule))
-    source = dict(families.select("family_id", "source").iter_rows())
-    tasks = tables["tasks"].sort("task_id").select("task_id", "family_id", "channel", "condition", "target")
+    design = task_design(tables)
+    family_ids = sorted(tables["families"]["family_id"].to_list())
+    difficulty = rng.normal(0.0, FAMILY_SD, len(family_ids))
     responses, truth = {}, []
     for model in models:
-        rows = []
-        for task_id, family_id, channel, condition, target in tasks.iter_rows():
-            labels = [m[0] for m in members[family_id]]
-            base = model.skill - difficulty[family_id]
-            lift = model.for_channel(model.reliance, channel) if condition == "source" else 0.0
-            for sample in range(samples):
-                if condition == "cf" and rng.uniform() < model.for_channel(model.responsiveness, channel):
-                    choice = target
-                else:
-                    right = source[family_id] if condition == "cf" else target
-                    if rng.uniform() < expit(base + lift):
-                        choice = right
-                    else:
-                        choice = str(rng.choice([label for label in labels if label != right]))
-                row = {"model": model.name, "task_id": task_id, "sample": sample, "response": None, "choice": None,
-                       "latency_s": round(float(rng.gamma(2.0, 1.5)), 2)}
-                if rng.uniform() < model.invalid:
-                    row["response"] = str(rng.choice(INVALID_TEXTS))
-                elif rng.uniform() < model.raw_text_share:
-                    _, fragment, molecule = members[family_id][labels.index(choice)]
-                    row["response"] = _answer_text(choice, fragment, molecule, rng)
-                    if condition != "none":
-                        cites = bool(text_rng.uniform() < model.cites)
-                        row["response"] = f"{_justification(channel, cites)}\n{row['response']}"
-                else:
-                    row["choice"] = choice
-                rows.append(row)
-        responses[model.name] = pl.DataFrame(rows, schema={
-            "model": pl.String, "task_id": pl.String, "sample": pl.Int64, "response": pl.String,
-            "choice": pl.String, "latency_s": pl.Float64})
-        truth += _truth(model, tables, difficulty)
+        answers = draw_answers(design, model, difficulty, samples, rng, text_rng)
+        responses[model.name] = answer_frame(model.name, design, answers, rng)
+        truth += _truth(model, tables, dict(zip(family_ids, difficulty)))
     truth = pl.DataFrame(truth, schema=["model", "channel", "quantity", "value"], orient="row")
     return responses, units.percent_columns(truth, ["value"])
 

@@ -30,6 +30,9 @@ DEFAULT = REPO / "tests" / "fixtures" / "toy"
 ALPHA = DEFAULT / "responses" / "sim-alpha.jsonl"
 BETA = DEFAULT / "responses" / "sim-beta.csv"
 GAMMA = DEFAULT / "responses" / "sim-gamma.parquet"
+# rows of each file: the toy benchmark's 912 tasks answered once each, plus one row per
+# failed first attempt (13, 23, 21); sim-gamma leaves one task unanswered
+ALPHA_ROWS, BETA_ROWS, GAMMA_ROWS = 912 + 13, 912 + 23, 911 + 21
 
 # Tasks of family F01 (candidates A, B, C, D; source D).
 T0, T1, T2, T3 = "F01-p0", "F01-dipole_norm-source", "F01-dipole_norm-shuffled", "F01-dipole_norm-cf-A"
@@ -162,7 +165,7 @@ def test_base_database_holds_benchmark_and_one_file(con):
     assert count(con, "benchmark") == 1
     assert count(con, "families") == 12
     assert con.execute("SELECT path FROM response_files").fetchall() == [(str(ALPHA),)]
-    assert count(con, "responses") == 934
+    assert count(con, "responses") == ALPHA_ROWS
 
 
 # ------------------------------------------------------ JSONL response files
@@ -623,19 +626,19 @@ def test_same_new_file_twice_in_one_call(con, tmp_path):
     first, second = load(con, responses=[path, path]).files
     assert (first.already_loaded, first.rows) == (False, 2)
     assert (second.already_loaded, second.rows) == (True, 0)
-    assert count(con, "responses") == 934 + 2
+    assert count(con, "responses") == ALPHA_ROWS + 2
 
 
 def test_second_good_file_appends(con):
     summary = load(con, responses=[BETA])
-    assert summary.files[0].rows == 929 and not summary.files[0].already_loaded
-    assert count(con, "responses") == 934 + 929
+    assert summary.files[0].rows == BETA_ROWS and not summary.files[0].already_loaded
+    assert count(con, "responses") == ALPHA_ROWS + BETA_ROWS
     assert count(con, "response_files") == 2
     summary = load(con, responses=[GAMMA])
-    assert summary.files[0].rows == 920
-    assert count(con, "responses") == 934 + 929 + 920
+    assert summary.files[0].rows == GAMMA_ROWS
+    assert count(con, "responses") == ALPHA_ROWS + BETA_ROWS + GAMMA_ROWS
     assert con.execute("SELECT file_id, format, rows FROM response_files ORDER BY file_id").fetchall() == [
-        (1, "jsonl", 934), (2, "csv", 929), (3, "parquet", 920)]
+        (1, "jsonl", ALPHA_ROWS), (2, "csv", BETA_ROWS), (3, "parquet", GAMMA_ROWS)]
 
 
 def test_failed_load_leaves_the_file_unchanged_on_disk(db_path, tmp_path):
@@ -816,7 +819,7 @@ def test_cli_load_bad_file_fails_with_message(db_path, tmp_path):
 def test_cli_load_good_then_again(db_path):
     result = runner.invoke(app, ["load", "--responses", str(BETA), "--db", str(db_path)])
     assert result.exit_code == 0, result.output
-    assert "929 rows" in result.stdout
+    assert f"{BETA_ROWS} rows" in result.stdout
     result = runner.invoke(app, ["load", "--responses", str(BETA), "--db", str(db_path)])
     assert result.exit_code == 0, result.output
     assert "already loaded" in result.stdout

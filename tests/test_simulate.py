@@ -107,6 +107,37 @@ def test_every_simulated_justification_that_cites_is_recognised_as_citing():
     singles = [c for c, parts in components.items() if parts == [c]]
     for channel, parts in components.items():
         parts = singles if parts == ["*"] else parts
-        citing = simulate._justification(channel, cites=True)
+        citing = simulate.justification(channel, cites=True)
         assert explanations.cites_property(citing, None, parts), (channel, citing)
-        assert not explanations.cites_property(simulate._justification(channel, cites=False), None, parts), channel
+        assert not explanations.cites_property(simulate.justification(channel, cites=False), None, parts), channel
+
+
+def test_draw_answers_follows_its_generative_model():
+    """Invariants of the one simulator that every generated answer comes from: a certain answer
+    (skill → ∞) is always right; an uncertain one (skill → −∞) never names the right candidate
+    and spreads over the other K − 1; samples count per task; cf answers that follow name k."""
+    from molp2s_stats.ingest import read_benchmark
+
+    design = simulate.task_design(read_benchmark("tests/fixtures/toy"))
+    difficulty = np.zeros(len(design.candidates))
+    counts = np.arange(design.family.size) % 3  # 0, 1 or 2 samples per task
+    rng = np.random.default_rng(5)
+
+    def draw(skill, responsiveness=0.0, samples=counts):
+        model = simulate.SimulatedModel("sim-x", skill, {"*": 0.0}, {"*": responsiveness}, invalid=0.0)
+        return simulate.draw_answers(design, model, difficulty, samples, rng, rng)
+
+    right = np.where(design.conditions == "cf", design.source, design.target)
+    sure = draw(50.0)
+    assert np.bincount(sure.task, minlength=design.family.size).tolist() == counts.tolist()
+    assert (sure.sample < counts[sure.task]).all()
+    assert (sure.choice == right[sure.task]).all()
+    lost = draw(-50.0, samples=20)
+    assert (lost.choice != right[lost.task]).all() and (lost.choice < design.n_candidates[lost.task]).all()
+    four = (design.n_candidates[lost.task] == 4) & (design.conditions[lost.task] != "cf")
+    shares = np.bincount(lost.choice[four] - (lost.choice[four] > right[lost.task][four]), minlength=3) / four.sum()
+    # uniform over the three others: ~4,000 answers, so a share's SE is under 0.01
+    assert shares == pytest.approx([1 / 3] * 3, abs=0.04)
+    follow = draw(-50.0, responsiveness=1.0)
+    cf = design.conditions[follow.task] == "cf"
+    assert (follow.choice[cf] == design.target[follow.task][cf]).all()

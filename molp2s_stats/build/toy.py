@@ -3,7 +3,7 @@
 The test fixture in ``tests/fixtures/toy`` (the embedded default data is the QM9
 benchmark in ``data/``; see ``build/benchmark.py``): a dozen families over real scaffolds and fragments (the molecules are valid SMILES made by
 joining them with RDKit), **synthetic** property values drawn at random, every
-condition, three simulated models and a few invalid answers and retries. Nothing
+condition, three simulated models (``simulate``) and a few invalid answers and retries. Nothing
 here is a measurement; it exercises every code path.
 
 Run ``python -m molp2s_stats.build.toy tests/fixtures/toy`` to regenerate it (seeded). Unlike
@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from .. import simulate
 from ..chem import complete
 
 SEED = 20261129
@@ -39,20 +40,29 @@ SINGLE_CHANNELS = (
 CHANNELS = SINGLE_CHANNELS + ("vibrational_bundle", "nmr_bundle", "all")
 LABELS = "ABCDEF"
 
-# Simulated models: P(correct) with no properties, extra accuracy from the right
-# properties (reliance) per channel group, and P(moving to a counterfactual).
-MODELS = {
-    "sim-alpha": {"p0": 0.35, "reliance": {"electronic": 0.30, "vibrational": 0.45, "magnetic_resonance": 0.10, "bundle": 0.40},
-                  "responsiveness": 0.55, "invalid": 0.03},
-    "sim-beta": {"p0": 0.45, "reliance": {"electronic": 0.15, "vibrational": 0.05, "magnetic_resonance": 0.35, "bundle": 0.30},
-                 "responsiveness": 0.35, "invalid": 0.02},
-    "sim-gamma": {"p0": 0.30, "reliance": {"electronic": 0.02, "vibrational": 0.02, "magnetic_resonance": 0.02, "bundle": 0.02},
-                  "responsiveness": 0.05, "invalid": 0.06},
-}
 GROUP = {**{c: "electronic" for c in ("dipole_norm", "dipole_vector", "gap", "uvvis")},
          **{c: "vibrational" for c in ("ir", "raman")},
          **{c: "magnetic_resonance" for c in SINGLE_CHANNELS[6:]},
          **{c: "bundle" for c in CHANNELS[12:]}}
+
+
+def _by_group(lift: dict[str, float]) -> dict[str, float]:
+    return {"*": 0.0, **{channel: lift[group] for channel, group in GROUP.items()}}
+
+
+# Three simulated models (the package's one simulator, logit scale): one leans on vibrational
+# spectra, one on NMR, one barely uses properties. sim-alpha answers only in text (the
+# JSONL file exercises the parser); sim-gamma has the most invalid answers.
+MODELS = (
+    simulate.SimulatedModel("sim-alpha", -0.6, _by_group({"electronic": 1.2, "vibrational": 1.9,
+                                                          "magnetic_resonance": 0.4, "bundle": 1.7}),
+                            {"*": 0.55}, invalid=0.03, raw_text_share=1.0),
+    simulate.SimulatedModel("sim-beta", -0.2, _by_group({"electronic": 0.6, "vibrational": 0.2,
+                                                         "magnetic_resonance": 1.4, "bundle": 1.2}),
+                            {"*": 0.35}, invalid=0.02, raw_text_share=0.3),
+    simulate.SimulatedModel("sim-gamma", -0.8, {"*": 0.1}, {"*": 0.05}, invalid=0.06, raw_text_share=0.3),
+)
+RETRY_SHARE = 0.02  # answers whose first attempt failed (invalid text) before the terminal one
 
 
 def _property(channel: str, rng: np.random.Generator) -> object:
@@ -112,53 +122,27 @@ def build_benchmark(rng: np.random.Generator) -> dict[str, pl.DataFrame]:
     }
 
 
-def _answer_text(label: str | None, fragment: str | None, rng: np.random.Generator) -> str:
-    if label is None:
-        return rng.choice(["I cannot determine the answer.", "Answer: `C1CC(`", "It is either (A) or (B)."])
-    style = int(rng.integers(6))
-    spelled = fragment.replace("[*]", rng.choice(["*", "[*]", "[1*]", "[*:1]"]))
-    return [f"Answer: {label}", f"The answer is ({label}).", f"**{label}**", label,
-            f"Answer: `{spelled}`", f"The missing fragment is `{spelled}`, so the final answer is {label}."][style]
-
-
-def simulate_responses(bench: dict[str, pl.DataFrame], rng: np.random.Generator) -> dict[str, pl.DataFrame]:
-    labels_of: dict[str, list[str]] = {}
-    fragment_of = {}
-    for f, l, frag, _ in bench["candidates"].iter_rows():
-        labels_of.setdefault(f, []).append(l)
-        fragment_of[(f, l)] = frag
-    difficulty = {f: rng.normal(0, 0.08) for f in labels_of}
+def simulate_responses(bench: dict[str, pl.DataFrame], seed: int) -> dict[str, pl.DataFrame]:
+    """The simulator's answers, plus what a harness log has that it does not: a few retries
+    (``attempt`` 0 failed, 1 terminal) and one missing answer."""
+    responses, _ = simulate.simulate(bench, models=MODELS, seed=seed)
+    rng = np.random.default_rng([seed, 2])
+    source = dict(bench["families"].select("family_id", "source").iter_rows())
+    labels = bench["candidates"].group_by("family_id").agg(pl.col("label").sort())
+    first_other = {f: next(l for l in ls if l != source[f]) for f, ls in labels.iter_rows()}
     out = {}
-    for model, p in MODELS.items():
-        rows = []
-        for task_id, family_id, channel, condition, target, *_ in bench["tasks"].iter_rows():
-            labels = labels_of[family_id]
-            source = bench["families"].filter(pl.col("family_id") == family_id)["source"][0]
-            base = p["p0"] - difficulty[family_id]
-            if condition == "cf":
-                roll = rng.uniform()
-                choice = target if roll < p["responsiveness"] else (source if roll < 0.85 else str(rng.choice(labels)))
-            else:
-                lift = {"none": 0.0, "source": p["reliance"][GROUP.get(channel, "bundle")], "shuffled": -0.05}[condition]
-                correct = rng.uniform() < np.clip(base + lift, 0.02, 0.98)
-                choice = target if correct else str(rng.choice([l for l in labels if l != target]))
-            if rng.uniform() < p["invalid"]:
-                choice = None
-            if model == "sim-gamma" and task_id == "F12-ir-cf-" + [l for l in labels if l != source][0]:
-                continue  # one missing answer: F12 drops out of the IR cohort (and its bundles keep it)
-            attempts = [choice]
-            if rng.uniform() < 0.02:  # a retry: the first attempt failed, the second is terminal
-                attempts = [None, choice]
-            for attempt, c in enumerate(attempts):
-                row = {"model": model, "task_id": task_id, "attempt": attempt,
-                       "latency_s": round(float(rng.gamma(2, 1.5)), 2)}
-                if model == "sim-alpha" or c is None:
-                    row["response"] = _answer_text(c, fragment_of.get((family_id, c)), rng)
-                else:
-                    row["choice"] = c
-                rows.append(row)
-        out[model] = pl.DataFrame(rows, schema={"model": pl.String, "task_id": pl.String, "attempt": pl.Int64,
-                                                "latency_s": pl.Float64, "response": pl.String, "choice": pl.String})
+    for model, frame in responses.items():
+        frame = frame.drop("sample").with_columns(pl.lit(0, pl.Int64).alias("attempt"))
+        if model == "sim-gamma":  # F12 drops out of the IR cohort (its bundles keep it)
+            frame = frame.filter(pl.col("task_id") != f"F12-ir-cf-{first_other['F12']}")
+        retried = frame.filter(pl.Series(rng.random(frame.height) < RETRY_SHARE))
+        failed = retried.with_columns(
+            pl.Series("response", [simulate.answer_text(None, None, None, rng) for _ in range(retried.height)],
+                      dtype=pl.String), pl.lit(None, pl.String).alias("choice"))
+        frame = pl.concat([frame.join(retried.select("task_id"), on="task_id", how="anti"), failed,
+                           retried.with_columns(pl.lit(1, pl.Int64).alias("attempt"))])
+        out[model] = frame.sort("task_id", "attempt").select("model", "task_id", "attempt", "latency_s", "response",
+                                                             "choice")
     return out
 
 
@@ -170,7 +154,7 @@ def write(directory: Path, seed: int = SEED) -> None:
     bench["candidates"].write_csv(directory / "candidates.csv")
     bench["properties"].write_ndjson(directory / "properties.jsonl")
     bench["tasks"].write_parquet(directory / "tasks.parquet")
-    responses = simulate_responses(bench, rng)
+    responses = simulate_responses(bench, seed)
     (directory / "responses").mkdir(exist_ok=True)
     responses["sim-alpha"].write_ndjson(directory / "responses" / "sim-alpha.jsonl")
     responses["sim-beta"].write_csv(directory / "responses" / "sim-beta.csv")

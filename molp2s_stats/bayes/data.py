@@ -55,7 +55,7 @@ def read_model_data(con: duckdb.DuckDBPyConnection, *, channels: list[str] | Non
     if cells.height == 0:
         raise UsageError("no cohort families in the requested channels: nothing to fit")
     k_mean = con.sql(
-        """SELECT avg(n_candidates) FROM stg_families
+        """SELECT avg(n_candidates) FROM family_candidates
            WHERE family_id IN (SELECT family_id FROM cohort WHERE in_cohort)""").fetchall()[0][0]
     return index(cells, p0, n_candidates=float(k_mean))
 

@@ -67,6 +67,6 @@ final AS (
     FROM cohort_families AS cf
     JOIN by_condition AS b USING (family_id, channel)
     JOIN p0 ON p0.model = b.model AND p0.family_id = cf.family_id
-    JOIN stg_families AS fs ON fs.family_id = cf.family_id
+    JOIN family_candidates AS fs ON fs.family_id = cf.family_id
 )
 SELECT * FROM final;

@@ -7,7 +7,7 @@
 -- separated: nothing shows that it is.
 CREATE OR REPLACE VIEW separability AS
 WITH source_tasks AS (
-    SELECT task_id, family_id, channel, source_label FROM stg_tasks WHERE condition = 'source'
+    SELECT task_id, family_id, channel, source_label FROM benchmark_tasks WHERE condition = 'source'
 ),
 scale AS (
     SELECT channel,

@@ -29,7 +29,7 @@ WITH final AS (
         avg(CASE WHEN r.choice NOT IN (t.target, t.source_label) THEN 1.0 ELSE 0.0 END)
             FILTER (WHERE r.choice IS NOT NULL) AS chose_other_valid
     FROM stg_terminal_responses AS r
-    JOIN stg_tasks AS t USING (task_id)
+    JOIN benchmark_tasks AS t USING (task_id)
     GROUP BY r.model, t.task_id, t.family_id, t.channel, t.condition, t.target, t.source_label
 )
 SELECT * FROM final;

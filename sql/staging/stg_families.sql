@@ -1,12 +1,7 @@
 -- stg_families: one row per family. Key: family_id.
--- Adds K_f, the number of candidates.
+-- The families table as loaded; its source candidate's label is called source_label.
 CREATE OR REPLACE VIEW stg_families AS
-WITH family_size AS (
-    SELECT family_id, count(*) AS n_candidates FROM candidates GROUP BY family_id
-),
-final AS (
-    SELECT f.family_id, f.scaffold, f.source AS source_label, s.n_candidates
-    FROM families AS f
-    JOIN family_size AS s USING (family_id)
+WITH final AS (
+    SELECT family_id, scaffold, source AS source_label FROM families
 )
 SELECT * FROM final;

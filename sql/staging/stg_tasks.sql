@@ -1,18 +1,7 @@
 -- stg_tasks: one row per task. Key: task_id.
--- Adds the family's source label and candidate count K_f.
+-- The tasks table as loaded.
 CREATE OR REPLACE VIEW stg_tasks AS
 WITH final AS (
-    SELECT
-        t.task_id,
-        t.family_id,
-        t.channel,
-        t.condition,
-        t.target,
-        t.shown_family,
-        t.shown_label,
-        f.source_label,
-        f.n_candidates
-    FROM tasks AS t
-    JOIN stg_families AS f USING (family_id)
+    SELECT task_id, family_id, channel, condition, target, shown_family, shown_label FROM tasks
 )
 SELECT * FROM final;

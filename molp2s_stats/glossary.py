@@ -143,16 +143,72 @@ COLUMNS: dict[str, str] = {
     # separability
     "source_tasks": "source tasks in the channel (every family, not only the cohort)",
     "verifiable": "source tasks with at least one distractor that has a value to compare",
-    "separated": "% of source tasks whose source is at least the cutoff away from every distractor",
+    "separated": "separability: % of source tasks whose source is at least the cutoff away from every distractor; "
+                 "pair_separation: whether the pair is at least the cutoff apart",
     "nearest_median": "median distance from the source to its nearest distractor",
     "nearest_q1": "first quartile of that distance",
     "nearest_q3": "third quartile of that distance",
     "scale": "raw distance, or over_cutoff (distance divided by the cutoff: UV-Vis and bundles)",
+    # the benchmark as loaded (staging views)
+    "group": "a channel's group (electronic, vibrational, magnetic_resonance, bundles), or a model's (closed-weight, "
+             "say): the leaderboards' spanners",
+    "subgroup": "a channel's second spanner on the leaderboards (¹H NMR), if any",
+    "label": "a candidate's letter within its family (A, B, …)",
+    "column_label": "a channel's column label on the leaderboards, under its spanners (Peaks)",
+    "name": "what prompts, row labels and chart panels call a channel (¹H peaks)",
+    "display_name": "what the reports call a model",
+    "position": "display order (of channels, or of the models table's rows)",
+    "distance": "how two candidates' values of a channel differ, on the channel's scale (D, Hartree, 1 − M, ppm)",
+    "cutoff": "the smallest distance at which two candidates count as told apart",
+    "components": "the single channels a bundle shows (* for every one)",
+    "component": "one single channel of a bundle",
+    "label_a": "first candidate of a pair (the smaller label)",
+    "label_b": "second candidate of a pair",
+    "distance_over_cutoff": "distance divided by the channel's cutoff (1 = at the cutoff)",
+    "fragment": "a candidate's masked piece, SMILES with one [*] attachment point",
+    "molecule": "the molecule a candidate completes, SMILES",
+    "scaffold": "the family's masked molecule, SMILES with one [*] where the missing piece attaches",
+    "source_label": "label of the family's source candidate (the molecule the properties belong to)",
+    "n_candidates": "K_f: the family's number of candidates",
+    "target": "the label a task's right answer names (the source, or k for a cf task)",
+    "shown_family": "family whose properties the task shows (another family's for a shuffled task)",
+    "shown_label": "candidate whose properties the task shows",
+    "attempt": "attempt number of a response (a retried request has several; the highest is terminal)",
+    "response": "the model's answer text, as given",
+    "choice": "the candidate label the answer names (parsed from its text, or given); empty when invalid",
+    "invalid_reason": "why an answer names no candidate (no_answer, ambiguous, request_failed, …)",
+    "choice_source": "where choice came from: given in the file, or parsed from the response text",
+    # per task and family (the cohort marts)
+    "samples": "terminal answers to the task (one per sample)",
+    "valid_samples": "those that name a candidate",
+    "y": "share of the task's answers that name its target",
+    "chose_source": "share of the task's answers that name the family's source candidate",
+    "chose_other": "share that name neither the target nor the source, invalid answers included",
+    "y_p0": "the family's P0 task: share of answers right",
+    "y_source": "the family's source task in the channel: share of answers right",
+    "y_shuffled": "the family's shuffled task in the channel: share of answers right",
+    "cf_tasks": "the family's cf tasks in the channel",
+    "cf_correct": "sum over the family's cf tasks of the share of answers naming the counterfactual candidate",
+    "cf_flip": "mean over the family's cf tasks of the share of answers that follow the counterfactual",
+    "cf_persist": "mean over the family's cf tasks of the share of answers that stay with the source",
+    "cf_other": "mean over the family's cf tasks of the share of answers naming anything else (invalid included)",
+    "verifiable_pairs": "candidate pairs of the family with values to compare in the channel",
+    "separated_pairs": "those at least the cutoff apart",
+    "required_tasks": "tasks every model must answer for the family to enter the channel's cohort",
+    "has_all_conditions": "the family has a P0, source, shuffled and cf task in the channel",
+    "models_incomplete": "models that miss at least one required task",
+    "missing_responses": "required (model, task) pairs with no terminal response",
+    "in_cohort": "the family is in the channel's cohort (input-validated and completely covered)",
 }
+
+#: A column named ``<name>_valid`` is ``<name>`` over the valid answers only (NULL where
+#: there are none): the sensitivity in which invalid answers are left out.
+VALID_SUFFIX = "_valid"
 
 
 def check_columns(columns: Iterable[str]) -> None:
     """Raise ValueError naming any column that the glossary does not define."""
-    unknown = [c for c in columns if c not in COLUMNS]
+    unknown = [c for c in columns if c not in COLUMNS
+               and not (c.endswith(VALID_SUFFIX) and c.removesuffix(VALID_SUFFIX) in COLUMNS)]
     if unknown:
         raise ValueError(f"columns not in the glossary: {unknown}")

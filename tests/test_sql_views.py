@@ -18,7 +18,10 @@ KEYS = {
     "stg_responses": ("model", "task_id", "sample", "attempt"),
     "stg_channel_components": ("channel", "component"),
     "stg_families": ("family_id",),
+    "stg_candidates": ("family_id", "label"),
     "stg_tasks": ("task_id",),
+    "family_candidates": ("family_id",),
+    "benchmark_tasks": ("task_id",),
     "stg_models": ("model",),
     "stg_terminal_responses": ("model", "task_id", "sample"),
     "pair_separation": ("family_id", "channel", "label_a", "label_b"),
@@ -130,7 +133,7 @@ def test_separability_scales_uvvis_and_bundles_by_the_cutoff(default_db):
     expected = default_db.execute(
         """WITH nearest AS (
                SELECT t.task_id, min(p.distance) / 0.05 AS d
-               FROM stg_tasks AS t JOIN pair_separation AS p
+               FROM benchmark_tasks AS t JOIN pair_separation AS p
                  ON p.family_id = t.family_id AND p.channel = t.channel
                 AND t.source_label IN (p.label_a, p.label_b)
                WHERE t.condition = 'source' AND t.channel = 'uvvis' GROUP BY t.task_id)
@@ -150,3 +153,27 @@ def test_marts_read_staging_views_not_tables():
         sql = (store.SQL_DIR / name).read_text()
         read = set(re.findall(r"\b(?:FROM|JOIN)\s+(\w+)", sql))
         assert not read & tables, (name, read & tables)
+
+
+def test_staging_views_read_only_the_tables_they_stage():
+    """A staging view reads input tables (and its own CTEs), never another view: a rule that
+    needs two tables, such as a family's candidate count, is a mart."""
+    import re
+
+    tables = set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", (store.SQL_DIR / "schema.sql").read_text()))
+    for name in store.VIEW_FILES:
+        if not name.startswith("staging/"):
+            continue
+        sql = (store.SQL_DIR / name).read_text()
+        ctes = set(re.findall(r"(\w+) AS \(", sql))
+        read = set(re.findall(r"\b(?:FROM|JOIN)\s+(\w+)", sql)) - ctes
+        assert read and read <= tables and len(read) == 1, (name, read)
+
+
+@pytest.mark.parametrize("name", [n.split("/")[1].removesuffix(".sql") for n in store.VIEW_FILES])
+def test_every_view_column_is_in_the_glossary(default_db, name):
+    """One word for one thing from SQL up: every column a view gives (what `molp2s sql` prints)
+    has its entry in the glossary."""
+    from molp2s_stats.glossary import check_columns
+
+    check_columns(default_db.sql(f"SELECT * FROM {name} LIMIT 0").columns)

@@ -123,6 +123,19 @@ def read_channel_groups(con: duckdb.DuckDBPyConnection) -> list[tuple[str, list[
                        'GROUP BY "group" ORDER BY min(position)').fetchall()
 
 
+def read_channel_table(con: duckdb.DuckDBPyConnection | None = None) -> pl.DataFrame:
+    """How channels are shown: ``channel, group, subgroup, column_label, name`` in display order.
+
+    From the database (``stg_channels``), or without one from the package's channel table.
+    """
+    if con is not None:
+        return con.sql('SELECT channel, "group", subgroup, column_label, name FROM stg_channels ORDER BY position').pl()
+    from .ingest.benchmark import DEFAULT_CHANNELS, read_table
+
+    return (read_table(DEFAULT_CHANNELS, "channels")
+            .select("channel", "group", "subgroup", pl.coalesce("column_label", "name").alias("column_label"), "name"))
+
+
 def read_model_names(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
     """The benchmark's optional models table (``model, display_name, group``); None without one."""
     try:
@@ -280,6 +293,33 @@ def metrics_from_db(con: duckdb.DuckDBPyConnection, **options) -> pl.DataFrame:
     options.setdefault("channels", channels)
     options.setdefault("models", models)
     return compute_metrics(outcomes, **options)
+
+
+BASELINE = "random baseline"  # the model name of the random-baseline row of a leaderboard
+
+
+def with_random_baseline(result: pl.DataFrame, metric: str) -> pl.DataFrame:
+    """One metric's rows of :func:`compute_metrics` output and, unless it is the baseline
+    itself, a random-baseline row per channel (its estimate, no interval): the rows of a
+    leaderboard, which the paper closes with the baseline."""
+    part = result.filter(pl.col("metric") == metric)
+    baseline = (result.filter(pl.col("metric") == "random_baseline").unique("channel", keep="first", maintain_order=True)
+                .with_columns(pl.lit(BASELINE).alias("model"), pl.lit(None, pl.Float64).alias("conf_low"),
+                              pl.lit(None, pl.Float64).alias("conf_high")))
+    return pl.concat([part, baseline.select(part.columns)]) if metric != "random_baseline" and baseline.height else part
+
+
+def p0_accuracy(outcomes: pl.DataFrame, **options) -> pl.DataFrame:
+    """acc_p0 over every family in some channel's cohort, each family once, as channel ``none``
+    (the channel of P0 tasks): the one P0 figure of the paper's Table 7.
+
+    A family's P0 task is the same in every channel, so its outcome is too; ``acc_p0`` of
+    :func:`compute_metrics` is the same rate over one channel's cohort. Options as for
+    compute_metrics (``metrics`` and ``channels`` are fixed).
+    """
+    families = outcomes.unique(["model", "family_id"], keep="first", maintain_order=True)
+    return compute_metrics(families.with_columns(pl.lit("none").alias("channel")), channels=["none"],
+                           metrics=("acc_p0",), **options)
 
 
 PROPORTIONS = ("acc_p0", "acc_source", "acc_shuffled", "cf_accuracy")

@@ -97,21 +97,10 @@ def with_interval(frame: pl.DataFrame, value: str = "estimate") -> pl.Expr:
 def leaderboard(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
     """The paper's leaderboard layout: one row per model, one column per channel
     ('estimate [low, high]'), and a closing random-baseline row."""
-    part = metrics.filter(pl.col("metric") == metric)
-    channels = part["channel"].unique(maintain_order=True).to_list()
-    wide = (
-        part.with_columns(with_interval(part).alias("cell"))
-        .pivot(on="channel", index="model", values="cell")
-        .select("model", *channels)
-    )
-    baseline = metrics.filter(pl.col("metric") == "random_baseline")
-    if metric != "random_baseline" and baseline.height:
-        row = (
-            baseline.group_by("channel", maintain_order=True).agg(pl.col("estimate").first())
-            .with_columns(pl.col("estimate").round(1).cast(pl.String), pl.lit("random baseline").alias("model"))
-            .pivot(on="channel", index="model", values="estimate")
-        )
-        # a channel without a baseline value keeps an empty cell rather than failing
-        wide = pl.concat([wide, row.select("model", *[c for c in channels if c in row.columns])],
-                         how="diagonal").select("model", *channels)
-    return wide
+    from .metrics import with_random_baseline
+
+    rows = with_random_baseline(metrics, metric)
+    channels = rows["channel"].unique(maintain_order=True).to_list()
+    return (rows.with_columns(with_interval(rows).alias("cell"))
+            .pivot(on="channel", index="model", values="cell", maintain_order=True)
+            .select("model", *channels))

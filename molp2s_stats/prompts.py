@@ -309,10 +309,19 @@ def render_prompts(tables: dict[str, pl.DataFrame], *, channels: list[str] | Non
     return pl.DataFrame(rows, schema=PROMPT_SCHEMA, orient="row")
 
 
-def benchmark_tables(con) -> dict[str, pl.DataFrame]:
-    """The benchmark tables of a database, in the form ``render_prompts`` takes."""
-    return {name: con.sql(f"SELECT * FROM {name}").pl()
-            for name in ("families", "candidates", "properties", "tasks", "channels")}
+def benchmark_tables(con, task_ids: list[str] | None = None) -> dict[str, pl.DataFrame]:
+    """The benchmark tables of a database, in the form ``render_prompts`` takes; with
+    ``task_ids``, only those tasks and the families they ask about or show."""
+    if task_ids is None:
+        return {name: con.sql(f"SELECT * FROM {name}").pl()
+                for name in ("families", "candidates", "properties", "tasks", "channels")}
+    params = {"ids": task_ids}
+    tasks = con.sql("SELECT * FROM tasks WHERE list_contains($ids, task_id)", params=params).pl()
+    families = sorted(set(tasks["family_id"]) | set(tasks["shown_family"].drop_nulls()))
+    touched = {"families": families}
+    return {"tasks": tasks, "channels": con.sql("SELECT * FROM channels").pl(),
+            **{name: con.sql(f"SELECT * FROM {name} WHERE list_contains($families, family_id)", params=touched).pl()
+               for name in ("families", "candidates", "properties")}}
 
 
 # -------------------------------------------------------------------- batch files

@@ -3,12 +3,17 @@
 CREATE TABLE IF NOT EXISTS channels (
     channel     VARCHAR PRIMARY KEY,
     "group"     VARCHAR NOT NULL,
-    name        VARCHAR NOT NULL,
+    name        VARCHAR NOT NULL,   -- what prompts, row labels and chart panels call it
     distance    VARCHAR,            -- NULL for bundles
     cutoff      DOUBLE,             -- NULL for bundles
     components  VARCHAR[],          -- NULL for single channels
-    position    INTEGER NOT NULL    -- display order
+    position    INTEGER NOT NULL,   -- display order
+    subgroup    VARCHAR,            -- a leaderboard's second spanner (¹H NMR), if any
+    column_label VARCHAR            -- a leaderboard's column label under its spanners (Peaks)
 );
+-- databases made before the channel table had leaderboard labels
+ALTER TABLE channels ADD COLUMN IF NOT EXISTS subgroup VARCHAR;
+ALTER TABLE channels ADD COLUMN IF NOT EXISTS column_label VARCHAR;
 
 -- Optional in a benchmark: a model's name in reports and its group (e.g. closed-weight).
 CREATE TABLE IF NOT EXISTS models (

@@ -772,6 +772,42 @@ def test_same_benchmark_from_another_folder_is_already_loaded(con, bench):
     assert snapshot(con) == before
 
 
+def _as_made_before_the_labels(con, names: dict[str, str], **changes) -> None:
+    """Turn a database into one an earlier version wrote: the channel table of that time (other
+    names, no subgroup or label) and the fingerprint it computed from it; ``changes`` alter a
+    column of every channel as well (a different benchmark, then)."""
+    from molp2s_stats.ingest.benchmark import _CHANNEL_COLUMNS_BEFORE_LABELS, fingerprint, read_benchmark
+
+    for channel, name in names.items():
+        con.execute("UPDATE channels SET name = ?, subgroup = NULL, column_label = NULL WHERE channel = ?", [name, channel])
+    for column, value in changes.items():
+        con.execute(f"UPDATE channels SET {column} = ? WHERE {column} IS NOT NULL", [value])
+    old_channels = con.sql("SELECT * FROM channels ORDER BY position").pl().select(_CHANNEL_COLUMNS_BEFORE_LABELS)
+    digest = fingerprint({**read_benchmark(DEFAULT), "channels": old_channels})
+    con.execute("UPDATE benchmark SET fingerprint = ?", [digest])
+
+
+def test_a_database_from_before_the_channel_labels_takes_the_new_names(con):
+    # the same benchmark, its channels named as they were ("1H peaks"): loading it again
+    # renames them and keeps every row; a response file then loads as into any database
+    _as_made_before_the_labels(con, {"h1_peaks": "1H peaks", "c13_peaks_deg": "13C + Deg."})
+    summary = load(con, benchmark=DEFAULT, responses=[BETA])
+    assert summary.benchmark.already_loaded
+    rows = dict(con.execute("SELECT channel, name FROM channels").fetchall())
+    assert rows["h1_peaks"] == "¹H peaks" and rows["c13_peaks_deg"] == "¹³C + Deg."
+    assert con.execute("SELECT subgroup, column_label FROM stg_channels WHERE channel = 'h1_peaks'").fetchall() == [
+        ("¹H NMR", "Peaks")]
+    assert count(con, "responses") == ALPHA_ROWS + BETA_ROWS
+    assert load(con, benchmark=DEFAULT).benchmark.already_loaded  # the stored fingerprint is the new one
+
+
+def test_a_database_whose_channels_computed_otherwise_is_another_benchmark(con):
+    _as_made_before_the_labels(con, {"h1_peaks": "1H peaks"}, cutoff=0.5)
+    before = snapshot(con)
+    refused(con, msg(DEFAULT, None, r"the database already holds a different benchmark.*"), benchmark=DEFAULT)
+    assert snapshot(con) == before
+
+
 def test_benchmark_family_with_seven_candidates(fresh, bench):
     with open(bench / "candidates.csv", "a", encoding="utf-8") as f:
         f.write("F01,E,[*]Br,Brc1ccccc1\nF01,F,[*]I,Ic1ccccc1\nF01,G,[*]F,Fc1ccccc1\n")

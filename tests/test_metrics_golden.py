@@ -290,3 +290,17 @@ def test_a_frame_with_the_old_cf_recovery_name_still_computes():
     assert old.equals(new)
     # cfr: only F1 has its source right, and half its cf answers follow k: 50%
     assert new.filter(pl.col("metric") == "cfr")["estimate"].item() == pytest.approx(50.0)
+
+
+def test_p0_accuracy_counts_each_cohort_family_once():
+    # IR's cohort is F1, F2; the gap's F2, F3; P0 right in F1 and F3, wrong in F2. Over the
+    # union {F1, F2, F3}: 2/3 = 66.7 %; over each cohort: 1/2 = 50 %.
+    row = lambda channel, family, y: {"model": "m", "channel": channel, "family_id": family, "y_p0": y,  # noqa: E731
+                                      "y_source": 1.0, "y_shuffled": 0.0, "cf_tasks": 1, "cf_correct": 0.0,
+                                      "cf_flip": 0.0, "cf_persist": 1.0, "cf_other": 0.0, "n_candidates": 2}
+    outcomes = pl.DataFrame([row("ir", "F1", 1.0), row("ir", "F2", 0.0), row("gap", "F2", 0.0), row("gap", "F3", 1.0)])
+    p0 = metrics.p0_accuracy(outcomes, draws=0)
+    assert p0.select("channel", "metric", "n").row(0) == ("none", "acc_p0", 3)
+    assert p0["estimate"][0] == pytest.approx(200 / 3)
+    per_cohort = metrics.compute_metrics(outcomes, draws=0, metrics=("acc_p0",))
+    assert per_cohort["estimate"].to_list() == [50.0, 50.0]

@@ -175,7 +175,7 @@ def test_every_channel_of_the_toy_benchmark_renders_its_kind():
     rendered = prompts.render_prompts(tables, conditions=["source"])
     words = {"dipole_norm": "Dipole moment:", "dipole_vector": "vector", "gap": "eV (", "uvvis": "oscillator",
              "ir": "cm⁻¹", "raman": "Raman activity", "h1_peaks": "¹H", "c13_atomwise": "¹³C",
-             "nmr_bundle": "### 13C atomwise", "all": "### Dipole norm"}
+             "nmr_bundle": "### ¹³C atomwise", "all": "### Dipole norm"}
     for channel, word in words.items():
         texts = rendered.filter(pl.col("channel") == channel)["property_text"].to_list()
         assert texts and all(word in t for t in texts), channel

@@ -81,7 +81,7 @@ def _header(html: str) -> list[list[tuple[str, int]]]:
 def test_leaderboard_header_is_laid_out_as_the_paper_prints_it():
     """Snapshot of the header of Tables 2 and 9 over the twelve channels and three bundles: the groups
     on top, ¹H and ¹³C NMR below Magnetic resonance, every other column label spanning both lower rows."""
-    channels = list(tables.PAPER_COLUMNS)
+    channels = list(tables.column_layout())  # the package's channel table
     metrics = pl.DataFrame({"model": ["m"] * len(channels), "channel": channels, "metric": ["pgr"] * len(channels),
                             "estimate": [1.0] * len(channels), "conf_low": [0.5] * len(channels),
                             "conf_high": [1.5] * len(channels)})
@@ -92,6 +92,27 @@ def test_leaderboard_header_is_laid_out_as_the_paper_prints_it():
          ("¹H NMR", 3), ("¹³C NMR", 3), ("Vibrational", 1), ("NMR", 1), ("All", 1)],
         [("Peaks", 1), ("+Int.", 1), ("Atomwise", 1), ("Peaks", 1), ("+Deg.", 1), ("Atomwise", 1)],
     ]
+
+
+def test_table7_has_a_row_per_property_input_p0_first_and_a_column_per_model():
+    """The paper's Table 7: rows P0 then each channel by name, columns the models by display name
+    under their group, the best model of each row in gold."""
+    source = pl.DataFrame({"model": ["a", "b"] * 2, "channel": ["ir", "ir", "h1_peaks", "h1_peaks"],
+                           "metric": ["acc_source"] * 4, "estimate": [60.0, 70.0, 55.0, 50.0],
+                           "conf_low": [50.0, 60.0, 45.0, 40.0], "conf_high": [70.0, 80.0, 65.0, 60.0]})
+    p0 = pl.DataFrame({"model": ["a", "b"], "channel": ["none"] * 2, "metric": ["acc_p0"] * 2,
+                       "estimate": [40.0, 45.0], "conf_low": [30.0, 35.0], "conf_high": [50.0, 55.0]})
+    names = pl.DataFrame({"model": ["b", "a"], "display_name": ["Model B", "Model A"],
+                          "group": ["Closed-weight", "Open-weight"]})
+    table, tidy = tables.input_table(source, p0, title="t", models=names)
+    html = table.as_raw_html()
+    assert tidy["channel"].to_list() == ["none", "none", "ir", "ir", "h1_peaks", "h1_peaks"]
+    assert _header(html)[-2:] == [[("", 1), ("Closed-weight", 1), ("Open-weight", 1)],
+                                  [("Model B", 1), ("Model A", 1)]]
+    rows = [re.sub(r"<[^>]+>", "", r).strip()
+            for r in re.findall(r'<th [^>]*class="gt_row gt_left gt_stub"[^>]*>(.*?)</th>', html, flags=re.S)]
+    assert rows == ["No properties (P0)", "IR", "¹H peaks"]
+    assert "45.0 [35.0, 55.0]" in html and html.count(tables.GOLD) == 3
 
 
 def test_cf_split_table_has_a_spanner_per_channel():
@@ -143,7 +164,7 @@ def test_pages_hold_what_they_promise(site):
     assert "masked scaffold" in overview and overview.count("<svg") >= 3  # scaffold + candidates
     # Figure 1: a single channel's task, its rendered prompt with the property shown, each answer's text
     assert "The prompt, as the model received it" in overview and "(no value)" not in overview
-    assert re.search(r"channel <code>(dipole_norm|ir)</code>", overview)
+    assert re.search(r"channel (Dipole norm|IR) \(<code>(dipole_norm|ir)</code>\)", overview)
     assert "its text" in overview
     posterior = (site / "posterior.html").read_text()
     # 2 × 100 draws cannot pass the gate: the page must say so, not hide it
@@ -217,14 +238,18 @@ def test_plain_tables_write_counts_with_separators_and_rates_with_one_decimal():
     assert ">20261201<" in html  # a seed is not a count
 
 
-def test_forest_panels_follow_the_paper_order_and_names():
+def test_chart_panels_follow_the_paper_order_and_the_channels_names():
     from molp2s_stats.report import charts
 
     frame = pl.DataFrame({"model": ["a"] * 3, "channel": ["ir", "h1_peaks", "all"], "estimate": [1.0, 2.0, 3.0],
                           "conf_low": [0.5] * 3, "conf_high": [1.5] * 3})
     facet = charts.forest(frame, title="t", x_title="x").to_dict()["facet"]
-    assert facet["field"] == "panel" and facet["sort"] == ["IR", "¹H NMR Peaks", "All bundle"]
-    assert charts.panel_title("my_channel") == "my_channel"  # a user's own channel keeps its id
+    assert facet["field"] == "panel" and facet["sort"] == ["IR", "¹H peaks", "All channels"]
+    own = pl.DataFrame({"channel": ["my_channel"], "group": ["mine"], "subgroup": [None], "column_label": ["Mine"],
+                        "name": ["My channel"]})
+    mine = frame.with_columns(pl.lit("my_channel").alias("channel")).head(1)
+    assert charts.forest(mine, title="t", x_title="x", channel_table=own).to_dict()["facet"]["sort"] == ["My channel"]
+    assert charts.forest(mine, title="t", x_title="x").to_dict()["facet"]["sort"] == ["my_channel"]  # not in the table: its id
     contrasts = pl.DataFrame({"channel": ["ir", "all"], "model_a": ["a", "a"], "model_b": ["b", "b"],
                               "probability": [0.5, 0.6]})
-    assert charts.heatmap(contrasts, title="t").to_dict()["facet"]["sort"] == ["IR", "All bundle"]
+    assert charts.heatmap(contrasts, title="t").to_dict()["facet"]["sort"] == ["IR", "All channels"]

@@ -48,6 +48,8 @@ TABLES: dict[str, dict[str, tuple[str, bool]]] = {
     "channels": {
         "channel": ("text", True), "group": ("text", True), "name": ("text", True),
         "distance": ("text", False), "cutoff": ("number", False), "components": ("list", False),
+        # optional: a leaderboard's subgroup spanner and column label (default: the name)
+        "subgroup": ("text", False), "column_label": ("text", False),
     },
     # optional: how reports name and group the models (the paper: closed- and open-weight)
     "models": {"model": ("text", True), "display_name": ("text", False), "group": ("text", False)},
@@ -340,6 +342,39 @@ def fingerprint(tables: dict[str, pl.DataFrame]) -> str:
     return digest.hexdigest()
 
 
+# What the channel table says about how a channel looks, not what it computes: a newer
+# package (or channel file) may rename a channel or label it for the leaderboards.
+CHANNEL_DISPLAY = ("group", "name", "subgroup", "column_label")
+_CHANNEL_COLUMNS = tuple(TABLES["channels"])
+# the channel table's columns before the leaderboard labels (subgroup, column_label) existed
+_CHANNEL_COLUMNS_BEFORE_LABELS = tuple(c for c in _CHANNEL_COLUMNS if c not in ("subgroup", "column_label"))
+
+
+def _differs_only_in_channel_display(con: duckdb.DuckDBPyConnection, tables: dict[str, pl.DataFrame],
+                                     stored_digest: str) -> bool:
+    """Whether the database holds these tables except for the channels' display columns.
+
+    The stored fingerprint was computed with the channel table the database holds: put
+    it in place of the new one and the digest must match, with the columns of the
+    version that wrote it; and every channel must be defined (distance, cutoff,
+    components) as before.
+    """
+    stored = con.sql("SELECT * FROM channels ORDER BY position").pl()
+    definition = [c for c in _CHANNEL_COLUMNS if c not in CHANNEL_DISPLAY]
+    if not stored.select(definition).sort("channel").equals(tables["channels"].select(definition).sort("channel")):
+        return False
+    return any(fingerprint({**tables, "channels": stored.select(columns)}) == stored_digest
+               for columns in (_CHANNEL_COLUMNS, _CHANNEL_COLUMNS_BEFORE_LABELS))
+
+
+def _update_channel_display(con: duckdb.DuckDBPyConnection, channels: pl.DataFrame, digest: str) -> None:
+    """Rewrite the channels' display columns and the fingerprint; nothing else changes."""
+    display = channels.select("channel", *CHANNEL_DISPLAY)  # noqa: F841 (read by DuckDB's replacement scan)
+    con.execute('UPDATE channels SET "group" = d."group", name = d.name, subgroup = d.subgroup, column_label = d.column_label '
+                "FROM display AS d WHERE channels.channel = d.channel")
+    con.execute("UPDATE benchmark SET fingerprint = ?", [digest])
+
+
 def load_benchmark(con: duckdb.DuckDBPyConnection, directory: str | Path) -> BenchmarkSummary:
     """Check and store a benchmark folder; call inside a transaction.
 
@@ -352,7 +387,9 @@ def load_benchmark(con: duckdb.DuckDBPyConnection, directory: str | Path) -> Ben
     counts = dict(families=tables["families"].height, tasks=tables["tasks"].height, channels=tables["channels"].height)
     if previous is not None:
         if previous[1] != digest:
-            raise InputError(directory, f"the database already holds a different benchmark (loaded from {previous[0]}); use another --db")
+            if not _differs_only_in_channel_display(con, tables, previous[1]):
+                raise InputError(directory, f"the database already holds a different benchmark (loaded from {previous[0]}); use another --db")
+            _update_channel_display(con, tables["channels"], digest)
         n_pairs = fetch_one(con, "SELECT count(*) FROM pair_distances")[0]
         return BenchmarkSummary(str(directory), digest, **counts, pair_distances=n_pairs, already_loaded=True)
     distances = pair_distances(tables, _find_table(directory, "properties", required=True))

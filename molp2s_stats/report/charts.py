@@ -21,25 +21,21 @@ def svg(chart: alt.TopLevelMixin):
     return HTML(f"<div class='chart'>{vl_convert.vegalite_to_svg(chart.to_json())}</div>")
 
 
-def panel_title(channel: str) -> str:
-    """A channel's name on a chart panel, from the paper's column labels: ``¹H NMR Peaks``, ``IR``."""
-    from .tables import PAPER_COLUMNS
+def _panels(frame: pl.DataFrame, channel_table: pl.DataFrame | None = None):
+    """The frame for a faceted chart with a ``panel`` title per channel (its name in the channel
+    table, ``metrics.read_channel_table``; default the package's), and the panels in the frame's order."""
+    from ..metrics import read_channel_table
 
-    group, subgroup, label = PAPER_COLUMNS.get(channel, (None, None, channel))
-    return f"{subgroup} {label}" if subgroup else f"{label} bundle" if group == "Bundles" else label
-
-
-def _panels(frame: pl.DataFrame):
-    """The frame for a faceted chart with a ``panel`` title per channel, and the panels in the frame's order."""
-    titles = {c: panel_title(c) for c in frame["channel"].unique(maintain_order=True)}
+    names = dict((channel_table if channel_table is not None else read_channel_table()).select("channel", "name").iter_rows())
+    titles = {c: names.get(c, c) for c in frame["channel"].unique(maintain_order=True)}
     return (frame.with_columns(pl.col("channel").replace_strict(titles, return_dtype=pl.String).alias("panel"))
             .to_pandas(), list(titles.values()))
 
 
-def forest(frame: pl.DataFrame, *, title: str, x_title: str) -> alt.Chart:
+def forest(frame: pl.DataFrame, *, title: str, x_title: str, channel_table: pl.DataFrame | None = None) -> alt.Chart:
     """Estimate and interval per model, one panel per channel (``model, channel, estimate, conf_low, conf_high``),
-    the panels in the frame's channel order (the paper's), titled by the paper's names."""
-    data, order = _panels(frame.select("model", "channel", "estimate", "conf_low", "conf_high"))
+    the panels in the frame's channel order (the paper's), titled by the channels' names."""
+    data, order = _panels(frame.select("model", "channel", "estimate", "conf_low", "conf_high"), channel_table)
     base = alt.Chart(data).encode(y=alt.Y("model:N", title=None))
     rule = base.mark_rule().encode(x=alt.X("conf_low:Q", title=x_title), x2="conf_high:Q")
     point = base.mark_point(filled=True, size=40).encode(
@@ -49,10 +45,10 @@ def forest(frame: pl.DataFrame, *, title: str, x_title: str) -> alt.Chart:
             .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=3).properties(title=title))
 
 
-def heatmap(frame: pl.DataFrame, *, title: str) -> alt.Chart:
+def heatmap(frame: pl.DataFrame, *, title: str, channel_table: pl.DataFrame | None = None) -> alt.Chart:
     """P(A > B) per ordered model pair, one panel per channel (``channel, model_a, model_b, probability``),
-    in the frame's channel order, titled by the paper's names."""
-    data, order = _panels(frame)
+    in the frame's channel order, titled by the channels' names."""
+    data, order = _panels(frame, channel_table)
     cells = alt.Chart(data).mark_rect().encode(
         x=alt.X("model_b:N", title="B"), y=alt.Y("model_a:N", title="A"),
         color=alt.Color("probability:Q", scale=alt.Scale(domain=[0, 1], scheme="blueorange"), title="P(A > B)"))
@@ -62,14 +58,15 @@ def heatmap(frame: pl.DataFrame, *, title: str) -> alt.Chart:
             .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=3).properties(title=title))
 
 
-def rank_bars(frame: pl.DataFrame, *, title: str) -> alt.Chart:
-    """Probability of each rank per model, one panel per channel (``model, channel, rank, probability``)."""
-    data = frame.to_pandas()
+def rank_bars(frame: pl.DataFrame, *, title: str, channel_table: pl.DataFrame | None = None) -> alt.Chart:
+    """Probability of each rank per model, one panel per channel (``model, channel, rank, probability``),
+    in the frame's channel order, titled by the channels' names."""
+    data, order = _panels(frame, channel_table)
     return (alt.Chart(data).mark_bar().encode(
         x=alt.X("rank:O", title="rank (1 = highest)"), y=alt.Y("probability:Q", title="probability"),
         color=alt.Color("model:N"), xOffset="model:N")
         .properties(width=220, height=120)
-        .facet(facet=alt.Facet("channel:N", title=None), columns=3).properties(title=title))
+        .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=3).properties(title=title))
 
 
 def transitions(frame: pl.DataFrame, *, title: str) -> alt.HConcatChart:
@@ -95,9 +92,11 @@ def transitions(frame: pl.DataFrame, *, title: str) -> alt.HConcatChart:
                        ).properties(title=title)
 
 
-def stability_lines(frame: pl.DataFrame, *, title: str) -> alt.Chart:
-    """Mean Spearman ρ against the subset size, one line per channel (``ranking_stability`` output)."""
-    return (alt.Chart(frame.to_pandas()).mark_line(point=True).encode(
+def stability_lines(frame: pl.DataFrame, *, title: str, channel_table: pl.DataFrame | None = None) -> alt.Chart:
+    """Mean Spearman ρ against the subset size, one line per channel (``ranking_stability`` output),
+    the legend in the frame's channel order with the channels' names."""
+    data, order = _panels(frame, channel_table)
+    return (alt.Chart(data).mark_line(point=True).encode(
         x=alt.X("size:Q", title="families in the subset"), y=alt.Y("spearman_rho:Q", title="mean Spearman ρ",
                                                                    scale=alt.Scale(domain=[-1, 1])),
-        color=alt.Color("channel:N")).properties(width=420, height=240, title=title))
+        color=alt.Color("panel:N", title="channel", sort=order)).properties(width=420, height=240, title=title))

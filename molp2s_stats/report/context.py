@@ -62,6 +62,12 @@ def database() -> duckdb.DuckDBPyConnection:
     return con
 
 
+@functools.cache
+def channel_table():
+    """The database's channel names, spanners and labels (``metrics.read_channel_table``)."""
+    return metrics.read_channel_table(database())
+
+
 def fit_path() -> Path:
     """``$MOLP2S_FIT``, else ``<database>.fit.nc`` beside the database, sampled with the defaults on first use."""
     if os.environ.get("MOLP2S_FIT"):

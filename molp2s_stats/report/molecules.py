@@ -62,10 +62,10 @@ def task_figure(con: duckdb.DuckDBPyConnection, task_id: str) -> str:
     family, channel, condition, target = (task[c][0] for c in ("family_id", "channel", "condition", "target"))
     scaffold, source = con.sql("SELECT scaffold, source_label FROM stg_families WHERE family_id = $f",
                                params={"f": family}).fetchall()[0]
-    tables = benchmark_tables(con)
+    tables = benchmark_tables(con, [task_id])
     candidates = tables["candidates"].filter(pl.col("family_id") == family).sort("label")
-    tables["tasks"] = tables["tasks"].filter(pl.col("task_id") == task_id)
     prompt = render_prompts(tables).row(0, named=True)
+    channel_name = con.sql("SELECT name FROM stg_channels WHERE channel = $c", params={"c": channel}).fetchall()[0][0]
     answers = con.sql(
         """SELECT model, sample, coalesce(choice, 'invalid: ' || invalid_reason) AS answer, response
            FROM stg_terminal_responses WHERE task_id = $t ORDER BY model, sample""", params={"t": task_id}).pl()
@@ -84,7 +84,8 @@ def task_figure(con: duckdb.DuckDBPyConnection, task_id: str) -> str:
         f"<td class='justification'>{text(r)}</td></tr>" for m, s, a, r in answers.iter_rows())
     return (
         f"<div class='task-figure'><p><strong>Task {html.escape(task_id)}</strong>: family {html.escape(family)}, "
-        f"channel <code>{html.escape(channel)}</code>, condition <code>{html.escape(condition)}</code>, "
+        f"channel {html.escape(channel_name)} (<code>{html.escape(channel)}</code>), "
+        f"condition <code>{html.escape(condition)}</code>, "
         f"right answer <strong>{html.escape(target)}</strong>.</p>"
         f"<div class='molecules'>{_svg(scaffold, 'masked scaffold')}</div>"
         f"<div class='molecules'>{drawings}</div>"

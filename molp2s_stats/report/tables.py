@@ -16,9 +16,10 @@ from pathlib import Path
 import polars as pl
 from great_tables import GT, loc, style
 
+from ..metrics import BASELINE, read_channel_table, with_random_baseline
+
 
 GOLD, SILVER = "#f4d35e", "#d9d9d9"
-BASELINE = "random baseline"
 TABLES_ENV = "MOLP2S_REPORT_TABLES"
 
 
@@ -33,40 +34,43 @@ def tables_folder() -> Path:
     return folder
 
 
-# The paper's column layout (Tables 2 and 9): channel → (spanner, sub-spanner, column label).
-# A channel not listed here (a user's own) goes under its channel id, without a spanner.
-PAPER_COLUMNS = {
-    "dipole_norm": ("Electronic", None, "Dipole"),
-    "dipole_vector": ("Electronic", None, "Dipole vector"),
-    "gap": ("Electronic", None, "Gap"),
-    "uvvis": ("Electronic", None, "UV–Vis"),
-    "ir": ("Vibrational", None, "IR"),
-    "raman": ("Vibrational", None, "Raman"),
-    "h1_peaks": ("Magnetic resonance", "¹H NMR", "Peaks"),
-    "h1_peaks_int": ("Magnetic resonance", "¹H NMR", "+Int."),
-    "h1_atomwise": ("Magnetic resonance", "¹H NMR", "Atomwise"),
-    "c13_peaks": ("Magnetic resonance", "¹³C NMR", "Peaks"),
-    "c13_peaks_deg": ("Magnetic resonance", "¹³C NMR", "+Deg."),
-    "c13_atomwise": ("Magnetic resonance", "¹³C NMR", "Atomwise"),
-    "vibrational_bundle": ("Bundles", None, "Vibrational"),
-    "nmr_bundle": ("Bundles", None, "NMR"),
-    "all": ("Bundles", None, "All"),
-}
+def group_title(group: str) -> str:
+    """A channel group's spanner: ``magnetic_resonance`` → ``Magnetic resonance``."""
+    return group.replace("_", " ").capitalize()
 
 
-def leaderboard_frame(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
-    """The tidy numbers behind a leaderboard: the metric's rows and, unless it is the
-    baseline itself, one random-baseline row per channel (estimate only)."""
-    part = metrics.filter(pl.col("metric") == metric)
-    baseline = (metrics.filter(pl.col("metric") == "random_baseline").unique("channel", keep="first", maintain_order=True)
-                .with_columns(pl.lit(BASELINE).alias("model"), pl.lit(None, pl.Float64).alias("conf_low"),
-                              pl.lit(None, pl.Float64).alias("conf_high")))
-    return pl.concat([part, baseline.select(part.columns)]) if metric != "random_baseline" and baseline.height else part
+def column_layout(channels: pl.DataFrame | None = None) -> dict[str, tuple[str, str | None, str]]:
+    """channel → (group spanner, subgroup spanner or None, column label), from the channel
+    table (``metrics.read_channel_table``; default the package's): the paper's Tables 2 and 9
+    put Dipole, Gap, UV–Vis under Electronic and Peaks, +Int., Atomwise under ¹H NMR
+    under Magnetic resonance."""
+    channels = channels if channels is not None else read_channel_table()
+    return {c: (group_title(g), sub, label)
+            for c, g, sub, label in channels.select("channel", "group", "subgroup", "column_label").iter_rows()}
+
+
+def _label(layout: dict, channel: str) -> str:
+    return layout[channel][2] if channel in layout else channel
+
+
+def model_order(order: list[str], models: pl.DataFrame | None) -> tuple[list[str], dict, dict]:
+    """Models in report order, with their display names and groups (from the benchmark's
+    optional models table): by group, in the order the groups first appear there, ungrouped
+    ones after; the random baseline last."""
+    names = dict(models.select("model", "display_name").iter_rows()) if models is not None else {}
+    groups = dict(models.select("model", "group").iter_rows()) if models is not None else {}
+    if any(groups.get(m) for m in order):
+        group_order = {g: i for i, g in enumerate(dict.fromkeys(g for g in models["group"] if g))}
+        order = sorted(order, key=lambda m: group_order.get(groups.get(m), len(group_order)))
+    if BASELINE in order:
+        order = [m for m in order if m != BASELINE] + [BASELINE]
+    return order, names, groups
 
 
 def leaderboard_table(metrics: pl.DataFrame, metric: str, *, title: str, subtitle: str | None = None,
                       higher_is_better: bool = True, interval_note: str = "Intervals: 95% family bootstrap.",
-                      models: pl.DataFrame | None = None) -> tuple[GT, pl.DataFrame]:
+                      models: pl.DataFrame | None = None, channel_table: pl.DataFrame | None = None
+                      ) -> tuple[GT, pl.DataFrame]:
     """The leaderboard of one metric as the paper lays it out, and the tidy frame behind it.
 
     One row per model, the random baseline last; one column per channel in the data's
@@ -74,20 +78,14 @@ def leaderboard_table(metrics: pl.DataFrame, metric: str, *, title: str, subtitl
     ¹H and ¹³C NMR, Bundles); cells ``estimate [low, high]`` with one decimal, formatted
     by great-tables from numeric columns. ``models`` (``model, display_name, group``, the
     benchmark's optional models table) names the rows and groups them (closed- and
-    open-weight, say) in the order the groups first appear. The frame returned is what
-    gets exported: numbers, one row per model × channel.
+    open-weight, say) in the order the groups first appear; ``channel_table`` (the database's,
+    ``metrics.read_channel_table``) gives the spanners and labels. The frame returned is what gets
+    exported: numbers, one row per model × channel.
     """
-    tidy = leaderboard_frame(metrics, metric)
+    tidy = with_random_baseline(metrics, metric)
     channels = tidy["channel"].unique(maintain_order=True).to_list()
-    order = tidy["model"].unique(maintain_order=True).to_list()
-    names = dict(models.select("model", "display_name").iter_rows()) if models is not None else {}
-    groups = dict(models.select("model", "group").iter_rows()) if models is not None else {}
+    order, names, groups = model_order(tidy["model"].unique(maintain_order=True).to_list(), models)
     grouped = any(groups.get(m) for m in order)
-    if grouped:  # by group, in the order the groups first appear in the models table; ungrouped ones after
-        group_order = {g: i for i, g in enumerate(dict.fromkeys(g for g in models["group"] if g))}
-        order = sorted(order, key=lambda m: group_order.get(groups.get(m), len(group_order)))
-    if BASELINE in order:  # the baseline closes the table
-        order = [m for m in order if m != BASELINE] + [BASELINE]
     wide = pl.DataFrame({"model": order})
     for column, suffix in (("estimate", ""), ("conf_low", "__low"), ("conf_high", "__high")):
         part = (tidy.pivot(on="channel", index="model", values=column)
@@ -107,8 +105,9 @@ def leaderboard_table(metrics: pl.DataFrame, metric: str, *, title: str, subtitl
     for channel in channels:
         table = table.cols_merge(columns=[channel, f"{channel}__low", f"{channel}__high"],
                                  pattern="{0}<< [{1}, {2}]>>")
-    table = table.cols_label(**{c: PAPER_COLUMNS.get(c, (None, None, c))[2] for c in channels})
-    table = _spanners(table, channels)
+    layout = column_layout(channel_table)
+    table = table.cols_label(**{c: _label(layout, c) for c in channels})
+    table = _spanners(table, channels, layout)
     for channel in channels:
         values = dict(zip(wide["model"], wide[channel]))
         marks = podium([None if m == BASELINE else values.get(m) for m in wide["model"]], higher_is_better)
@@ -121,12 +120,56 @@ def leaderboard_table(metrics: pl.DataFrame, metric: str, *, title: str, subtitl
     return table.tab_source_note(f"Gold: best per column; silver: second. {interval_note}"), tidy
 
 
+NO_PROPERTIES = "none"  # the channel of P0 tasks, which show no property
+
+
+def input_table(metrics: pl.DataFrame, p0: pl.DataFrame, *, title: str, subtitle: str | None = None,
+                models: pl.DataFrame | None = None, channel_table: pl.DataFrame | None = None
+                ) -> tuple[GT, pl.DataFrame]:
+    """Source accuracy per property input as the paper's Table 7 lays it out, and its tidy frame.
+
+    One row per input: no properties (P0, from ``p0``: ``metrics.p0_accuracy``) first, then
+    each channel by name in display order; one column per model (display names, under their
+    group's spanner), cells ``estimate [low, high]``; gold and silver mark the best two
+    models of each row.
+    """
+    source = metrics.filter(pl.col("metric") == "acc_source")
+    tidy = pl.concat([p0.select(source.columns), source])
+    inputs = tidy["channel"].unique(maintain_order=True).to_list()
+    order, names, groups = model_order(sorted(set(tidy["model"])), models)
+    wide = pl.DataFrame({"channel": inputs})
+    for column, suffix in (("estimate", ""), ("conf_low", "__low"), ("conf_high", "__high")):
+        part = (tidy.pivot(on="model", index="channel", values=column)
+                .rename({m: f"{m}{suffix}" for m in order}, strict=False))
+        wide = wide.join(part, on="channel", how="left", maintain_order="left")
+    wide = wide.select("channel", *[f"{m}{s}" for m in order for s in ("", "__low", "__high")])
+    input_names = dict((channel_table if channel_table is not None else read_channel_table())
+                       .select("channel", "name").iter_rows())
+    input_names[NO_PROPERTIES] = "No properties (P0)"
+    wide = wide.with_columns(pl.col("channel").replace_strict(input_names, default=pl.col("channel"),
+                                                              return_dtype=pl.String).alias("input"))
+    table = (GT(wide.drop("channel"), rowname_col="input").tab_header(title=title, subtitle=subtitle)
+             .fmt_number(columns=[c for c in wide.columns if c not in ("channel", "input")], decimals=1)
+             .sub_missing(columns=order, missing_text="—"))
+    for model in order:
+        table = table.cols_merge(columns=[model, f"{model}__low", f"{model}__high"], pattern="{0}<< [{1}, {2}]>>")
+    table = table.cols_label(**{m: names.get(m) or m for m in order})
+    for group in dict.fromkeys(groups.get(m) for m in order if groups.get(m)):
+        table = table.tab_spanner(label=group, columns=[m for m in order if groups.get(m) == group])
+    for row, values in enumerate(wide.select(order).iter_rows()):
+        for model, colour in zip(order, podium(list(values))):
+            if colour:
+                table = table.tab_style(style=style.fill(color=colour), locations=loc.body(columns=model, rows=[row]))
+    return table.tab_source_note("Gold: best per row; silver: second. Intervals: 95% family bootstrap."), tidy
+
+
 SPLIT_METRICS = {"cfr": "CFR", "persist": "Persist", "other": "Other"}
 SPLIT_CHANNELS = ("ir", "raman", "vibrational_bundle", "all")  # the paper's Table 8
 
 
 def split_table(metrics: pl.DataFrame, *, title: str, subtitle: str | None = None,
-                channels: tuple[str, ...] = SPLIT_CHANNELS) -> tuple[GT, pl.DataFrame]:
+                channels: tuple[str, ...] = SPLIT_CHANNELS, channel_table: pl.DataFrame | None = None
+                ) -> tuple[GT, pl.DataFrame]:
     """Where counterfactual answers go, as the paper's Table 8 lays it out: one row per model,
     per channel a spanner over CFR, Persist and Other (point estimates, %), and the tidy frame."""
     tidy = metrics.filter(pl.col("metric").is_in(list(SPLIT_METRICS)) & pl.col("channel").is_in(list(channels)))
@@ -138,8 +181,9 @@ def split_table(metrics: pl.DataFrame, *, title: str, subtitle: str | None = Non
     table = (GT(wide, rowname_col="model").tab_header(title=title, subtitle=subtitle)
              .fmt_number(columns=columns, decimals=1).sub_missing(missing_text="—")
              .cols_label(**{c: SPLIT_METRICS[c.split("__")[1]] for c in columns}))
+    layout = column_layout(channel_table)
     for channel in present:
-        table = table.tab_spanner(label=PAPER_COLUMNS.get(channel, (None, None, channel))[2],
+        table = table.tab_spanner(label=_label(layout, channel),
                                   columns=[c for c in columns if c.startswith(f"{channel}__")])
     return table, tidy
 
@@ -148,10 +192,10 @@ STABILITY_STATISTICS = {"spearman_rho": ("ρ", 3), "exact": ("Exact", 1), "mad":
 METRIC_LABELS = {"reliance_margin": "RM", "cfr": "CFR", "pgr": "PGR"}
 
 
-def stability_table(stability: pl.DataFrame, *, by: str, title: str, subtitle: str | None = None
-                    ) -> tuple[GT, pl.DataFrame]:
+def stability_table(stability: pl.DataFrame, *, by: str, title: str, subtitle: str | None = None,
+                    channel_table: pl.DataFrame | None = None) -> tuple[GT, pl.DataFrame]:
     """Ranking stability as the paper's Tables 10 (``by="size"``) and 11 (``by="channel"``) lay it
-    out: one row per subset size or channel, per metric a spanner over ρ, Exact and MAD."""
+    out: one row per subset size or channel (by its name), per metric a spanner over ρ, Exact and MAD."""
     metrics_present = stability["metric"].unique(maintain_order=True).to_list()
     wide = None
     for metric in metrics_present:
@@ -159,7 +203,12 @@ def stability_table(stability: pl.DataFrame, *, by: str, title: str, subtitle: s
                 .select(by, *[pl.col(c).alias(f"{metric}__{c}") for c in STABILITY_STATISTICS]))
         wide = part if wide is None else wide.join(part, on=by, how="full", coalesce=True, maintain_order="left")
     columns = [c for c in wide.columns if c != by]
-    table = GT(wide.with_columns(pl.col(by).cast(pl.String)), rowname_col=by).tab_header(title=title, subtitle=subtitle)
+    rows = pl.col(by).cast(pl.String)
+    if by == "channel":
+        names = dict((channel_table if channel_table is not None else read_channel_table())
+                     .select("channel", "name").iter_rows())
+        rows = rows.replace(names)
+    table = GT(wide.with_columns(rows), rowname_col=by).tab_header(title=title, subtitle=subtitle)
     for statistic, (label, decimals) in STABILITY_STATISTICS.items():
         chosen = [c for c in columns if c.endswith(f"__{statistic}")]
         table = table.fmt_number(columns=chosen, decimals=decimals).cols_label(**{c: label for c in chosen})
@@ -169,12 +218,12 @@ def stability_table(stability: pl.DataFrame, *, by: str, title: str, subtitle: s
     return table.sub_missing(missing_text="—"), stability
 
 
-def _spanners(table: GT, channels: list[str]) -> GT:
+def _spanners(table: GT, channels: list[str], layout: dict) -> GT:
     """Sub-spanners (¹H NMR, ¹³C NMR) right above their columns, the groups above those."""
     groups: dict[str, list[str]] = {}
     subgroups: dict[str, list[str]] = {}
     for channel in channels:
-        group, subgroup, _ = PAPER_COLUMNS.get(channel, (None, None, channel))
+        group, subgroup, _ = layout.get(channel, (None, None, channel))
         if group:
             groups.setdefault(group, []).append(channel)
         if subgroup:
@@ -199,8 +248,15 @@ def podium(values: list[float | None], higher_is_better: bool = True) -> list[st
     return [colours.get(v) if v is not None else None for v in values]
 
 
-def plain_table(frame: pl.DataFrame, *, title: str, subtitle: str | None = None, decimals: int = 1) -> GT:
-    """Any tidy frame as a great-table: floats rounded for reading, counts with thousands separators."""
+def plain_table(frame: pl.DataFrame, *, title: str, subtitle: str | None = None, decimals: int = 1,
+                channel_table: pl.DataFrame | None = None) -> GT:
+    """Any tidy frame as a great-table: floats rounded for reading, counts with thousands separators,
+    channels by name (from ``channel_table``; default the package's). The frame exported beside
+    it keeps the channel ids."""
+    if "channel" in frame.columns:
+        names = dict((channel_table if channel_table is not None else read_channel_table())
+                     .select("channel", "name").iter_rows())
+        frame = frame.with_columns(pl.col("channel").replace(names))
     table = GT(frame).tab_header(title=title, subtitle=subtitle)
     floats = [c for c, t in frame.schema.items() if t.is_float()]
     counts = [c for c, t in frame.schema.items() if t.is_integer() and c != "seed"]  # a seed is a name, not a count

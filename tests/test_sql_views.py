@@ -142,32 +142,26 @@ def test_separability_scales_uvvis_and_bundles_by_the_cutoff(default_db):
     assert got == pytest.approx(expected)
 
 
-def test_marts_read_staging_views_not_tables():
-    """One staging view per input table; marts read staging views and other marts only."""
+def _tables_read(name: str) -> set[str]:
+    """The tables and views a view file reads (FROM / JOIN), its own CTEs left out."""
+    import re
+
+    sql = (store.SQL_DIR / name).read_text()
+    return set(re.findall(r"\b(?:FROM|JOIN)\s+(\w+)", sql)) - set(re.findall(r"(\w+) AS \(", sql))
+
+
+def test_each_layer_reads_only_the_layer_below():
+    """A staging view stages exactly one input table (a rule that needs two, such as a
+    family's candidate count, is a mart); marts read staging views and other marts, never a table."""
     import re
 
     tables = set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", (store.SQL_DIR / "schema.sql").read_text()))
     for name in store.VIEW_FILES:
-        if not name.startswith("marts/"):
-            continue
-        sql = (store.SQL_DIR / name).read_text()
-        read = set(re.findall(r"\b(?:FROM|JOIN)\s+(\w+)", sql))
-        assert not read & tables, (name, read & tables)
-
-
-def test_staging_views_read_only_the_tables_they_stage():
-    """A staging view reads input tables (and its own CTEs), never another view: a rule that
-    needs two tables, such as a family's candidate count, is a mart."""
-    import re
-
-    tables = set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", (store.SQL_DIR / "schema.sql").read_text()))
-    for name in store.VIEW_FILES:
-        if not name.startswith("staging/"):
-            continue
-        sql = (store.SQL_DIR / name).read_text()
-        ctes = set(re.findall(r"(\w+) AS \(", sql))
-        read = set(re.findall(r"\b(?:FROM|JOIN)\s+(\w+)", sql)) - ctes
-        assert read and read <= tables and len(read) == 1, (name, read)
+        read = _tables_read(name)
+        if name.startswith("staging/"):
+            assert len(read) == 1 and read <= tables, (name, read)
+        else:
+            assert not read & tables, (name, read & tables)
 
 
 @pytest.mark.parametrize("name", [n.split("/")[1].removesuffix(".sql") for n in store.VIEW_FILES])

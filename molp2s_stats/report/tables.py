@@ -53,6 +53,19 @@ def _label(layout: dict, channel: str) -> str:
     return layout[channel][2] if channel in layout else channel
 
 
+def _interval_grid(tidy: pl.DataFrame, *, rows: tuple[str, list[str]], columns: tuple[str, list[str]]
+                   ) -> pl.DataFrame:
+    """One row per value of ``rows``, and per value of ``columns`` three numeric columns:
+    ``<value>`` (the estimate), ``<value>__low`` and ``<value>__high``, for ``cols_merge``."""
+    (row_key, row_values), (column_key, column_values) = rows, columns
+    wide = pl.DataFrame({row_key: row_values})
+    for column, suffix in (("estimate", ""), ("conf_low", "__low"), ("conf_high", "__high")):
+        part = (tidy.pivot(on=column_key, index=row_key, values=column)
+                .rename({c: f"{c}{suffix}" for c in column_values}, strict=False))
+        wide = wide.join(part, on=row_key, how="left", maintain_order="left")
+    return wide.select(row_key, *[f"{c}{s}" for c in column_values for s in ("", "__low", "__high")])
+
+
 def model_order(order: list[str], models: pl.DataFrame | None) -> tuple[list[str], dict, dict]:
     """Models in report order, with their display names and groups (from the benchmark's
     optional models table): by group, in the order the groups first appear there, ungrouped
@@ -86,12 +99,7 @@ def leaderboard_table(metrics: pl.DataFrame, metric: str, *, title: str, subtitl
     channels = tidy["channel"].unique(maintain_order=True).to_list()
     order, names, groups = model_order(tidy["model"].unique(maintain_order=True).to_list(), models)
     grouped = any(groups.get(m) for m in order)
-    wide = pl.DataFrame({"model": order})
-    for column, suffix in (("estimate", ""), ("conf_low", "__low"), ("conf_high", "__high")):
-        part = (tidy.pivot(on="channel", index="model", values=column)
-                .rename({c: f"{c}{suffix}" for c in channels}, strict=False))
-        wide = wide.join(part, on="model", how="left", maintain_order="left")
-    wide = wide.select("model", *[f"{c}{s}" for c in channels for s in ("", "__low", "__high")])
+    wide = _interval_grid(tidy, rows=("model", order), columns=("channel", channels))
     labels = [names.get(m) or m for m in order]
     extra = {"label": labels}
     if grouped:
@@ -137,12 +145,7 @@ def input_table(metrics: pl.DataFrame, p0: pl.DataFrame, *, title: str, subtitle
     tidy = pl.concat([p0.select(source.columns), source])
     inputs = tidy["channel"].unique(maintain_order=True).to_list()
     order, names, groups = model_order(sorted(set(tidy["model"])), models)
-    wide = pl.DataFrame({"channel": inputs})
-    for column, suffix in (("estimate", ""), ("conf_low", "__low"), ("conf_high", "__high")):
-        part = (tidy.pivot(on="model", index="channel", values=column)
-                .rename({m: f"{m}{suffix}" for m in order}, strict=False))
-        wide = wide.join(part, on="channel", how="left", maintain_order="left")
-    wide = wide.select("channel", *[f"{m}{s}" for m in order for s in ("", "__low", "__high")])
+    wide = _interval_grid(tidy, rows=("channel", inputs), columns=("model", order))
     input_names = dict((channel_table if channel_table is not None else read_channel_table())
                        .select("channel", "name").iter_rows())
     input_names[NO_PROPERTIES] = "No properties (P0)"

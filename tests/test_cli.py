@@ -204,3 +204,26 @@ def test_a_bug_keeps_its_traceback_while_a_user_error_is_one_line(db, monkeypatc
     monkeypatch.setattr(metrics, "compute_metrics", refused)
     result = runner.invoke(app, ["metrics", "--db", str(db), "--bootstrap", "0"])
     assert result.exit_code == 2 and result.output.startswith("error: unknown metric(s)")
+
+
+@pytest.mark.parametrize("args", [
+    ["metrics", "--bootstrap", "20"], ["frequentist"], ["separability"], ["power"],
+    ["transitions", "--channel", "dipole_norm", "--bootstrap", "20"],
+    ["compare-inputs", "--from", "dipole_norm", "--to", "dipole_norm", "--bootstrap", "20"],
+    ["stability", "--sizes", "2,3", "--draws", "50"], ["ranks", "--bootstrap", "50"],
+])
+def test_exported_parquet_is_tidy_numbers(db, tmp_path, args):
+    """Numbers leave as numbers: every estimate, interval, share and count of an exported
+    Parquet file is numeric, and no text column holds a formatted figure ("61.2 [48.0, 73.1]")."""
+    out = tmp_path / "out.parquet"
+    result = runner.invoke(app, [*args, "--db", str(db), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    frame = pl.read_parquet(out)
+    assert frame.height > 0
+    for column, dtype in frame.schema.items():
+        if dtype == pl.String:
+            assert not frame[column].drop_nulls().str.contains(r"^-?[\d.,]+( \[|%)").any(), column
+    numeric = {"estimate", "conf_low", "conf_high", "n", "tasks", "net", "delta", "mde", "separated", "exact",
+               "mad", "spearman_rho", "rank", "rank_low", "rank_high", "p_value", "both_correct"}
+    for column in numeric & set(frame.columns):
+        assert frame.schema[column].is_numeric(), column

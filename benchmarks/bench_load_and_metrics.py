@@ -159,13 +159,15 @@ def write_benchmark(directory: Path, rng: np.random.Generator) -> simulate.Desig
 # (every generated answer, choice or text, comes from molp2s_stats.simulate).
 SIMULATED = tuple(simulate.SimulatedModel(name, 0.25 * (m - N_MODELS // 2), {"*": 0.8}, {"*": 0.4},
                                           invalid=0.0, raw_text_share=0.0) for m, name in enumerate(MODELS))
+DIFFICULTY_SEED = 20261201  # the families' difficulties, shared by every model
 SIMULATED_RAW = simulate.SimulatedModel(RAW_MODEL, 0.0, {"*": 0.8}, {"*": 0.4}, invalid=0.02, raw_text_share=1.0)
 
 
 def _answers(design: simulate.Design, model: simulate.SimulatedModel, counts: np.ndarray,
              rng: np.random.Generator) -> simulate.Answers:
-    difficulty = rng.normal(0.0, simulate.FAMILY_SD, len(design.candidates))
-    return simulate.draw_answers(design, model, difficulty, counts, rng, rng)
+    # one difficulty per family for every model, as in simulate.simulate; a text stream of its own
+    difficulty = np.random.default_rng([DIFFICULTY_SEED, 0]).normal(0.0, simulate.FAMILY_SD, len(design.candidates))
+    return simulate.draw_answers(design, model, difficulty, counts, rng, np.random.default_rng([DIFFICULTY_SEED, 1]))
 
 
 def _samples_per_task(rows: int, n_tasks: int) -> np.ndarray:

@@ -68,7 +68,8 @@ COLUMNS: dict[str, str] = {
     "draws_per_chain": "posterior draws per chain, after tuning",
     "draws_undefined": "replicates left out of the interval because the statistic was undefined in them",
     "seed": "seed of the random stream; rerunning with it gives the same interval",
-    "invalid": "how invalid answers entered: wrong (scored 0, the paper's rule) or exclude (left out)",
+    "invalid": "estimates: how invalid answers entered, wrong (scored 0, the paper's rule) or exclude (left out); "
+               "task_outcomes and cohort_tasks: the share of the task's answers that name no candidate",
     # comparisons
     "tasks": "tasks in the comparison",
     "families": "families in the comparison",
@@ -95,7 +96,8 @@ COLUMNS: dict[str, str] = {
     # cohort
     "families_total": "families with tasks in the channel",
     "input_validated": "families whose verifiable candidate pairs are all at least the cutoff apart",
-    "complete_coverage": "families with a terminal response from every model to every required task",
+    "complete_coverage": "every model has a terminal response to every required task of the family (coverage); "
+                         "the number of such families (cohort_summary)",
     "cohort": "families in the cohort: input-validated and complete coverage",
     "family_id": "family identifier",
     "task_id": "task identifier",
@@ -184,6 +186,8 @@ COLUMNS: dict[str, str] = {
     "y": "share of the task's answers that name its target",
     "chose_source": "share of the task's answers that name the family's source candidate",
     "chose_other": "share that name neither the target nor the source, invalid answers included",
+    "chose_other_valid": "share of the valid answers that name neither the target nor the source",
+    "cf_other_valid": "cf_other over the valid answers only: those naming another candidate",
     "y_p0": "the family's P0 task: share of answers right",
     "y_source": "the family's source task in the channel: share of answers right",
     "y_shuffled": "the family's shuffled task in the channel: share of answers right",

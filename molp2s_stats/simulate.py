@@ -196,7 +196,8 @@ def draw_answers(design: Design, model: SimulatedModel, difficulty: np.ndarray, 
     invalid = rng.random(task.size) < model.invalid
     as_text = invalid | (rng.random(task.size) < model.raw_text_share)
     shows_properties = design.conditions != "none"
-    cites = as_text & shows_properties[task] & (text_rng.random(task.size) < model.cites)
+    # only a valid text answer on a task with properties opens with a justification
+    cites = as_text & ~invalid & shows_properties[task] & (text_rng.random(task.size) < model.cites)
     return Answers(task=task, sample=sample, choice=np.where(invalid, -1, choice), as_text=as_text, cites=cites)
 
 

@@ -9,6 +9,7 @@ so a user can open the file in the DuckDB CLI and query ``cohort`` or
 from __future__ import annotations
 
 import os
+import re
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -112,7 +113,33 @@ def connect(path: str | os.PathLike[str], *, read_only: bool = False, wait: floa
     con.execute(f"SET memory_limit = '{limit}'")
     if not read_only:
         initialise(con)
+    else:
+        _require_current(con, path)
     return con
+
+
+def _missing_objects(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Views of this version and columns its schema adds to older tables that the database lacks."""
+    views = {row[0] for row in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    columns = set(con.execute("SELECT table_name, column_name FROM duckdb_columns()").fetchall())
+    wanted_views = [Path(name).stem for name in VIEW_FILES]
+    added = re.findall(r"ALTER TABLE (\w+) ADD COLUMN IF NOT EXISTS (\w+)", _read_sql("schema.sql"))
+    return [v for v in wanted_views if v not in views] + [f"{t}.{c}" for t, c in added if (t, c) not in columns]
+
+
+def _require_current(con: duckdb.DuckDBPyConnection, path: str) -> None:
+    """A read-only connection cannot update the views; refuse a database an earlier version wrote,
+    saying how to update it, rather than fail later on a missing view or column."""
+    try:
+        loaded = con.execute("SELECT path FROM benchmark").fetchall()
+    except duckdb.CatalogException:  # not a database of ours (or empty): require_benchmark says so
+        return
+    missing = _missing_objects(con)
+    if missing:
+        source = loaded[0][0] if loaded else "DIR"
+        raise StoreError(f"{path}: written by an earlier version of molp2s-stats (it lacks {', '.join(missing[:3])}"
+                         f"{', …' if len(missing) > 3 else ''}); update it with "
+                         f"`molp2s load --db {path} --benchmark {source}`")
 
 
 @contextmanager

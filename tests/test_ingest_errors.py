@@ -801,11 +801,37 @@ def test_a_database_from_before_the_channel_labels_takes_the_new_names(con):
     assert load(con, benchmark=DEFAULT).benchmark.already_loaded  # the stored fingerprint is the new one
 
 
+def test_loading_the_benchmark_again_applies_the_channel_order(con):
+    # display order is not part of the fingerprint: a reload puts the channel table's order back
+    con.execute("UPDATE channels SET position = 100 - position")
+    assert load(con, benchmark=DEFAULT).benchmark.already_loaded
+    order = [c for (c,) in con.execute("SELECT channel FROM stg_channels ORDER BY position").fetchall()]
+    assert order[:3] == ["dipole_norm", "dipole_vector", "gap"] and order[-1] == "all"
+
+
 def test_a_database_whose_channels_computed_otherwise_is_another_benchmark(con):
     _as_made_before_the_labels(con, {"h1_peaks": "1H peaks"}, cutoff=0.5)
     before = snapshot(con)
     refused(con, msg(DEFAULT, None, r"the database already holds a different benchmark.*"), benchmark=DEFAULT)
     assert snapshot(con) == before
+
+
+def test_a_database_from_an_earlier_version_is_refused_read_only_with_the_way_to_update_it(db_path):
+    # an earlier version's database: no column_label, no family_candidates view; reports and
+    # `molp2s sql` open it read-only, which cannot add them
+    con = store.connect(db_path)
+    con.execute("DROP VIEW benchmark_tasks")
+    con.execute("DROP VIEW family_candidates")
+    con.execute("ALTER TABLE channels DROP COLUMN column_label")
+    con.close()
+    with pytest.raises(store.StoreError, match=r"written by an earlier version of molp2s-stats \(it lacks "
+                       r"family_candidates, benchmark_tasks, channels\.column_label\); update it with "
+                       r"`molp2s load --db .* --benchmark .*toy`$"):
+        store.connect(db_path, read_only=True)
+    store.connect(db_path).close()  # what `molp2s load` does first: the views and columns are made again
+    con = store.connect(db_path, read_only=True)
+    assert con.execute("SELECT count(*) FROM family_candidates").fetchone()[0] == 12
+    con.close()
 
 
 def test_benchmark_family_with_seven_candidates(fresh, bench):

@@ -368,10 +368,10 @@ def _differs_only_in_channel_display(con: duckdb.DuckDBPyConnection, tables: dic
 
 
 def _update_channel_display(con: duckdb.DuckDBPyConnection, channels: pl.DataFrame, digest: str) -> None:
-    """Rewrite the channels' display columns and the fingerprint; nothing else changes."""
-    display = channels.select("channel", *CHANNEL_DISPLAY)  # noqa: F841 (read by DuckDB's replacement scan)
-    con.execute('UPDATE channels SET "group" = d."group", name = d.name, subgroup = d.subgroup, column_label = d.column_label '
-                "FROM display AS d WHERE channels.channel = d.channel")
+    """Rewrite the channels' display columns and order, and the fingerprint; nothing else changes."""
+    display = channels.select("channel", "position", *CHANNEL_DISPLAY)  # noqa: F841 (read by DuckDB's replacement scan)
+    con.execute('UPDATE channels SET "group" = d."group", name = d.name, subgroup = d.subgroup, '
+                "column_label = d.column_label, position = d.position FROM display AS d WHERE channels.channel = d.channel")
     con.execute("UPDATE benchmark SET fingerprint = ?", [digest])
 
 
@@ -389,7 +389,8 @@ def load_benchmark(con: duckdb.DuckDBPyConnection, directory: str | Path) -> Ben
         if previous[1] != digest:
             if not _differs_only_in_channel_display(con, tables, previous[1]):
                 raise InputError(directory, f"the database already holds a different benchmark (loaded from {previous[0]}); use another --db")
-            _update_channel_display(con, tables["channels"], digest)
+        # names, labels and order are display: the channel table's current ones apply
+        _update_channel_display(con, tables["channels"], digest)
         n_pairs = fetch_one(con, "SELECT count(*) FROM pair_distances")[0]
         return BenchmarkSummary(str(directory), digest, **counts, pair_distances=n_pairs, already_loaded=True)
     distances = pair_distances(tables, _find_table(directory, "properties", required=True))

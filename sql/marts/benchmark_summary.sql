@@ -6,7 +6,7 @@ CREATE OR REPLACE VIEW benchmark_summary AS
 WITH final AS (
     SELECT
         (SELECT count(*) FROM stg_families) AS families,
-        (SELECT count(DISTINCT channel) FROM stg_tasks WHERE channel <> 'none') AS channels,
+        (SELECT count(DISTINCT channel) FROM channel_tasks) AS channels,
         (SELECT count(*) FROM stg_models) AS models,
         (SELECT count(*) FROM stg_tasks) AS tasks,
         (SELECT count(*) FROM stg_terminal_responses) AS answers

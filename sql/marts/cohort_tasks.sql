@@ -20,7 +20,9 @@ WITH final AS (
         o.chose_other,
         o.invalid,
         o.valid_samples,
-        o.y_valid
+        o.y_valid,
+        o.chose_source_valid,
+        o.chose_other_valid
     FROM channel_tasks AS ct
     JOIN cohort AS c ON c.family_id = ct.family_id AND c.channel = ct.channel AND c.in_cohort
     JOIN task_outcomes AS o ON o.task_id = ct.task_id

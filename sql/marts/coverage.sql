@@ -4,17 +4,14 @@
 -- every model has a terminal response for the P0 task and for each of the family's
 -- source, shuffled and cf tasks in the channel.
 CREATE OR REPLACE VIEW coverage AS
-WITH required AS (
-    SELECT family_id, channel, task_id, condition FROM channel_tasks
-),
-required_counts AS (
+WITH required_counts AS (
     SELECT
         family_id,
         channel,
         count(*) AS required_tasks,
         bool_or(condition = 'none') AND bool_or(condition = 'source')
             AND bool_or(condition = 'shuffled') AS has_all_conditions
-    FROM required
+    FROM channel_tasks
     GROUP BY family_id, channel
 ),
 answered AS (
@@ -23,7 +20,7 @@ answered AS (
 ),
 answered_counts AS (
     SELECT r.family_id, r.channel, a.model, count(*) AS answered_tasks
-    FROM required AS r
+    FROM channel_tasks AS r
     JOIN answered AS a USING (task_id)
     GROUP BY r.family_id, r.channel, a.model
 ),

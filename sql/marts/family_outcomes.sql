@@ -10,20 +10,13 @@
 --   *_valid                      the same over valid answers only: a task whose answers are
 --                                all invalid leaves the family's means (NULL where none is left)
 CREATE OR REPLACE VIEW family_outcomes AS
-WITH cohort_families AS (
-    SELECT family_id, channel FROM cohort WHERE in_cohort
-),
-p0 AS (
-    SELECT model, family_id, avg(y) AS y_p0, avg(y_valid) AS y_p0_valid
-    FROM task_outcomes
-    WHERE condition = 'none'
-    GROUP BY model, family_id
-),
-by_condition AS (
+WITH by_condition AS (
+    -- cohort_tasks holds the cohort's tasks of each channel, the family's P0 task among them
     SELECT
         model,
         channel,
         family_id,
+        avg(y) FILTER (WHERE condition = 'none') AS y_p0,
         avg(y) FILTER (WHERE condition = 'source') AS y_source,
         avg(y) FILTER (WHERE condition = 'shuffled') AS y_shuffled,
         count(*) FILTER (WHERE condition = 'cf') AS cf_tasks,
@@ -31,6 +24,7 @@ by_condition AS (
         avg(y) FILTER (WHERE condition = 'cf') AS cf_flip,
         avg(chose_source) FILTER (WHERE condition = 'cf') AS cf_persist,
         avg(chose_other) FILTER (WHERE condition = 'cf') AS cf_other,
+        avg(y_valid) FILTER (WHERE condition = 'none') AS y_p0_valid,
         avg(y_valid) FILTER (WHERE condition = 'source') AS y_source_valid,
         avg(y_valid) FILTER (WHERE condition = 'shuffled') AS y_shuffled_valid,
         count(y_valid) FILTER (WHERE condition = 'cf') AS cf_tasks_valid,
@@ -38,16 +32,15 @@ by_condition AS (
         avg(y_valid) FILTER (WHERE condition = 'cf') AS cf_flip_valid,
         avg(chose_source_valid) FILTER (WHERE condition = 'cf') AS cf_persist_valid,
         avg(chose_other_valid) FILTER (WHERE condition = 'cf') AS cf_other_valid
-    FROM task_outcomes
-    WHERE condition <> 'none'
+    FROM cohort_tasks
     GROUP BY model, channel, family_id
 ),
 final AS (
     SELECT
         b.model,
-        cf.channel,
-        cf.family_id,
-        p0.y_p0,
+        b.channel,
+        b.family_id,
+        b.y_p0,
         b.y_source,
         b.y_shuffled,
         b.cf_tasks,
@@ -55,8 +48,8 @@ final AS (
         b.cf_flip,
         b.cf_persist,
         b.cf_other,
-        fs.n_candidates,
-        p0.y_p0_valid,
+        f.n_candidates,
+        b.y_p0_valid,
         b.y_source_valid,
         b.y_shuffled_valid,
         b.cf_tasks_valid,
@@ -64,9 +57,7 @@ final AS (
         b.cf_flip_valid,
         b.cf_persist_valid,
         b.cf_other_valid
-    FROM cohort_families AS cf
-    JOIN by_condition AS b USING (family_id, channel)
-    JOIN p0 ON p0.model = b.model AND p0.family_id = cf.family_id
-    JOIN family_candidates AS fs ON fs.family_id = cf.family_id
+    FROM by_condition AS b
+    JOIN family_candidates AS f USING (family_id)
 )
 SELECT * FROM final;

@@ -28,7 +28,7 @@ import polars as pl
 
 from . import resample, units
 from .defaults import DEFAULT_DRAWS, DEFAULT_MAX_PEAKS
-from .metrics import family_matrices
+from .metrics import ESTIMATE_COLUMNS, family_matrices
 
 __all__ = ["EXPLANATION_METRICS", "cites_property", "response_citations", "citation_rates", "explanations_from_db"]
 
@@ -147,7 +147,7 @@ def citation_rates(citations: pl.DataFrame, *, draws: int = DEFAULT_DRAWS, seed:
                              conf_level, int((b[:, i] > 0).sum()), int(b[:, i].sum()), method, used,
                              int(undefined[i]), seed))
     frame = pl.DataFrame(rows, schema=SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None))
-    return units.percent_columns(frame, ("estimate", "conf_low", "conf_high"))
+    return units.percent_columns(frame, ESTIMATE_COLUMNS)
 
 
 def explanations_from_db(con: duckdb.DuckDBPyConnection, *, max_peaks: int = DEFAULT_MAX_PEAKS,

@@ -94,22 +94,20 @@ def ranking_stability(
     groups = [(MACRO, channels)] if macro else [(c, [c]) for c in channels]
     rows = []
     for label, members in groups:
-        full = np.mean([_ratio(np.ones((1, len(matrices[c][0]))), *matrices[c])[0] for c in members], axis=0)
+        full = np.mean([resample.ratio_of_sums(np.ones((1, len(matrices[c][0]))), *matrices[c])[0]
+                        for c in members], axis=0)
         smallest = min(len(matrices[c][0]) for c in members)
         for size in sizes:
             n = min(size, smallest)  # in a macro mean, every channel draws the same number of families
             draw_scores = np.mean([
-                _ratio(subsample_weights(len(matrices[c][0]), n, draws,
-                                         resample.rng_for(seed, f"stability:{score}:{c}:{n}")), *matrices[c])
+                resample.ratio_of_sums(subsample_weights(len(matrices[c][0]), n, draws,
+                                                         resample.rng_for(seed, f"stability:{score}:{c}:{n}")),
+                                       *matrices[c])
                 for c in members], axis=0)  # (draws, models)
             rows.append(_compare(score, label, n, draws, seed, full, draw_scores))
             if progress is not None:
                 progress(1)
     return units.percent_columns(pl.DataFrame(rows, schema=STABILITY_SCHEMA), ("exact", "mad"))
-
-
-def _ratio(weights: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return resample.ratio_of_sums(weights, a, b)
 
 
 def _compare(score, channel, size, draws, seed, full: np.ndarray, draw_scores: np.ndarray) -> dict:
@@ -170,9 +168,9 @@ def rank_intervals(
     alpha = (1 - conf_level) / 2
     for channel in channels:
         a, b = _family_matrices(outcomes, channel, models, score)
-        full_ranks = _ranks(_ratio(np.ones((1, len(a))), a, b)[0])
+        full_ranks = _ranks(resample.ratio_of_sums(np.ones((1, len(a))), a, b)[0])
         weights = resample.family_weights(len(a), draws, resample.rng_for(seed, channel))
-        replicate_scores = _ratio(weights, a, b)
+        replicate_scores = resample.ratio_of_sums(weights, a, b)
         defined = ~np.isnan(replicate_scores).any(axis=1)
         ranks = _ranks(replicate_scores[defined])
         for j, model in enumerate(models):

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import duckdb
-import numpy as np
 import polars as pl
 
 from ..defaults import CONDITIONS as ALL_CONDITIONS
@@ -23,7 +22,7 @@ MODELLED_CONDITIONS = tuple(c for c in ALL_CONDITIONS if c != "none")
 _CELLS_SQL = """
 SELECT model, channel, condition, family_id, successes, trials
 FROM binomial_cells
-WHERE condition IN ('source', 'shuffled', 'cf') AND list_contains($channels, channel)
+WHERE condition <> 'none' AND list_contains($channels, channel)
 """
 # P0 cells repeat under each channel whose cohort holds the family: one per model × family
 _P0_SQL = """

@@ -39,10 +39,9 @@ from dataclasses import dataclass
 from math import prod, sqrt
 
 import numpy as np
-from scipy.special import logit
 
 from .data import MODELLED_CONDITIONS, ModelData
-from .model import PRIOR_MEAN_SD, SPREAD_SCALE, Grid, centredness, grid
+from .model import PRIOR_MEAN_SD, SPREAD_SCALE, Grid, centredness, coords, grid, prior_centre
 
 # the deviations each spread scales: their sign follows a signed spread's
 DEVIATIONS = {"channel_sd": "channel_z", "family_channel_sd": "family_channel_z"}
@@ -82,8 +81,7 @@ class Density:
 
     @property
     def centre(self) -> float:
-        """The prior centre of the means: a uniform guess among K̄ candidates, on the logit scale."""
-        return float(logit(1.0 / self.data.n_candidates))
+        return prior_centre(self.data)
 
     @property
     def ndim(self) -> int:
@@ -143,9 +141,7 @@ def density(data: ModelData, *, family_effects: bool = True) -> Density:
         dims |= {"family_sd": (), "family_z": ("family",), "family_channel_sd": (),
                  "family_channel_z": ("family_channel",)}
     dims["cell"] = ("model", "condition", "channel")
-    coords = {"model": models, "condition": list(MODELLED_CONDITIONS), "channel": channels, "family": families,
-              "family_channel": [f"{fam}|{ch}" for fam, ch in data.family_channels]}
-    return Density(data, counts, family_effects, lam, shapes, kinds, signed, coords, dims)
+    return Density(data, counts, family_effects, lam, shapes, kinds, signed, coords(data), dims)
 
 
 def log_density_function(model: Density, dtype=np.float32):

@@ -79,6 +79,17 @@ def grid(data: ModelData) -> Grid:
     return Grid(successes, trials, p0_successes, p0_trials, pair_channel, pair_family)
 
 
+def prior_centre(data: ModelData) -> float:
+    """The prior centre of the means: a uniform guess among K̄ candidates, on the logit scale."""
+    return float(logit(1.0 / data.n_candidates))
+
+
+def coords(data: ModelData) -> dict[str, list[str]]:
+    """The dimensions' labels, as both the PyMC model and the JAX density report them."""
+    return {"model": data.models, "condition": list(MODELLED_CONDITIONS), "channel": data.channels,
+            "family": data.families, "family_channel": [f"{f}|{c}" for f, c in data.family_channels]}
+
+
 def centredness(counts: Grid) -> np.ndarray:
     """λ per model × condition for the channel effects: 0 non-centred, 1 centred.
 
@@ -126,10 +137,8 @@ def build_model(data: ModelData, *, family_effects: bool = True):
 
     counts = grid(data)
     n_channels, n_families = len(data.channels), len(data.families)
-    centre = float(logit(1.0 / data.n_candidates))
-    coords = {"model": data.models, "channel": data.channels, "condition": list(MODELLED_CONDITIONS),
-              "family": data.families, "family_channel": [f"{f}|{c}" for f, c in data.family_channels]}
-    with pm.Model(coords=coords) as model:
+    centre = prior_centre(data)
+    with pm.Model(coords=coords(data)) as model:
         condition_mean = pm.Normal("condition_mean", mu=centre, sigma=PRIOR_MEAN_SD, dims=("model", "condition"))
         channel_sd = pm.HalfNormal("channel_sd", sigma=SPREAD_SCALE["channel_sd"], dims=("model", "condition"))
         # τ^(1−λ)·z with z ~ ZeroSumNormal(τ^λ) is ZeroSumNormal(τ) for any fixed λ: the

@@ -19,6 +19,7 @@ from scipy import stats
 
 from .model import pair_effects
 from .. import units
+from ..metrics import ESTIMATE_COLUMNS
 from ..errors import UsageError
 
 HDI_PROB = 0.94
@@ -65,8 +66,7 @@ def quantities(idata: az.InferenceData, metric: str) -> pl.DataFrame:
             low, high = az.hdi(draws[:, j], hdi_prob=HDI_PROB)
             rows.append((model, channel, metric, float(draws[:, j].mean()), float(low), float(high), HDI_PROB,
                          values["families"], "posterior", draws.shape[0], 0, seed))
-    return units.percent_columns(pl.DataFrame(rows, schema=QUANTITY_SCHEMA, orient="row"),
-                                 ("estimate", "conf_low", "conf_high"))
+    return units.percent_columns(pl.DataFrame(rows, schema=QUANTITY_SCHEMA, orient="row"), ESTIMATE_COLUMNS)
 
 
 def contrasts(idata: az.InferenceData, metric: str = "reliance") -> pl.DataFrame:
@@ -110,13 +110,13 @@ def truth_check(idata: az.InferenceData, truth: pl.DataFrame, *, metric: str = "
     for channel, values in probability_draws(idata).items():
         for j, model in enumerate(models):
             low, high = az.hdi(values[metric][:, j], hdi_prob=hdi_prob)
-            true = units.proportion(known[(model, channel)])  # the truth file is in %, like every output
+            true = known[(model, channel)]  # in %, as the simulator writes it
             rows.append((model, channel, float(values[metric][:, j].mean()), float(low), float(high), true,
-                         bool(low <= true <= high)))
+                         bool(low <= units.proportion(true) <= high)))
     frame = pl.DataFrame(rows, schema={"model": pl.String, "channel": pl.String, "estimate": pl.Float64,
                                        "conf_low": pl.Float64, "conf_high": pl.Float64, "truth": pl.Float64,
                                        "covered": pl.Boolean}, orient="row")
-    return units.percent_columns(frame, ("estimate", "conf_low", "conf_high", "truth"))
+    return units.percent_columns(frame, ESTIMATE_COLUMNS)
 
 
 recovery = truth_check  # the name earlier versions used ("recovery" now means only PGR)

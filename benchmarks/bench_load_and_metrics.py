@@ -41,6 +41,7 @@ on. It exits 1 when a target is missed, 0 otherwise.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import multiprocessing as mp
 import os
@@ -56,7 +57,6 @@ import numpy as np
 import polars as pl
 
 from molp2s_stats import compare, ingest, metrics, simulate, store
-from molp2s_stats.chem import complete
 
 # --- the paper-size design ---------------------------------------------------------
 
@@ -67,8 +67,6 @@ CHANNELS = (
     "dipole_norm", "dipole_vector", "gap", "uvvis", "ir", "raman",
     "h1_peaks", "h1_peaks_int", "h1_atomwise", "c13_peaks", "c13_peaks_deg", "c13_atomwise",
 )
-SCAFFOLDS = ("c1ccc(cc1)[*]", "C1CCC(CC1)[*]", "c1cc([*])cnc1", "c1ccsc1[*]")
-FRAGMENTS = ("[*]C", "[*]CC", "[*]O", "[*]N")  # candidate A, B, C, D of every family
 MODELS = tuple(f"bench-model-{i}" for i in range(1, N_MODELS + 1))
 RAW_MODEL = "bench-raw-text"  # the JSONL file's model, so its keys never clash
 
@@ -81,14 +79,6 @@ def rss_target_gib(rows: int) -> float:
     return TARGET_RSS_GIB if rows <= 40_000_000 else TARGET_RSS_GIB_LARGE
 TARGET_BOOTSTRAP_S = 10.0
 REPEATS = 3
-
-
-def _family_id(f: int) -> str:
-    return f"F{f:03d}"
-
-
-def _source_index(f: int) -> int:
-    return f % len(LABELS)
 
 
 def _property_value(channel: str, f: int, i: int, rng: np.random.Generator) -> object:
@@ -119,40 +109,18 @@ def _property_value(channel: str, f: int, i: int, rng: np.random.Generator) -> o
 
 
 def write_benchmark(directory: Path, rng: np.random.Generator) -> simulate.Design:
-    """Write the four benchmark tables as Parquet; return their tasks as the simulator's design."""
+    """The package's synthetic benchmark at paper size, with a value for every candidate in
+    every channel (``_property_value``), written as Parquet; its tasks as the simulator's design."""
     directory.mkdir(parents=True, exist_ok=True)
-    families, candidates, properties, tasks = [], [], [], []
-    for f in range(N_FAMILIES):
-        fid, scaffold, src = _family_id(f), SCAFFOLDS[f % len(SCAFFOLDS)], LABELS[_source_index(f)]
-        families.append({"family_id": fid, "scaffold": scaffold, "source": src})
-        for i, (label, fragment) in enumerate(zip(LABELS, FRAGMENTS)):
-            candidates.append({"family_id": fid, "label": label, "fragment": fragment,
-                               "molecule": complete(scaffold, fragment)})
-            for channel in CHANNELS:
-                properties.append({"family_id": fid, "label": label, "channel": channel,
-                                   "value": json.dumps(_property_value(channel, f, i, rng))})
-        tasks.append({"task_id": f"{fid}|none", "family_id": fid, "channel": "none", "condition": "none",
-                      "target": src, "shown_family": None, "shown_label": None})
-        other = _family_id((f + 1) % N_FAMILIES)
-        other_src = LABELS[_source_index((f + 1) % N_FAMILIES)]
-        for channel in CHANNELS:
-            tasks.append({"task_id": f"{fid}|{channel}|source", "family_id": fid, "channel": channel,
-                          "condition": "source", "target": src, "shown_family": fid, "shown_label": src})
-            tasks.append({"task_id": f"{fid}|{channel}|shuffled", "family_id": fid, "channel": channel,
-                          "condition": "shuffled", "target": src, "shown_family": other, "shown_label": other_src})
-            for k in LABELS:
-                if k != src:
-                    tasks.append({"task_id": f"{fid}|{channel}|cf|{k}", "family_id": fid, "channel": channel,
-                                  "condition": "cf", "target": k, "shown_family": fid, "shown_label": k})
-    pl.DataFrame(families).write_parquet(directory / "families.parquet")
-    pl.DataFrame(candidates).write_parquet(directory / "candidates.parquet")
-    pl.DataFrame(properties).write_parquet(directory / "properties.parquet")
-    frame = pl.DataFrame(tasks, schema={"task_id": pl.String, "family_id": pl.String, "channel": pl.String,
-                                        "condition": pl.String, "target": pl.String,
-                                        "shown_family": pl.String, "shown_label": pl.String})
-    frame.write_parquet(directory / "tasks.parquet")
-    return simulate.task_design({"families": pl.DataFrame(families), "candidates": pl.DataFrame(candidates),
-                                 "tasks": frame})
+    tables = simulate.synthetic_benchmark(families=N_FAMILIES, channels=CHANNELS)
+    families = tables["families"]["family_id"].to_list()
+    tables["properties"] = pl.DataFrame(
+        [(fid, label, channel, json.dumps(_property_value(channel, f, i, rng)))
+         for f, fid in enumerate(families) for i, label in enumerate(LABELS) for channel in CHANNELS],
+        schema=["family_id", "label", "channel", "value"], orient="row")
+    for name, frame in tables.items():
+        frame.write_parquet(directory / f"{name}.parquet")
+    return simulate.task_design(tables)
 
 
 # The package's simulator answers: models of graded skill that use the properties alike
@@ -165,9 +133,14 @@ SIMULATED_RAW = simulate.SimulatedModel(RAW_MODEL, 0.0, {"*": 0.8}, {"*": 0.4}, 
 
 def _answers(design: simulate.Design, model: simulate.SimulatedModel, counts: np.ndarray,
              rng: np.random.Generator) -> simulate.Answers:
-    # one difficulty per family for every model, as in simulate.simulate; a text stream of its own
-    difficulty = np.random.default_rng([DIFFICULTY_SEED, 0]).normal(0.0, simulate.FAMILY_SD, len(design.candidates))
-    return simulate.draw_answers(design, model, difficulty, counts, rng, np.random.default_rng([DIFFICULTY_SEED, 1]))
+    return simulate.draw_answers(design, model, _difficulty(len(design.candidates)), counts, rng,
+                                 np.random.default_rng([DIFFICULTY_SEED, 1]))  # texts: a stream of their own
+
+
+@functools.cache
+def _difficulty(n_families: int) -> np.ndarray:
+    """One difficulty per family, shared by every model, as in ``simulate.simulate``."""
+    return np.random.default_rng([DIFFICULTY_SEED, 0]).normal(0.0, simulate.FAMILY_SD, n_families)
 
 
 def _samples_per_task(rows: int, n_tasks: int) -> np.ndarray:

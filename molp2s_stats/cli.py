@@ -95,11 +95,9 @@ def _known_channels(requested: list[str] | None, channels: list[str]) -> list[st
 
 
 def _open(db: Path, *, read_only: bool = True) -> duckdb.DuckDBPyConnection:
-    try:
-        con = store.connect(db, read_only=read_only)
-        store.require_benchmark(con, str(db))
-    except store.StoreError as exc:
-        _fail(str(exc))
+    """The database, holding a benchmark (a StoreError prints as one line, see ``command``)."""
+    con = store.connect(db, read_only=read_only)
+    store.require_benchmark(con, str(db))
     return con
 
 
@@ -132,10 +130,7 @@ def load_command(
     if benchmark is None and not files:
         _fail("nothing to load: give --benchmark DIR and/or --responses FILE ...")
     existed = Path(db).exists()
-    try:
-        con = store.connect(db, wait=wait)
-    except store.StoreError as exc:
-        _fail(str(exc))
+    con = store.connect(db, wait=wait)
     try:
         summary = ingest.load(con, benchmark=benchmark, responses=files, fmt=fmt, model=model, task_ids=task_ids)
     except ingest.InputError as exc:
@@ -474,10 +469,7 @@ def simulate_command(
 
     Example: molp2s simulate --benchmark data/benchmark --out runs/simulated --seed 7
     """
-    try:
-        tables = ingest.read_benchmark(benchmark)
-    except ingest.InputError as exc:
-        _fail(str(exc))
+    tables = ingest.read_benchmark(benchmark)
     models = simulate.load_models(params) if params else simulate.DEFAULT_MODELS
     responses, truth = simulate.simulate(tables, models=models, seed=seed, samples=samples)
     paths = simulate.write(responses, truth, out, models=models, seed=seed, samples=samples)
@@ -624,10 +616,7 @@ def sql_command(
     """
     import threading
 
-    try:
-        con = store.connect(db, read_only=True)
-    except store.StoreError as exc:
-        _fail(str(exc))
+    con = store.connect(db, read_only=True)
     # No file system, no extensions, and a locked configuration so the query cannot undo it.
     con.execute("SET enable_external_access = false")
     con.execute("SET autoinstall_known_extensions = false")

@@ -136,6 +136,12 @@ def read_channel_table(con: duckdb.DuckDBPyConnection | None = None) -> pl.DataF
             .select("channel", "group", "subgroup", pl.coalesce("column_label", "name").alias("column_label"), "name"))
 
 
+def channel_names(channel_table: pl.DataFrame | None = None) -> dict[str, str]:
+    """channel → its name, from a channel table (``read_channel_table``'s; default the package's)."""
+    table = channel_table if channel_table is not None else read_channel_table()
+    return dict(table.select("channel", "name").iter_rows())
+
+
 def read_model_names(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
     """The benchmark's optional models table (``model, display_name, group``); None without one."""
     try:

@@ -24,9 +24,9 @@ def svg(chart: alt.TopLevelMixin):
 def _panels(frame: pl.DataFrame, channel_table: pl.DataFrame | None = None):
     """The frame for a faceted chart with a ``panel`` title per channel (its name in the channel
     table, ``metrics.read_channel_table``; default the package's), and the panels in the frame's order."""
-    from ..metrics import read_channel_table
+    from ..metrics import channel_names
 
-    names = dict((channel_table if channel_table is not None else read_channel_table()).select("channel", "name").iter_rows())
+    names = channel_names(channel_table)
     titles = {c: names.get(c, c) for c in frame["channel"].unique(maintain_order=True)}
     return (frame.with_columns(pl.col("channel").replace_strict(titles, return_dtype=pl.String).alias("panel"))
             .to_pandas(), list(titles.values()))

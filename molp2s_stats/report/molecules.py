@@ -11,6 +11,7 @@ from rdkit import Chem
 from rdkit.Chem import Draw
 
 from .. import units
+from ..metrics import channel_names
 from ..errors import UsageError
 
 
@@ -56,16 +57,14 @@ def task_figure(con: duckdb.DuckDBPyConnection, task_id: str) -> str:
     candidates drawn (source marked), the rendered prompt, and each model's answer with its text."""
     from ..prompts import benchmark_tables, render_prompts
 
-    task = con.sql("SELECT * FROM stg_tasks WHERE task_id = $t", params={"t": task_id}).pl()
-    if task.height == 0:
+    tables = benchmark_tables(con, [task_id])  # the task, its family and the one it shows
+    if tables["tasks"].height == 0:
         raise UsageError(f"no task {task_id!r}")
-    family, channel, condition, target = (task[c][0] for c in ("family_id", "channel", "condition", "target"))
-    scaffold, source = con.sql("SELECT scaffold, source_label FROM stg_families WHERE family_id = $f",
-                               params={"f": family}).fetchall()[0]
-    tables = benchmark_tables(con, [task_id])
+    family, channel, condition, target = tables["tasks"].select("family_id", "channel", "condition", "target").row(0)
+    scaffold, source = tables["families"].filter(pl.col("family_id") == family).select("scaffold", "source").row(0)
     candidates = tables["candidates"].filter(pl.col("family_id") == family).sort("label")
     prompt = render_prompts(tables).row(0, named=True)
-    channel_name = con.sql("SELECT name FROM stg_channels WHERE channel = $c", params={"c": channel}).fetchall()[0][0]
+    channel_name = channel_names(tables["channels"])[channel]
     answers = con.sql(
         """SELECT model, sample, coalesce(choice, 'invalid: ' || invalid_reason) AS answer, response
            FROM stg_terminal_responses WHERE task_id = $t ORDER BY model, sample""", params={"t": task_id}).pl()

@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 from great_tables import GT, loc, style
 
-from ..metrics import BASELINE, read_channel_table, with_random_baseline
+from ..metrics import BASELINE, channel_names, read_channel_table, with_random_baseline
 
 
 GOLD, SILVER = "#f4d35e", "#d9d9d9"
@@ -66,6 +66,25 @@ def _interval_grid(tidy: pl.DataFrame, *, rows: tuple[str, list[str]], columns: 
     return wide.select(row_key, *[f"{c}{s}" for c in column_values for s in ("", "__low", "__high")])
 
 
+def _interval_cells(table: GT, columns: list[str]) -> GT:
+    """Each of ``columns`` as ``estimate [low, high]`` with one decimal, from the columns
+    ``_interval_grid`` makes; a missing estimate reads "—", a missing interval drops its brackets."""
+    table = table.fmt_number(columns=[f"{c}{s}" for c in columns for s in ("", "__low", "__high")], decimals=1)
+    table = table.sub_missing(columns=columns, missing_text="—")
+    for column in columns:
+        table = table.cols_merge(columns=[column, f"{column}__low", f"{column}__high"], pattern="{0}<< [{1}, {2}]>>")
+    return table
+
+
+def _fill(table: GT, columns: list[str], colours: list[list[str | None]]) -> GT:
+    """Fill each body cell (row i, ``columns[j]``) with ``colours[i][j]`` where one is given."""
+    for row, row_colours in enumerate(colours):
+        for column, colour in zip(columns, row_colours):
+            if colour:
+                table = table.tab_style(style=style.fill(color=colour), locations=loc.body(columns=column, rows=[row]))
+    return table
+
+
 def model_order(order: list[str], models: pl.DataFrame | None) -> tuple[list[str], dict, dict]:
     """Models in report order, with their display names and groups (from the benchmark's
     optional models table): by group, in the order the groups first appear there, ungrouped
@@ -105,23 +124,14 @@ def leaderboard_table(metrics: pl.DataFrame, metric: str, *, title: str, subtitl
     if grouped:
         extra["group"] = [groups.get(m) or ("" if m == BASELINE else "Other models") for m in order]
     wide = wide.with_columns(**{k: pl.Series(v, dtype=pl.String) for k, v in extra.items()})
-    table = (GT(wide.drop("model"), rowname_col="label", groupname_col="group" if grouped else None)
-             .tab_header(title=title, subtitle=subtitle)
-             .fmt_number(columns=[c for c in wide.columns if c not in ("model", "label", "group")], decimals=1)
-             # a missing estimate reads "—"; a missing interval drops its brackets (the << >> below)
-             .sub_missing(columns=channels, missing_text="—"))
-    for channel in channels:
-        table = table.cols_merge(columns=[channel, f"{channel}__low", f"{channel}__high"],
-                                 pattern="{0}<< [{1}, {2}]>>")
+    table = GT(wide.drop("model"), rowname_col="label", groupname_col="group" if grouped else None)
+    table = _interval_cells(table.tab_header(title=title, subtitle=subtitle), channels)
     layout = column_layout(channel_table)
     table = table.cols_label(**{c: _label(layout, c) for c in channels})
     table = _spanners(table, channels, layout)
-    for channel in channels:
-        values = dict(zip(wide["model"], wide[channel]))
-        marks = podium([None if m == BASELINE else values.get(m) for m in wide["model"]], higher_is_better)
-        for row, colour in enumerate(marks):
-            if colour:
-                table = table.tab_style(style=style.fill(color=colour), locations=loc.body(columns=channel, rows=[row]))
+    ranked = wide.with_columns(pl.when(pl.col("model") != BASELINE).then(pl.col(c)).alias(c) for c in channels)
+    columns = [podium(ranked[c].to_list(), higher_is_better) for c in channels]  # the baseline is never ranked
+    table = _fill(table, channels, [list(row) for row in zip(*columns)])
     if BASELINE in order:
         table = table.tab_style(style=style.text(style="italic", color="#555555"),
                                 locations=loc.body(rows=[order.index(BASELINE)]))
@@ -146,23 +156,14 @@ def input_table(metrics: pl.DataFrame, p0: pl.DataFrame, *, title: str, subtitle
     inputs = tidy["channel"].unique(maintain_order=True).to_list()
     order, names, groups = model_order(sorted(set(tidy["model"])), models)
     wide = _interval_grid(tidy, rows=("channel", inputs), columns=("model", order))
-    input_names = dict((channel_table if channel_table is not None else read_channel_table())
-                       .select("channel", "name").iter_rows())
-    input_names[NO_PROPERTIES] = "No properties (P0)"
-    wide = wide.with_columns(pl.col("channel").replace_strict(input_names, default=pl.col("channel"),
-                                                              return_dtype=pl.String).alias("input"))
-    table = (GT(wide.drop("channel"), rowname_col="input").tab_header(title=title, subtitle=subtitle)
-             .fmt_number(columns=[c for c in wide.columns if c not in ("channel", "input")], decimals=1)
-             .sub_missing(columns=order, missing_text="—"))
-    for model in order:
-        table = table.cols_merge(columns=[model, f"{model}__low", f"{model}__high"], pattern="{0}<< [{1}, {2}]>>")
+    input_names = {**channel_names(channel_table), NO_PROPERTIES: "No properties (P0)"}
+    wide = wide.with_columns(pl.col("channel").replace(input_names).alias("input"))
+    table = GT(wide.drop("channel"), rowname_col="input")
+    table = _interval_cells(table.tab_header(title=title, subtitle=subtitle), order)
     table = table.cols_label(**{m: names.get(m) or m for m in order})
     for group in dict.fromkeys(groups.get(m) for m in order if groups.get(m)):
         table = table.tab_spanner(label=group, columns=[m for m in order if groups.get(m) == group])
-    for row, values in enumerate(wide.select(order).iter_rows()):
-        for model, colour in zip(order, podium(list(values))):
-            if colour:
-                table = table.tab_style(style=style.fill(color=colour), locations=loc.body(columns=model, rows=[row]))
+    table = _fill(table, order, [podium(list(values)) for values in wide.select(order).iter_rows()])
     return table.tab_source_note("Gold: best per row; silver: second. Intervals: 95% family bootstrap."), tidy
 
 
@@ -208,9 +209,7 @@ def stability_table(stability: pl.DataFrame, *, by: str, title: str, subtitle: s
     columns = [c for c in wide.columns if c != by]
     rows = pl.col(by).cast(pl.String)
     if by == "channel":
-        names = dict((channel_table if channel_table is not None else read_channel_table())
-                     .select("channel", "name").iter_rows())
-        rows = rows.replace(names)
+        rows = rows.replace(channel_names(channel_table))
     table = GT(wide.with_columns(rows), rowname_col=by).tab_header(title=title, subtitle=subtitle)
     for statistic, (label, decimals) in STABILITY_STATISTICS.items():
         chosen = [c for c in columns if c.endswith(f"__{statistic}")]
@@ -257,9 +256,7 @@ def plain_table(frame: pl.DataFrame, *, title: str, subtitle: str | None = None,
     channels by name (from ``channel_table``; default the package's). The frame exported beside
     it keeps the channel ids."""
     if "channel" in frame.columns:
-        names = dict((channel_table if channel_table is not None else read_channel_table())
-                     .select("channel", "name").iter_rows())
-        frame = frame.with_columns(pl.col("channel").replace(names))
+        frame = frame.with_columns(pl.col("channel").replace(channel_names(channel_table)))
     table = GT(frame).tab_header(title=title, subtitle=subtitle)
     floats = [c for c, t in frame.schema.items() if t.is_float()]
     counts = [c for c, t in frame.schema.items() if t.is_integer() and c != "seed"]  # a seed is a name, not a count

@@ -43,7 +43,7 @@ def test_model_builds_with_finite_log_density(tiny, family_effects):
     assert np.isfinite(logp)
     names = {v.name for v in model.free_RVs}
     assert {"condition_mean", "channel_sd", "channel_z", "p0_mean"} <= names
-    assert ("family_z" in names) == family_effects
+    assert ("family_z_raw" in names) == family_effects  # sampled raw; family_z is its standardised form
     # zero-sum over channels: one channel leaves no free channel deviation
     assert point["channel_z_zerosum__"].shape == (2, 3, 0)
 
@@ -157,12 +157,14 @@ def test_centredness_follows_spread_against_noise():
     assert bayes_model.centredness(_grid([50, 50, 50], [100, 100, 100]))[0, 0] == 0.0
     # Channels far apart with 1,000 answers each: spread ≫ noise, nearly centred.
     assert bayes_model.centredness(_grid([100, 500, 900], [1000, 1000, 1000]))[0, 0] > 0.99
-    # By hand for 2 channels, 20/40 and 30/40: shares (20.5/41, 30.5/41) = (0.5, 0.7439);
-    # logits (0, 1.0664), sample variance 0.5686; noise 1/(41·p(1−p)) = 0.0976, 0.1280,
-    # mean 0.1128; 0.5686 > 2 · 0.1128, so spread 0.5686 − 0.1128 = 0.4558; λ = 0.4558 / 0.5686 = 0.802.
-    assert bayes_model.centredness(_grid([20, 30], [40, 40]))[0, 0] == pytest.approx(0.802, abs=0.001)
-    # 20/40 and 24/40: logits (0, 0.3950), variance 0.0781 < 2 × mean noise (0.0976, 0.1014): not counted.
-    assert bayes_model.centredness(_grid([20, 24], [40, 40]))[0, 0] == 0.0
+    # By hand for 2 channels, 20/40 and 36/40: shares (20.5/41, 36.5/41) = (0.5, 0.8902);
+    # logits (0, 2.0932), sample variance 2.1908; noise 1/(41·p(1−p)) = 0.0976, 0.2496,
+    # mean 0.1736; the ratio 12.62 exceeds χ²₁'s 99th percentile 6.635, so spread
+    # 2.1908 − 0.1736 = 2.0172; λ = 2.0172 / 2.1908 = 0.921.
+    assert bayes_model.centredness(_grid([20, 36], [40, 40]))[0, 0] == pytest.approx(0.921, abs=0.001)
+    # 20/40 and 30/40: logits (0, 1.0664), variance 0.5686, mean noise 0.1128: ratio 5.04 < 6.635,
+    # not counted (a spread that a 1-degree-of-freedom variance shows this weakly is often none at all).
+    assert bayes_model.centredness(_grid([20, 30], [40, 40]))[0, 0] == 0.0
     # One channel with answers: nothing to pool, λ = 0.
     assert bayes_model.centredness(_grid([20, 0], [40, 0]))[0, 0] == 0.0
 
@@ -240,7 +242,7 @@ def test_a_mirrored_point_has_the_same_density_and_draws(two_channels):
     parts = model.split(x.copy())
     mirrored = {name: value.copy() for name, value in parts.items()}
     mirrored["family_channel_sd"] = -mirrored["family_channel_sd"]
-    mirrored["family_channel_z"] = -mirrored["family_channel_z"]
+    mirrored["family_channel_z_raw"] = -mirrored["family_channel_z_raw"]
     mask = model.signed["channel_sd"]
     mirrored["channel_sd"] = np.where(mask, -mirrored["channel_sd"], mirrored["channel_sd"])
     mirrored["channel_z"] = np.where(mask[:, :, None], -mirrored["channel_z"], mirrored["channel_z"])

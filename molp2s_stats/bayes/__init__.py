@@ -15,3 +15,6 @@ SAMPLERS = ("nutpie", "pymc")
 # (5 ESS/s either way), and on the default data it let one divergence through; the
 # diagonal mass matrix stays the default, the low-rank one is `molp2s fit --low-rank`.
 LOW_RANK = False
+# A fit that misses its gate tries again (bayes.fit.next_attempt) while the next attempt
+# is expected to end within this many seconds of the start (`molp2s fit --budget`).
+DEFAULT_BUDGET = 600.0

@@ -41,10 +41,12 @@ from math import prod, sqrt
 import numpy as np
 
 from .data import MODELLED_CONDITIONS, ModelData
-from .model import PRIOR_MEAN_SD, SPREAD_SCALE, Grid, centredness, coords, grid, prior_centre
+from .model import PRIOR_MEAN_SD, SPREAD_SCALE, Grid, centredness, coords, family_centredness, grid, prior_centre
 
 # the deviations each spread scales: their sign follows a signed spread's
-DEVIATIONS = {"channel_sd": "channel_z", "family_channel_sd": "family_channel_z"}
+DEVIATIONS = {"channel_sd": "channel_z", "family_sd": "family_z_raw", "family_channel_sd": "family_channel_z_raw"}
+# partially centred deviations are sampled raw and reported standardised (effect = spread · z), as PyMC's model has them
+STANDARDISED = {"family_sd": ("family_z_raw", "family_z"), "family_channel_sd": ("family_channel_z_raw", "family_channel_z")}
 
 
 def _zero_sum(free, xp):
@@ -67,7 +69,7 @@ class Density:
     data: ModelData
     counts: Grid  # the cells on the dense grid (model.grid), built once
     family_effects: bool
-    lam: np.ndarray  # centredness of the channel effects per model × condition (float32)
+    lam_of: dict[str, np.ndarray]  # per spread, the centredness λ of its deviations (float32): see model.centredness
     shapes: dict[str, tuple[int, ...]]  # shape of each sampled parameter, as reported
     kinds: dict[str, str]  # "real", "zerosum", or "spread" (signed where ``signed``, else log scale)
     signed: dict[str, np.ndarray]  # per spread: which entries are signed
@@ -81,7 +83,7 @@ class Density:
 
     @property
     def centre(self) -> float:
-        return prior_centre(self.data)
+        return prior_centre(self.data.n_candidates)
 
     @property
     def ndim(self) -> int:
@@ -107,10 +109,21 @@ class Density:
             else:
                 values[name] = _zero_sum(free, xp) if kind == "zerosum" else free
         # cell = μ + sign(s)·τ^(1−λ)·z: s itself where signed (λ = 0; smooth through 0), exp((1−λ)·log τ) elsewhere
-        free = values["channel_sd_free"]
-        scale = xp.where(self.signed["channel_sd"], free, xp.exp((1 - self.lam) * free))
-        values["cell"] = values["condition_mean"][:, :, None] + scale[:, :, None] * values["channel_z"]
+        values["cell"] = (values["condition_mean"][:, :, None]
+                          + self.scale("channel_sd", values, xp)[:, :, None] * values["channel_z"])
+        if self.family_effects:
+            values["family"] = self.scale("family_sd", values, xp) * values["family_z_raw"]
+            values["family_channel"] = self.scale("family_channel_sd", values, xp) * values["family_channel_z_raw"]
         return values
+
+    def scale(self, spread: str, values: dict, xp=np):
+        """What multiplies the raw deviations of ``spread``: s where signed, σ^(1−λ) on the log scale."""
+        free = values[f"{spread}_free"]
+        return xp.where(self.signed[spread], free, xp.exp((1 - self.lam_of[spread]) * free))
+
+    def log_raw_sd(self, spread: str, values: dict):
+        """log σ^λ, the log standard deviation of the raw deviations (0 where signed: λ = 0 there)."""
+        return self.lam_of[spread] * values[f"{spread}_free"]
 
     def reported(self, point) -> dict[str, np.ndarray]:
         """The named draws of one point, as PyMC's model has them: spreads ≥ 0, deviations sign-matched."""
@@ -119,6 +132,9 @@ class Density:
             if deviation in values:
                 sign = np.sign(values[f"{spread}_signed"])
                 values[deviation] = sign.reshape(sign.shape + (1,) * (values[deviation].ndim - sign.ndim)) * values[deviation]
+        for spread, (raw, standardised) in STANDARDISED.items():
+            if raw in values:  # effect = spread · z: z = raw / σ^λ
+                values[standardised] = values[raw] * np.exp(-self.log_raw_sd(spread, values))
         return {name: np.asarray(values[name], dtype=np.float64, order="C") for name in self.dims}
 
 
@@ -127,21 +143,25 @@ def density(data: ModelData, *, family_effects: bool = True) -> Density:
     m, k, c = len(models), len(MODELLED_CONDITIONS), len(channels)
     counts = grid(data)
     lam = centredness(counts).astype(np.float32)
+    lam_of = {"channel_sd": lam}
     shapes = {"condition_mean": (m, k), "channel_sd": (m, k), "channel_z": (m, k, c), "p0_mean": (m,)}
     kinds = {"condition_mean": "real", "channel_sd": "spread", "channel_z": "zerosum", "p0_mean": "real"}
     signed = {"channel_sd": lam == 0}
     dims = {"condition_mean": ("model", "condition"), "channel_sd": ("model", "condition"),
             "channel_z": ("model", "condition", "channel"), "p0_mean": ("model",)}
     if family_effects:
-        shapes |= {"family_sd": (), "family_z": (len(families),), "family_channel_sd": (),
-                   "family_channel_z": (len(data.family_channels),)}
-        kinds |= {"family_sd": "spread", "family_z": "zerosum", "family_channel_sd": "spread", "family_channel_z": "real"}
-        # σ_f scales the family intercepts, which many answers inform: on the log scale
-        signed |= {"family_sd": np.array(False), "family_channel_sd": np.array(True)}
+        lam_family, lam_pairs = family_centredness(counts)
+        lam_of |= {"family_sd": np.float32(lam_family), "family_channel_sd": lam_pairs.astype(np.float32)}
+        shapes |= {"family_sd": (), "family_z_raw": (len(families),), "family_channel_sd": (),
+                   "family_channel_z_raw": (len(data.family_channels),)}
+        kinds |= {"family_sd": "spread", "family_z_raw": "zerosum", "family_channel_sd": "spread",
+                  "family_channel_z_raw": "real"}
+        # a spread is signed where its deviations are wholly non-centred (λ = 0)
+        signed |= {"family_sd": np.array(lam_family == 0), "family_channel_sd": np.array(not lam_pairs.any())}
         dims |= {"family_sd": (), "family_z": ("family",), "family_channel_sd": (),
                  "family_channel_z": ("family_channel",)}
     dims["cell"] = ("model", "condition", "channel")
-    return Density(data, counts, family_effects, lam, shapes, kinds, signed, coords(data), dims)
+    return Density(data, counts, family_effects, lam_of, shapes, kinds, signed, coords(data), dims)
 
 
 def log_density_function(model: Density, dtype=np.float32):
@@ -150,7 +170,6 @@ def log_density_function(model: Density, dtype=np.float32):
     import jax.numpy as jnp
 
     counts = model.counts
-    lam = model.lam.astype(dtype)
     successes, trials = jnp.asarray(counts.successes, dtype), jnp.asarray(counts.trials, dtype)
     p0_successes, p0_trials = jnp.asarray(counts.p0_successes, dtype), jnp.asarray(counts.p0_trials, dtype)
     pair_channel, pair_family = jnp.asarray(counts.pair_channel), jnp.asarray(counts.pair_family)
@@ -177,17 +196,21 @@ def log_density_function(model: Density, dtype=np.float32):
         lp += spread_prior(v, "channel_sd")
         # z ~ ZeroSumNormal(τ^λ) over channels: n − 1 degrees of freedom per model × condition;
         # log τ^λ = λ·free (0 where signed, since λ = 0 there)
-        log_sigma = lam * v["channel_sd_free"]
+        log_sigma = model.log_raw_sd("channel_sd", v)
         lp += (-0.5 * v["channel_z"] ** 2 * jnp.exp(-2 * log_sigma)[:, :, None]).sum()
         lp -= (n_channels - 1) * log_sigma.sum()
         eta = v["cell"][..., None]
         eta_p0 = jnp.broadcast_to(v["p0_mean"][:, None], p0_successes.shape)
         if model.family_effects:
             lp += spread_prior(v, "family_sd") + spread_prior(v, "family_channel_sd")
-            lp += normal(v["family_z"], 0.0, 1.0) + normal(v["family_channel_z"], 0.0, 1.0)
-            family = v["family_sd"] * v["family_z"]
+            # u ~ ZeroSumNormal(σ_f^λ) over families (n − 1 degrees of freedom), v_i ~ Normal(0, σ_fc^λ_i)
+            log_sigma_f = model.log_raw_sd("family_sd", v)
+            lp += -0.5 * (v["family_z_raw"] ** 2).sum() * jnp.exp(-2 * log_sigma_f) - (n_families - 1) * log_sigma_f
+            log_sigma_fc = model.log_raw_sd("family_channel_sd", v)
+            lp += (-0.5 * v["family_channel_z_raw"] ** 2 * jnp.exp(-2 * log_sigma_fc) - log_sigma_fc).sum()
+            family = v["family"]
             family_channel = jnp.zeros((n_channels, n_families), dtype).at[pair_channel, pair_family].set(
-                v["family_channel_sd_signed"] * v["family_channel_z"])
+                v["family_channel"])
             eta = eta + (family[None, :] + family_channel)[None, None]
             eta_p0 = eta_p0 + family[None, :]
         return lp + binomial(successes, trials, eta) + binomial(p0_successes, p0_trials, eta_p0)
@@ -224,7 +247,7 @@ def nutpie_model(data: ModelData, *, family_effects: bool = True):
         make_logp_fn=lambda: evaluate,
         make_expand_fn=lambda seed1, seed2, chain: model.reported,
         expanded_dtypes=[np.dtype("float64")] * len(model.dims),
-        expanded_shapes=[model.shapes.get(name, model.shapes["channel_z"]) for name in model.dims],  # cell: z's
+        expanded_shapes=[tuple(len(model.coords[dim]) for dim in dims) for dims in model.dims.values()],
         expanded_names=list(model.dims),
         coords=model.coords,
         dims=model.dims,

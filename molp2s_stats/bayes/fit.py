@@ -8,9 +8,13 @@ import sys
 import time
 import warnings
 
-import arviz as az
+from typing import Callable
 
-from . import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_TUNE, LOW_RANK, SAMPLERS, TARGET_ACCEPT
+import arviz as az
+import numpy as np
+
+from . import DEFAULT_BUDGET, DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_TUNE, LOW_RANK, SAMPLERS, TARGET_ACCEPT, health
+from . import predictive
 from .data import ModelData
 from .model import LOO_DRAWS, pointwise_log_likelihood
 from ..errors import UsageError
@@ -54,34 +58,131 @@ def sample(data: ModelData, *, draws: int, tune: int, chains: int, seed: int, sa
 
 def fit(data: ModelData, *, draws: int = DEFAULT_DRAWS, tune: int = DEFAULT_TUNE, chains: int = DEFAULT_CHAINS,
         seed: int = 0, sampler: str = "nutpie", target_accept: float = TARGET_ACCEPT, low_rank: bool = LOW_RANK,
-        loo: bool = False, progressbar: bool = False) -> az.InferenceData:
-    """Sample the model (and, with ``loo``, the same model without family effects).
+        loo: bool = False, progressbar: bool = False, budget: float = DEFAULT_BUDGET,
+        on_attempt: Callable[[dict], None] | None = None) -> az.InferenceData:
+    """Sample the model until it passes its health gate or the time ``budget`` (seconds) runs out.
 
-    LOO is asked for, not done by default: it samples a second model and computes the
-    pointwise log-likelihood of both. The report asks for it; ``molp2s fit --loo`` too.
+    The first attempt uses the settings given. When it misses the gate, what went wrong
+    decides the next (``next_attempt``): divergences discard the draws and sample again
+    with a smaller step (a higher target acceptance, a longer warm-up; last, nutpie's
+    low-rank mass matrix); too few effective draws or a high R-hat keep the draws and
+    add chains, as many as the ESS it got says are needed. An attempt starts only if
+    it is expected to end within the budget. ``on_attempt`` is called with each
+    attempt's row (``health.attempts`` has the columns).
 
-    The InferenceData carries in ``attrs`` the seed, the sampler settings, the wall
-    time of the model's fit (``seconds``, without the LOO refit), the cohort (the
-    (family, channel) pairs) and, with ``loo``, the LOO comparison against the model
-    without family effects.
+    With ``loo``, the same model without family effects is sampled too, for the LOO
+    comparison; it is not part of the budget.
+
+    The InferenceData carries in ``attrs`` the seed, the sampler settings of the first
+    attempt, the wall time of the model's fit (``seconds``, every attempt, without the
+    LOO refit), the attempts (JSON), the cohort (the (family, channel) pairs) and, with
+    ``loo``, the LOO comparison against the model without family effects.
     """
     started = time.perf_counter()
     options = {"draws": draws, "tune": tune, "chains": chains, "seed": seed, "sampler": sampler,
                "target_accept": target_accept, "low_rank": low_rank}
-    idata = sample(data, progressbar=progressbar, **options)
+    settings = {"chains": chains, "tune": tune, "target_accept": target_accept, "low_rank": low_rank}
+    kept, attempts, action = None, [], "first run"
+    while True:
+        number = len(attempts) + 1
+        attempt_seed = seed if number == 1 else int(np.random.SeedSequence([seed, number]).generate_state(1)[0])
+        attempt_started = time.perf_counter()
+        new = sample(data, draws=draws, seed=attempt_seed, sampler=sampler, progressbar=progressbar, **settings)
+        attempt_seconds = time.perf_counter() - attempt_started
+        diverged = int(new.sample_stats["diverging"].sum()) if "diverging" in new.sample_stats else 0
+        # divergent draws are never pooled: a fresh start is judged on its own
+        candidate = new if kept is None or diverged else pool_chains(kept, new)
+        row = health.gate(candidate)
+        attempts.append({"attempt": number, "action": action, "seed": attempt_seed, "chains": settings["chains"],
+                         "tune": settings["tune"], "draws_per_chain": draws,
+                         "target_accept": settings["target_accept"], "low_rank": bool(settings["low_rank"]),
+                         "seconds": attempt_seconds, "chains_kept": int(candidate.posterior.sizes["chain"]), **row})
+        if on_attempt is not None:
+            on_attempt(attempts[-1])
+        kept = candidate
+        if row["passed"]:
+            break
+        step = next_attempt(row, settings, chains_kept=int(candidate.posterior.sizes["chain"]), diverged=diverged,
+                            draws=draws)
+        if step is None:
+            break
+        action, next_settings, pool = step
+        # time per chain-step of this attempt, scaled to the next one (chains run in parallel, a few at a time)
+        per_step = attempt_seconds / (_rounds(settings["chains"]) * (settings["tune"] + draws))
+        expected = per_step * _rounds(next_settings["chains"]) * (next_settings["tune"] + draws)
+        if time.perf_counter() - started + expected > budget:
+            break
+        settings = next_settings
+        if not pool:
+            kept = None
     seconds = time.perf_counter() - started
+    idata = kept
     # NetCDF attributes hold no booleans: low_rank is saved as 0 or 1
-    attrs = {**options, "low_rank": int(low_rank), "seconds": seconds, "n_candidates": data.n_candidates,
-             "cohort": json.dumps(data.family_channels)}
+    attrs = {**options, "low_rank": int(low_rank), "seconds": seconds, "budget": budget,
+             "n_candidates": data.n_candidates, "cohort": json.dumps(data.family_channels),
+             "attempts": json.dumps(attempts)}
     if loo:
         # the model without family effects is sampled only for LOO, which reads LOO_DRAWS draws: no more
         # are drawn (it is small and mixes fast; on the default data 4 × 1,200 draws took 29 s)
         plain = sample(data, family_effects=False, progressbar=progressbar,
                        **{**options, "draws": min(draws, -(-LOO_DRAWS // chains))})
         attrs.update(_loo_comparison(pointwise_log_likelihood(idata, data), pointwise_log_likelihood(plain, data)))
-    idata = slim(idata)
+    idata = predictive.save_data(slim(idata), data)
     idata.posterior.attrs.update(attrs)
     return idata
+
+
+ESS_MARGIN = 1.25  # extensions aim at 1.25 × the gate's ESS: the ESS of new chains varies
+MAX_GROWTH = 8.0  # an extension at most multiplies the draws by this
+TARGET_ACCEPTS = (0.9, 0.95, 0.99)  # after divergences, in turn, each with a longer warm-up
+
+
+def _rounds(chains: int) -> int:
+    """How many chains' worth of wall time ``chains`` chains take on this machine's cores."""
+    return -(-chains // max(1, min(chains, os.cpu_count() or 1)))
+
+
+def next_attempt(row: dict, settings: dict, *, chains_kept: int, diverged: int, draws: int
+                 ) -> tuple[str, dict, bool] | None:
+    """What to do after an attempt that missed the gate: (action, settings, pool the draws?), or None.
+
+    Divergences mean the step size is too large for some region of the posterior: the
+    draws are discarded and sampling starts again with a higher target acceptance (a
+    smaller step) and a longer warm-up, and finally with the low-rank mass matrix,
+    which adapts to correlated parameters. Otherwise the chains are sound but too short
+    or too few: new chains are added, enough for ESS_MARGIN × the gate's ESS, estimated
+    from the slowest parameter's ESS per draw; a high R-hat alone doubles the chains.
+    """
+    if diverged:
+        higher = [t for t in TARGET_ACCEPTS if t > settings["target_accept"]]
+        if higher:
+            return (f"divergences: target acceptance {higher[0]}",
+                    {**settings, "target_accept": higher[0], "tune": max(settings["tune"], 2 * DEFAULT_TUNE * len(
+                        [t for t in TARGET_ACCEPTS if t <= higher[0]]))}, False)
+        if not settings["low_rank"]:
+            return "divergences: low-rank mass matrix", {**settings, "low_rank": True}, False
+        return None
+    ess = min(row["ess_bulk_min"], row["ess_tail_min"])
+    growth = ESS_MARGIN * health.ESS_MIN / ess if ess > 0 else MAX_GROWTH
+    if row["r_hat_max"] > health.R_HAT_MAX:
+        growth = max(growth, 2.0)
+    growth = min(max(growth, 1.0), MAX_GROWTH)
+    parallel = max(1, min(settings["chains"], os.cpu_count() or 1))
+    extra = -(-int(np.ceil(chains_kept * (growth - 1.0))) // parallel) * parallel
+    return f"more chains: {extra} (ESS {ess:.0f})", {**settings, "chains": max(extra, parallel)}, True
+
+
+def pool_chains(first: az.InferenceData, second: az.InferenceData) -> az.InferenceData:
+    """The chains of two runs of the same model and settings as one set of chains (renumbered)."""
+    import xarray as xr
+
+    groups = {}
+    for group in ("posterior", "sample_stats"):
+        a, b = first[group], second[group]
+        b = b.assign_coords(chain=b.chain + a.sizes["chain"])
+        common = [v for v in a.data_vars if v in b.data_vars]
+        groups[group] = xr.concat([a[common], b[common]], dim="chain")
+    return az.InferenceData(**groups)
 
 
 def slim(idata: az.InferenceData) -> az.InferenceData:

@@ -1,10 +1,14 @@
-"""The fit's health gate: R-hat, ESS, divergences, BFMI (ArviZ), and LOO from the fit's attrs."""
+"""The fit's health gate: R-hat, ESS (``convergence``), divergences, BFMI (ArviZ), and LOO from the fit's attrs."""
 
 from __future__ import annotations
+
+import json
 
 import arviz as az
 import numpy as np
 import polars as pl
+
+from . import convergence
 
 R_HAT_MAX = 1.01
 ESS_MIN = 400
@@ -16,30 +20,89 @@ DIAGNOSTICS_SCHEMA = {
     "ess_tail_min": pl.Float64, "divergences": pl.Int64,
     "bfmi_min": pl.Float64, "passed": pl.Boolean, "seconds": pl.Float64, "draws": pl.Int64,
     "draws_per_chain": pl.Int64, "chains": pl.Int64,
-    "seed": pl.Int64, "loo_elpd": pl.Float64, "loo_elpd_no_family": pl.Float64, "loo_difference": pl.Float64,
+    "seed": pl.Int64, "attempts": pl.Int64, "loo_elpd": pl.Float64, "loo_elpd_no_family": pl.Float64, "loo_difference": pl.Float64,
     "loo_difference_se": pl.Float64, "loo_pareto_k_max": pl.Float64,
 }
 
 
-def diagnostics(idata: az.InferenceData) -> pl.DataFrame:
-    """One row per fit; ``passed`` needs R-hat ≤ 1.01, bulk and tail ESS ≥ 400 and no divergence."""
-    names = [n for n in SAMPLED if n in idata.posterior]
-    summary = az.summary(idata, var_names=names, kind="diagnostics")
+def parameter_diagnostics(idata: az.InferenceData) -> pl.DataFrame:
+    """R-hat, bulk and tail ESS of every sampled parameter; one row per parameter (``name[label, …]``)."""
+    names, r_hat, bulk, tail = [], [], [], []
+    for name in (n for n in SAMPLED if n in idata.posterior):
+        values = idata.posterior[name]
+        x = np.asarray(values.values, dtype=float)
+        x = np.moveaxis(x.reshape(x.shape[0], x.shape[1], -1), 2, 0)  # (parameters, chains, draws)
+        r_hat.append(convergence.rhat(x))
+        bulk.append(convergence.ess_bulk(x))
+        tail.append(convergence.ess_tail(x))
+        dims = values.dims[2:]
+        if dims:
+            labels = [values.coords[d].values.astype(str) for d in dims]
+            names += [f"{name}[{', '.join(label[i] for label, i in zip(labels, at))}]"
+                      for at in np.ndindex(*values.shape[2:])]
+        else:
+            names.append(name)
+    return pl.DataFrame({"parameter": names, "r_hat": np.concatenate(r_hat), "ess_bulk": np.concatenate(bulk),
+                         "ess_tail": np.concatenate(tail)})
+
+
+def gate(idata: az.InferenceData) -> dict:
+    """The health gate's figures for a set of draws: max R-hat, min bulk and tail ESS, divergences, BFMI."""
+    table = parameter_diagnostics(idata)
+    r_hat, ess_bulk, ess_tail = (table[c].to_numpy() for c in ("r_hat", "ess_bulk", "ess_tail"))
     divergences = int(idata.sample_stats["diverging"].sum()) if "diverging" in idata.sample_stats else 0
     bfmi = az.bfmi(idata) if "energy" in idata.sample_stats else np.array([np.nan])
+    # NaN (a constant parameter: a single channel's zero-sum deviation) does not count, as in ArviZ's summary
+    row = {"r_hat_max": float(np.nanmax(r_hat)), "ess_bulk_min": float(np.nanmin(ess_bulk)),
+           "ess_bulk_min_parameter": table["parameter"][int(np.nanargmin(ess_bulk))],
+           "ess_tail_min": float(np.nanmin(ess_tail)), "divergences": divergences, "bfmi_min": float(np.min(bfmi))}
+    row["passed"] = (row["r_hat_max"] <= R_HAT_MAX and row["ess_bulk_min"] >= ESS_MIN
+                     and row["ess_tail_min"] >= ESS_MIN and divergences == 0)
+    return row
+
+
+def diagnostics(idata: az.InferenceData) -> pl.DataFrame:
+    """One row per fit; ``passed`` needs R-hat ≤ 1.01, bulk and tail ESS ≥ 400 and no divergence."""
     attrs = idata.posterior.attrs
-    r_hat, ess_bulk, ess_tail = float(summary["r_hat"].max()), float(summary["ess_bulk"].min()), float(summary["ess_tail"].min())
-    passed = r_hat <= R_HAT_MAX and ess_bulk >= ESS_MIN and ess_tail >= ESS_MIN and divergences == 0
-    row = {"r_hat_max": r_hat, "ess_bulk_min": ess_bulk, "ess_bulk_min_parameter": str(summary["ess_bulk"].idxmin()),
-           "ess_tail_min": ess_tail, "divergences": divergences,
-           "bfmi_min": float(np.min(bfmi)), "passed": passed, "seconds": float(attrs.get("seconds", np.nan)),
-           # draws in all, as everywhere; per chain beside it
-           "draws": int(idata.posterior.sizes["draw"] * idata.posterior.sizes["chain"]),
-           "draws_per_chain": int(idata.posterior.sizes["draw"]), "chains": int(idata.posterior.sizes["chain"]),
-           "seed": int(attrs.get("seed", 0))}
+    row = gate(idata) | {
+        "seconds": float(attrs.get("seconds", np.nan)),
+        # draws in all, as everywhere; per chain beside it
+        "draws": int(idata.posterior.sizes["draw"] * idata.posterior.sizes["chain"]),
+        "draws_per_chain": int(idata.posterior.sizes["draw"]), "chains": int(idata.posterior.sizes["chain"]),
+        "seed": int(attrs.get("seed", 0)), "attempts": len(json.loads(attrs.get("attempts", "[0]")))}
     for key in ("loo_elpd", "loo_elpd_no_family", "loo_difference", "loo_difference_se", "loo_pareto_k_max"):
         row[key] = float(attrs[key]) if key in attrs else None
     return pl.DataFrame([row], schema=DIAGNOSTICS_SCHEMA)
+
+
+def attempts(idata: az.InferenceData) -> pl.DataFrame:
+    """Every sampling attempt of a fit, in order: one row per attempt, its settings and the gate after it.
+
+    The gate's figures of a row are those of the draws the fit kept after that attempt
+    (an extension's chains pooled with the earlier ones); the last row is the fit as saved.
+    A fit saved before attempts were recorded has one row, its own.
+    """
+    attrs = idata.posterior.attrs
+    if "attempts" in attrs:
+        rows = json.loads(attrs["attempts"])
+    else:
+        final = diagnostics(idata).row(0, named=True)
+        rows = [{"attempt": 1, "action": "first run", "seed": final["seed"],
+                 "chains": final["chains"], "tune": int(attrs.get("tune", 0)), "draws_per_chain": final["draws_per_chain"],
+                 "target_accept": float(attrs.get("target_accept", np.nan)), "low_rank": bool(attrs.get("low_rank", 0)),
+                 "seconds": final["seconds"], "chains_kept": final["chains"],
+                 **{k: final[k] for k in GATE_COLUMNS}}]
+    return pl.DataFrame(rows, schema=ATTEMPT_SCHEMA).with_columns(
+        (pl.col("attempt") == len(rows)).alias("final"))
+
+
+GATE_COLUMNS = ("r_hat_max", "ess_bulk_min", "ess_bulk_min_parameter", "ess_tail_min", "divergences", "bfmi_min",
+                "passed")
+ATTEMPT_SCHEMA = {
+    "attempt": pl.Int64, "action": pl.String, "seed": pl.Int64, "chains": pl.Int64, "tune": pl.Int64,
+    "draws_per_chain": pl.Int64, "target_accept": pl.Float64, "low_rank": pl.Boolean, "seconds": pl.Float64,
+    "chains_kept": pl.Int64, **{k: DIAGNOSTICS_SCHEMA[k] for k in GATE_COLUMNS},
+}
 
 
 def failure_message(row: dict) -> str | None:

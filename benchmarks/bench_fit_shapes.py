@@ -1,0 +1,123 @@
+#!/usr/bin/env python
+"""Benchmark: does `molp2s fit`, with no options, pass its health gate on every study shape?
+
+Each shape (``SHAPES``) is simulated by ``bayes.synthetic`` (a logistic model with
+family and family × channel effects whose assumptions are not the fitted model's
+priors), one dataset per seed, and fitted with the fit's defaults, sampler seed = data
+seed. Printed per fit: pass or fail, attempts, wall time, the slowest parameter, the
+diagnostics, and the share of the model × channel reliance and cf-accuracy cells
+whose 90% HDI covers the truth. Per shape: the pass rate, median and maximum time.
+
+    .venv/bin/python benchmarks/bench_fit_shapes.py [--seeds 10] [--first-seed 1]
+        [--shapes paper,small,...] [--budget SECONDS] [--out results.csv]
+
+Each fit's row is appended to ``--out`` as it finishes (a CSV), and fits already there
+are skipped, so an interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from molp2s_stats.bayes import fit as bayes_fit
+from molp2s_stats.bayes import health, posterior
+from molp2s_stats.bayes.synthetic import Shape, simulate_cells
+
+SHAPES = {
+    shape.name: shape for shape in (
+        # the issue's shapes
+        Shape("paper", models=7, channels=12, families=136),
+        Shape("five-by-four", models=5, channels=4, families=136),
+        Shape("small-study", models=3, channels=2, families=40),
+        Shape("extremes", models=4, channels=4, families=136, family_sd=1.5, family_channel_sd=0.0,
+              at_ceiling=1, at_chance=1),
+        Shape("three-samples", models=4, channels=4, families=136, samples=3),
+        Shape("unbalanced", models=4, channels=3, families=200, families_per_channel=(200, 60, 30)),
+        # and what else users bring
+        Shape("one-model", models=1, channels=3, families=100),
+        Shape("many-models", models=20, channels=3, families=80),
+        Shape("fifteen-channels", models=3, channels=15, families=60, family_channel_sd=0.6),
+        Shape("large-family-channel", models=5, channels=4, families=136, family_channel_sd=1.2),
+        Shape("no-family-spread", models=4, channels=4, families=136, family_sd=0.0, family_channel_sd=0.0,
+              channel_sd=0.0),
+        Shape("four-hundred", models=3, channels=2, families=400),
+    )
+}
+COLUMNS = ("shape", "seed", "passed", "attempts", "seconds", "r_hat_max", "ess_bulk_min", "ess_tail_min",
+           "divergences", "ess_bulk_min_parameter", "draws_per_chain", "covered_reliance", "covered_responsiveness")
+
+
+def fit_one(shape: Shape, seed: int, budget: float) -> dict:
+    data, truth = simulate_cells(shape, seed)
+    started = time.perf_counter()
+    idata = bayes_fit.fit(data, seed=seed, budget=budget)
+    seconds = time.perf_counter() - started
+    row = health.diagnostics(idata).row(0, named=True)
+    covered = {}
+    for metric in ("reliance", "responsiveness"):
+        known = truth.filter(pl.col("metric") == metric).rename({"metric": "quantity", "truth": "value"})
+        check = posterior.truth_check(idata, known.with_columns(pl.col("value") * 100).select(
+            "model", "channel", "quantity", "value"), metric=metric, hdi_prob=0.9)
+        covered[metric] = float(check["covered"].mean())
+    return {"shape": shape.name, "seed": seed, "passed": bool(row["passed"]),
+            "attempts": int(row.get("attempts") or 1), "seconds": seconds, "r_hat_max": row["r_hat_max"],
+            "ess_bulk_min": row["ess_bulk_min"], "ess_tail_min": row["ess_tail_min"],
+            "divergences": row["divergences"], "ess_bulk_min_parameter": row["ess_bulk_min_parameter"],
+            "draws_per_chain": row["draws_per_chain"], "covered_reliance": covered["reliance"],
+            "covered_responsiveness": covered["responsiveness"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--first-seed", type=int, default=1)
+    parser.add_argument("--shapes", default=",".join(SHAPES))
+    parser.add_argument("--budget", type=float, default=bayes_fit.DEFAULT_BUDGET)
+    parser.add_argument("--out", type=Path, default=None, help="CSV of every fit (appended; resumes)")
+    args = parser.parse_args()
+    names = args.shapes.split(",")
+    unknown = [n for n in names if n not in SHAPES]
+    if unknown:
+        sys.exit(f"unknown shape(s) {', '.join(unknown)}; choose from {', '.join(SHAPES)}")
+    done = pl.read_csv(args.out) if args.out and args.out.exists() else pl.DataFrame(
+        schema={"shape": pl.String, "seed": pl.Int64})
+    finished = set(done.select("shape", "seed").iter_rows())
+    rows = done.to_dicts()
+    for name in names:
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            if (name, seed) in finished:
+                continue
+            row = fit_one(SHAPES[name], seed, args.budget)
+            rows.append(row)
+            print(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()),
+                  flush=True)
+            if args.out:
+                frame = pl.DataFrame([row])
+                with args.out.open("a") as handle:
+                    frame.write_csv(handle, include_header=handle.tell() == 0)
+    table = pl.DataFrame(rows).filter(pl.col("shape").is_in(names))
+    print(f"\n{'shape':<22} {'fits':>4} {'passed':>7} {'first try':>9} {'median s':>9} {'max s':>7} "
+          f"{'cover rel':>9} {'cover cf':>8}  slowest parameter (most often)")
+    for name in names:
+        part = table.filter(pl.col("shape") == name)
+        if part.height == 0:
+            continue
+        slowest = part["ess_bulk_min_parameter"].mode().to_list()[0]
+        print(f"{name:<22} {part.height:>4} {part['passed'].mean():>7.0%} "
+              f"{(part['passed'] & (part['attempts'] == 1)).mean():>9.0%} {statistics.median(part['seconds']):>9.1f} "
+              f"{part['seconds'].max():>7.1f} {part['covered_reliance'].mean():>9.0%} "
+              f"{part['covered_responsiveness'].mean():>8.0%}  {slowest}")
+    print(f"\nall shapes: {table['passed'].mean():.1%} of {table.height} fits passed the gate; "
+          f"90% HDIs covered the truth in {np.mean(table['covered_reliance']):.0%} (reliance) and "
+          f"{np.mean(table['covered_responsiveness']):.0%} (cf accuracy) of cells")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""Rank-normalised split R-hat and bulk/tail ESS (Vehtari et al. 2021), vectorised over parameters.
+
+ArviZ's ``rhat`` and ``ess`` compute the same quantities one parameter at a time in a
+Python loop: 13 s for the ~4,000 parameters of the default fit, run after every
+attempt of a fit and on every report page. These kernels do all parameters of a
+variable at once in numpy (same definitions, tested against ArviZ to 1e-8 in
+tests/test_bayes_convergence.py), so the whole check takes well under a second.
+
+Every array here is ``(parameters, chains, draws)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+from scipy.fft import next_fast_len
+
+TAIL_PROBS = (0.05, 0.95)
+
+
+def split_chains(x: np.ndarray) -> np.ndarray:
+    """Each chain cut into its first and last half (the middle draw of an odd chain is dropped)."""
+    half = x.shape[2] // 2
+    return np.concatenate([x[:, :, :half], x[:, :, x.shape[2] - half:]], axis=1)
+
+
+def z_scale(x: np.ndarray) -> np.ndarray:
+    """Normal scores of each parameter's pooled ranks (Blom's offset 3/8)."""
+    flat = x.reshape(x.shape[0], -1)
+    ranks = stats.rankdata(flat, method="average", axis=1)
+    return stats.norm.ppf((ranks - 0.375) / (flat.shape[1] + 0.25)).reshape(x.shape)
+
+
+def _rhat_basic(x: np.ndarray) -> np.ndarray:
+    n = x.shape[2]
+    between = n * x.mean(axis=2).var(axis=1, ddof=1)
+    within = x.var(axis=2, ddof=1).mean(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.sqrt((between / within + n - 1) / n)
+
+
+def rhat(x: np.ndarray) -> np.ndarray:
+    """Rank-normalised split R-hat: the larger of the bulk and the folded (tail) statistic."""
+    split = split_chains(x)
+    folded = np.abs(split - np.median(split.reshape(split.shape[0], -1), axis=1)[:, None, None])
+    return np.fmax(_rhat_basic(z_scale(split)), _rhat_basic(z_scale(folded)))
+
+
+def _autocovariance(x: np.ndarray) -> np.ndarray:
+    n = x.shape[2]
+    centred = x - x.mean(axis=2, keepdims=True)
+    size = next_fast_len(2 * n)
+    spectrum = np.fft.rfft(centred, n=size, axis=2)
+    return np.fft.irfft(spectrum * np.conjugate(spectrum), n=size, axis=2)[:, :, :n] / n
+
+
+def ess(x: np.ndarray) -> np.ndarray:
+    """Effective sample size of each parameter's chains: Geyer's initial monotone sequence.
+
+    The autocorrelations are paired (lags 2j, 2j + 1); the sum is cut at the first pair
+    whose sum is not positive, the pair sums are made non-increasing (running minimum),
+    and the even lag of the cutting pair is added when positive, as ArviZ does.
+    """
+    parameters, chains, n = x.shape
+    total = chains * n
+    acov = _autocovariance(x)
+    mean_var = acov[:, :, 0].mean(axis=1) * n / (n - 1.0)
+    var_plus = mean_var * (n - 1.0) / n
+    if chains > 1:
+        var_plus = var_plus + x.mean(axis=2).var(axis=1, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = 1.0 - (mean_var[:, None] - acov.mean(axis=1)) / var_plus[:, None]
+    rho[:, 0] = 1.0
+    pairs = 1 + len(range(1, n - 3, 2))  # pair 0 and those ArviZ's loop reaches (t = 1, 3, … < n − 3)
+    sums = rho[:, 0:2 * pairs:2] + rho[:, 1:2 * pairs:2]
+    non_positive = sums[:, 1:] <= 0
+    cut = non_positive.any(axis=1)
+    k = np.where(cut, non_positive.argmax(axis=1) + 1, pairs - 1)  # pairs 0 … k − 1 are summed
+    running = np.concatenate([np.zeros((parameters, 1)), np.cumsum(np.minimum.accumulate(sums, axis=1), axis=1)],
+                             axis=1)
+    even = rho[np.arange(parameters), 2 * k]
+    tau = -1.0 + 2.0 * running[np.arange(parameters), k] + np.where(cut, np.maximum(even, 0.0), even)
+    tau = np.where(sums[:, 0] <= 0, 0.0, tau)  # an antithetic first pair: ArviZ's floor below applies
+    tau = np.maximum(tau, 1.0 / np.log10(total))
+    out = total / tau
+    out[np.isnan(rho).any(axis=1)] = np.nan
+    constant = np.ptp(x.reshape(parameters, -1), axis=1) < np.finfo(float).resolution
+    out[constant] = x[0].size
+    return out
+
+
+def ess_bulk(x: np.ndarray) -> np.ndarray:
+    return ess(z_scale(split_chains(x)))
+
+
+def ess_tail(x: np.ndarray) -> np.ndarray:
+    """The smaller ESS of the indicators of the 5% and 95% quantiles (quantiles of the unsplit draws)."""
+    flat = x.reshape(x.shape[0], -1)
+    split = split_chains(x)
+    out = []
+    for prob in TAIL_PROBS:
+        quantile = np.quantile(flat, prob, axis=1)
+        out.append(ess((split <= quantile[:, None, None]).astype(float)))
+    return np.fmin(*out)

@@ -70,7 +70,7 @@ def whole_process(root: Path, args: argparse.Namespace, truth: pl.DataFrame) -> 
     runs = args.process
     command = [str(Path(sys.executable).with_name("molp2s")), "fit", "--db", str(root / "db.duckdb"),
                "--allow-unconverged", "--draws", str(args.draws),
-               "--tune", str(args.tune), "--chains", str(args.chains)]
+               "--tune", str(args.tune), "--chains", str(args.chains), "--budget", str(args.budget)]
     print(f"\nwhole process: {' '.join(command[1:])} --seed N", flush=True)
     walls = []
     for seed in range(1, runs + 1):
@@ -85,7 +85,7 @@ def whole_process(root: Path, args: argparse.Namespace, truth: pl.DataFrame) -> 
         check = posterior.truth_check(idata, truth)
         print(f"  seed {seed}: {walls[-1]:5.1f} s  r_hat {row['r_hat_max']:.3f}  bulk {row['ess_bulk_min']:.0f}  "
               f"tail {row['ess_tail_min']:.0f}  divergences {row['divergences']}  passed {row['passed']}  "
-              f"cover90 {float(check['covered'].mean()):.2f}", flush=True)
+              f"attempts {row['attempts']}  cover90 {float(check['covered'].mean()):.2f}", flush=True)
     print(f"  median {statistics.median(walls):.1f} s (target <= 60 s): "
           f"{'ok' if statistics.median(walls) <= 60 else 'FAIL'}", flush=True)
 
@@ -101,6 +101,8 @@ def main() -> None:
     parser.add_argument("--target-accept", type=float, default=bayes.TARGET_ACCEPT)
     parser.add_argument("--families", type=int, default=136, help="families (the paper: 136)")
     parser.add_argument("--models", type=int, default=7, help="simulated models (the paper: 7)")
+    parser.add_argument("--budget", type=float, default=bayes.DEFAULT_BUDGET,
+                        help="the whole process's --budget (the samplers side by side make one attempt each)")
     parser.add_argument("--process", type=int, default=0, metavar="N",
                         help="then run the whole `molp2s fit` process N times (default 0: not)")
     args = parser.parse_args()
@@ -122,7 +124,7 @@ def run_samplers(args: argparse.Namespace, data: bayes_data.ModelData, truth: pl
         sampler, low_rank = SAMPLER_SETTINGS[name]
         started = time.perf_counter()
         idata = bayes_fit.fit(data, draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed,
-                              sampler=sampler, low_rank=low_rank, loo=False,
+                              sampler=sampler, low_rank=low_rank, loo=False, budget=0,
                               target_accept=args.target_accept if sampler == "nutpie" else PYMC_TARGET_ACCEPT)
         wall = time.perf_counter() - started
         row = health.diagnostics(idata).row(0, named=True)

@@ -23,7 +23,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 from molp2s_stats.bayes import fit as bayes_fit
@@ -115,8 +114,8 @@ def main() -> None:
               f"{part['seconds'].max():>7.1f} {part['covered_reliance'].mean():>9.0%} "
               f"{part['covered_responsiveness'].mean():>8.0%}  {slowest}")
     print(f"\nall shapes: {table['passed'].mean():.1%} of {table.height} fits passed the gate; "
-          f"90% HDIs covered the truth in {np.mean(table['covered_reliance']):.0%} (reliance) and "
-          f"{np.mean(table['covered_responsiveness']):.0%} (cf accuracy) of cells")
+          f"90% HDIs covered the truth in {table['covered_reliance'].mean():.0%} (reliance) and "
+          f"{table['covered_responsiveness'].mean():.0%} (cf accuracy) of cells")
 
 
 if __name__ == "__main__":

@@ -491,8 +491,15 @@ def fit_command(
     loo: Annotated[bool, typer.Option("--loo/--no-loo", help="Also fit the model without family effects and compare by LOO (about doubles the time).")] = False,
     allow_unconverged: Annotated[bool, typer.Option("--allow-unconverged", help="Exit 0 even when the health gate fails.")] = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sampler; saved with the fit.")] = 0,
+    target_accept: Annotated[float, typer.Option("--target-accept", help="NUTS target acceptance of the first attempt (higher: smaller steps, fewer divergences, slower).")] = bayes.TARGET_ACCEPT,
+    budget: Annotated[float, typer.Option("--budget", help="Seconds the fit may take: a first run that misses the health gate is extended (more chains) or run again (smaller steps) while the next attempt is expected to end within this.")] = bayes.DEFAULT_BUDGET,
 ) -> None:
     """Fit the hierarchical model of per-channel reliance (with family random effects) and save it.
+
+    A run that misses the health gate is not the end: too few effective draws add
+    chains, sized from the ESS it got; divergences start again with smaller steps.
+    Every attempt is printed, saved in the fit and shown by `molp2s posterior FIT
+    --what diagnostics`.
 
     Example: molp2s fit --db runs.duckdb --channel ir --channel raman --seed 1 --out fit.nc
     """
@@ -508,7 +515,9 @@ def fit_command(
                f"{len(data.channels)} channels, {len(data.families)} families ({chains} chains × {tune} + {draws})",
                err=True)
     idata = bayes_fit.fit(data, draws=draws, tune=tune, chains=chains, seed=seed, sampler=sampler, loo=loo,
-                          low_rank=low_rank, progressbar=bayes_fit.show_progress())
+                          low_rank=low_rank, progressbar=bayes_fit.show_progress(), budget=budget,
+                          target_accept=target_accept,
+                          on_attempt=lambda row: typer.echo(health.attempt_line(row), err=True))
     idata.to_netcdf(str(out))
     row = health.diagnostics(idata)
     emit(row, Format.table, None, title=f"Fit health ({out})")
@@ -522,17 +531,19 @@ def fit_command(
 @command("posterior")
 def posterior_command(
     fit_file: Annotated[Path, typer.Argument(help="A fit saved by `molp2s fit`.")],
-    what: Annotated[str, typer.Option("--what", help="reliance | responsiveness | contrasts | ranks | diagnostics.")] = "reliance",
+    what: Annotated[str, typer.Option("--what", help="reliance | responsiveness | contrasts | ranks | diagnostics (every sampling attempt, the fit as saved last) | predictive (posterior predictive checks) | prior (prior predictive checks).")] = "reliance",
     fmt: FormatOption = None,
     out: OutOption = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="With --what predictive or prior: also draw the checks (observed against the predictive interval) to this .svg, .png or .html file.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the predictive replicates (--what predictive or prior).")] = 0,
 ) -> None:
     """Posterior quantities of a saved fit as tidy frames (94% HDIs; every output says if the fit failed its gate).
 
-    Example: molp2s posterior fit.nc --what contrasts --format csv
+    Example: molp2s posterior fit.nc --what predictive --plot checks.svg
     """
     import arviz as az
 
-    from .bayes import health, posterior
+    from .bayes import health, posterior, predictive
 
     if not fit_file.exists():
         raise UsageError(f"{fit_file}: no such fit file")
@@ -543,17 +554,29 @@ def posterior_command(
         "responsiveness": lambda: posterior.quantities(idata, "responsiveness"),
         "contrasts": lambda: posterior.contrasts(idata, "reliance"),
         "ranks": lambda: posterior.ranks(idata, "reliance"),
-        "diagnostics": lambda: row,
+        "diagnostics": lambda: health.attempts(idata),
+        "predictive": lambda: predictive.posterior_predictive(idata, seed=seed),
+        "prior": lambda: predictive.prior_predictive(predictive.Cells.from_fit(idata), seed=seed),
     }
     if what not in producers:
         raise UsageError(f"--what must be one of {', '.join(producers)}")
+    if plot is not None and what not in ("predictive", "prior"):
+        raise UsageError("--plot draws the predictive checks: use it with --what predictive or --what prior")
     result = producers[what]()
+    if what in ("predictive", "prior"):
+        if plot is not None:
+            from .report import charts
+
+            charts.save(charts.predictive_checks(result), plot)
+            typer.echo(f"wrote {plot}", err=True)
+        typer.echo(predictive.summary_sentence(result), err=True)
     if what != "diagnostics":
         result = result.with_columns(pl.lit(bool(row["passed"][0])).alias("fit_passed"))
     emit(result, fmt, out, title=f"Posterior {what} ({fit_file})")
     message = health.failure_message(row.row(0, named=True))
     if message:
         typer.secho(message, err=True, fg="red", bold=True)
+
 
 
 @command("report")

@@ -49,8 +49,9 @@ def definition(metric: str) -> str:
 COLUMNS: dict[str, str] = {
     # keys
     "model": "model identifier, as in the response files",
-    "channel": "property channel (or bundle) whose cohort the row is computed on",
-    "condition": "task condition: none (P0), source, shuffled or cf",
+    "channel": "property channel (or bundle) whose cohort the row is computed on (model checks: none for P0, "
+               "all for every channel)",
+    "condition": "task condition: none (P0), source, shuffled or cf (model checks: all for every condition)",
     "model_a": "first model of a pair",
     "model_b": "second model of a pair",
     "from": "input channel compared from (X in X → Y)",
@@ -64,7 +65,8 @@ COLUMNS: dict[str, str] = {
     "n": "families that enter the estimate (its resampling units)",
     "method": "how the interval was made, e.g. family_bootstrap_percentile; 'point' when no interval",
     "draws": "random draws behind the figure, in all: bootstrap replicates (0 when no interval), family "
-             "subsets (stability), or posterior draws over every chain (the hierarchical model)",
+             "subsets (stability), posterior draws over every chain (the hierarchical model), or predictive replicates "
+             "(model checks)",
     "draws_per_chain": "posterior draws per chain, after tuning",
     "draws_undefined": "replicates left out of the interval because the statistic was undefined in them",
     "seed": "seed of the random stream; rerunning with it gives the same interval",
@@ -133,9 +135,27 @@ COLUMNS: dict[str, str] = {
     "ess_tail_min": "smallest tail effective sample size",
     "divergences": "divergent transitions after tuning",
     "bfmi_min": "smallest Bayesian fraction of missing information over the chains",
-    "passed": "R-hat <= 1.01, bulk and tail ESS >= 400 and no divergence",
-    "seconds": "wall time of the fit",
-    "chains": "Markov chains",
+    "passed": "R-hat <= 1.01, bulk and tail ESS >= 400 and no divergence (in the attempts table: of the draws kept "
+              "after that attempt)",
+    "seconds": "wall time of the fit, every attempt (in the attempts table: of that attempt)",
+    "chains": "Markov chains (in the attempts table: sampled in that attempt)",
+    "attempts": "sampling attempts the fit made (a first run, then extensions or restarts while the gate failed)",
+    "attempt": "the attempt's number, 1 first",
+    "action": "what the attempt did: first run; more chains (too few effective draws or a high R-hat); "
+              "a higher target acceptance or the low-rank mass matrix (divergences)",
+    "tune": "warm-up (tuning) steps per chain",
+    "target_accept": "NUTS target acceptance: higher means smaller steps",
+    "low_rank": "whether nutpie's low-rank mass matrix was used",
+    "chains_kept": "chains the fit holds after the attempt (an extension pools its chains with the earlier ones)",
+    "final": "whether this attempt's draws are the fit as saved",
+    # model checks (posterior FIT --what predictive / prior)
+    "statistic": "the statistic checked: accuracy (share right, %) or family_spread (standard deviation across "
+                 "cohort families of each family's share right, pp)",
+    "observed": "the statistic on the observed answers",
+    "predicted": "its mean over the predictive replicates (answers drawn from the model)",
+    "p_value": "predictive p-value: the share of replicates whose statistic is at least the observed one "
+               "(near 0 or 1: the model does not reproduce it)",
+    "outside": "whether the observed value lies outside the replicates' central interval",
     "loo_elpd": "expected log predictive density (PSIS-LOO) of the model",
     "loo_elpd_no_family": "the same for the model without family effects",
     "loo_difference": "loo_elpd minus loo_elpd_no_family (positive favours family effects)",

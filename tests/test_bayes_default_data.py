@@ -37,7 +37,7 @@ def both(tmp_path_factory):
     con = store.connect(tmp_path_factory.mktemp("default") / "data.duckdb")
     load(con, benchmark=DATA / "benchmark", responses=sorted((DATA / "responses").glob("*.parquet")))
     idata = bayes_fit.fit(bayes_data.read_model_data(con, channels=CHANNELS), draws=300, tune=300, chains=2,
-                          seed=1, loo=False)
+                          seed=1, loo=False, budget=0)
     bayes = posterior.quantities(idata, "reliance")
     boot = metrics_from_db(con, metrics=("reliance_margin",), channels=CHANNELS, draws=1000, seed=1)
     con.close()

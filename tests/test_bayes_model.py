@@ -70,7 +70,7 @@ def small_fit(tmp_path_factory):
     con = store.connect(db, read_only=True)
     data = bayes_data.read_model_data(con)
     con.close()
-    idata = bayes_fit.fit(data, draws=250, tune=250, chains=2, seed=3, loo=True)
+    idata = bayes_fit.fit(data, draws=250, tune=250, chains=2, seed=3, loo=True, budget=0)  # one attempt: made to miss the gate
     path = root / "fit.nc"
     idata.to_netcdf(str(path))
     return idata, truth, path, db
@@ -138,7 +138,7 @@ def test_fit_and_posterior_commands(small_fit, tmp_path):
         result = runner.invoke(app, ["posterior", str(path), "--what", what, "--format", "csv"])
         assert result.exit_code == 0, (what, result.output)
         check_columns(pl.read_csv(result.stdout.encode()).columns)
-    result = runner.invoke(app, ["fit", "--db", str(db), "--draws", "50", "--tune", "50", "--chains", "2",
+    result = runner.invoke(app, ["fit", "--db", str(db), "--draws", "50", "--tune", "50", "--chains", "2", "--budget", "0",
                                  "--no-loo", "--out", str(tmp_path / "quick.nc")])
     assert result.exit_code == 3  # unconverged: non-zero unless --allow-unconverged
     assert (tmp_path / "quick.nc").exists()
@@ -158,11 +158,11 @@ def test_centredness_follows_spread_against_noise():
     # Channels far apart with 1,000 answers each: spread ≫ noise, nearly centred.
     assert bayes_model.centredness(_grid([100, 500, 900], [1000, 1000, 1000]))[0, 0] > 0.99
     # By hand for 2 channels, 20/40 and 36/40: shares (20.5/41, 36.5/41) = (0.5, 0.8902);
-    # logits (0, 2.0932), sample variance 2.1908; noise 1/(41·p(1−p)) = 0.0976, 0.2496,
-    # mean 0.1736; the ratio 12.62 exceeds χ²₁'s 99th percentile 6.635, so spread
-    # 2.1908 − 0.1736 = 2.0172; λ = 2.0172 / 2.1908 = 0.921.
-    assert bayes_model.centredness(_grid([20, 36], [40, 40]))[0, 0] == pytest.approx(0.921, abs=0.001)
-    # 20/40 and 30/40: logits (0, 1.0664), variance 0.5686, mean noise 0.1128: ratio 5.04 < 6.635,
+    # logits (0, 2.0932), sample variance V = 2.1908; noise 1/(41·p(1−p)) = 0.0976, 0.2496,
+    # mean s² = 0.1736; the spread at its lower 99% bound is V·1/χ²₁(0.99) − s² =
+    # 2.1908 / 6.6349 − 0.1736 = 0.1566, so λ = 0.1566 / (0.1566 + 0.1736) = 0.474.
+    assert bayes_model.centredness(_grid([20, 36], [40, 40]))[0, 0] == pytest.approx(0.474, abs=0.001)
+    # 20/40 and 30/40: logits (0, 1.0664), V = 0.5686, s² = 0.1128: 0.5686 / 6.6349 = 0.0857 < s²,
     # not counted (a spread that a 1-degree-of-freedom variance shows this weakly is often none at all).
     assert bayes_model.centredness(_grid([20, 30], [40, 40]))[0, 0] == 0.0
     # One channel with answers: nothing to pool, λ = 0.

@@ -35,7 +35,7 @@ def test_reliance_is_recovered(tmp_path):
     con = store.connect(db, read_only=True)
     data = bayes_data.read_model_data(con)
     con.close()
-    idata = bayes_fit.fit(data, draws=300, tune=300, chains=2, seed=2, loo=False)
+    idata = bayes_fit.fit(data, draws=300, tune=300, chains=2, seed=2, loo=False, budget=0)
     check = posterior.truth_check(idata, truth, hdi_prob=0.9)
     covered, means, truths = check["covered"].to_list(), check["estimate"].to_list(), check["truth"].to_list()
     assert len(covered) == 12

@@ -20,7 +20,11 @@ TINY = {
     "bench_startup.py": (["--repeats", "1"], "molp2s --help"),
     "bench_report.py": (["--repeats", "1", "--target", "setup"], "median"),
     "bench_bayes.py": (["--families", "10", "--models", "2", "--chains", "2", "--tune", "30", "--draws", "30",
-                        "--samplers", "nutpie", "--process", "1"], "whole process"),
+                        "--samplers", "nutpie", "--process", "1", "--budget", "0"], "whole process"),
+    "bench_fit_shapes.py": (["--seeds", "1", "--shapes", "small-study", "--budget", "0", "--out", "{tmp}/shapes.csv"],
+                            "all shapes"),
+    "bench_sbc.py": (["--replicates", "2", "--draws", "60", "--out", "{tmp}/ranks.csv", "--figure", "{tmp}/ranks.svg"],
+                     "family_channel_sd"),
 }
 
 
@@ -29,8 +33,9 @@ def test_every_script_is_covered():
 
 
 @pytest.mark.parametrize("script", sorted(TINY))
-def test_script_runs_on_a_tiny_size(script):
+def test_script_runs_on_a_tiny_size(script, tmp_path):
     arguments, expected = TINY[script]
+    arguments = [a.format(tmp=tmp_path) for a in arguments]
     run = subprocess.run([sys.executable, str(BENCHMARKS / script), *arguments], capture_output=True, text=True,
                          timeout=600)
     # a figure that misses its target exits 1: only a crash fails here

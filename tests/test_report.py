@@ -135,7 +135,8 @@ def site(tmp_path_factory):
     models = simulate.DEFAULT_MODELS[:3]
     db, _ = write_simulated(root, families=40, channels=("dipole_norm", "ir"), models=models, seed=4)
     con = store.connect(db, read_only=True)
-    idata = bayes_fit.fit(bayes_data.read_model_data(con), draws=100, tune=100, chains=2, seed=1, loo=False)
+    idata = bayes_fit.fit(bayes_data.read_model_data(con), draws=100, tune=100, chains=2, seed=1, loo=False,
+                          budget=0)
     con.close()
     fit_file = root / "fit.nc"
     idata.to_netcdf(str(fit_file))

@@ -81,20 +81,20 @@ def fit(data: ModelData, *, draws: int = DEFAULT_DRAWS, tune: int = DEFAULT_TUNE
     started = time.perf_counter()
     options = {"draws": draws, "tune": tune, "chains": chains, "seed": seed, "sampler": sampler,
                "target_accept": target_accept, "low_rank": low_rank}
-    settings = {"chains": chains, "tune": tune, "target_accept": target_accept, "low_rank": low_rank}
+    settings = {"chains": chains, "tune": tune, "draws": draws, "target_accept": target_accept, "low_rank": low_rank}
     kept, attempts, action = None, [], "first run"
     while True:
         number = len(attempts) + 1
         attempt_seed = seed if number == 1 else int(np.random.SeedSequence([seed, number]).generate_state(1)[0])
         attempt_started = time.perf_counter()
-        new = sample(data, draws=draws, seed=attempt_seed, sampler=sampler, progressbar=progressbar, **settings)
+        new = sample(data, seed=attempt_seed, sampler=sampler, progressbar=progressbar, **settings)
         attempt_seconds = time.perf_counter() - attempt_started
         diverged = int(new.sample_stats["diverging"].sum()) if "diverging" in new.sample_stats else 0
         # divergent draws are never pooled: a fresh start is judged on its own
         candidate = new if kept is None or diverged else pool_chains(kept, new)
         row = health.gate(candidate)
         attempts.append({"attempt": number, "action": action, "seed": attempt_seed, "chains": settings["chains"],
-                         "tune": settings["tune"], "draws_per_chain": draws,
+                         "tune": settings["tune"], "draws_per_chain": settings["draws"],
                          "target_accept": settings["target_accept"], "low_rank": bool(settings["low_rank"]),
                          "seconds": attempt_seconds, "chains_kept": int(candidate.posterior.sizes["chain"]), **row})
         if on_attempt is not None:
@@ -103,13 +103,13 @@ def fit(data: ModelData, *, draws: int = DEFAULT_DRAWS, tune: int = DEFAULT_TUNE
         if row["passed"]:
             break
         step = next_attempt(row, settings, chains_kept=int(candidate.posterior.sizes["chain"]), diverged=diverged,
-                            draws=draws)
+                            previous=action, first_chains=chains)
         if step is None:
             break
         action, next_settings, pool = step
         # time per chain-step of this attempt, scaled to the next one (chains run in parallel, a few at a time)
-        per_step = attempt_seconds / (_rounds(settings["chains"]) * (settings["tune"] + draws))
-        expected = per_step * _rounds(next_settings["chains"]) * (next_settings["tune"] + draws)
+        per_step = attempt_seconds / (_rounds(settings["chains"]) * (settings["tune"] + settings["draws"]))
+        expected = per_step * _rounds(next_settings["chains"]) * (next_settings["tune"] + next_settings["draws"])
         if time.perf_counter() - started + expected > budget:
             break
         settings = next_settings
@@ -134,7 +134,9 @@ def fit(data: ModelData, *, draws: int = DEFAULT_DRAWS, tune: int = DEFAULT_TUNE
 
 ESS_MARGIN = 1.25  # extensions aim at 1.25 × the gate's ESS: the ESS of new chains varies
 MAX_GROWTH = 8.0  # an extension at most multiplies the draws by this
-TARGET_ACCEPTS = (0.9, 0.95, 0.99)  # after divergences, in turn, each with a longer warm-up
+# after divergences, in turn, each with a longer warm-up (smaller steps need longer to adapt the mass matrix to)
+RETRY_TUNE = {0.9: 500, 0.95: 800, 0.99: 1000}
+TARGET_ACCEPTS = tuple(RETRY_TUNE)
 
 
 def _rounds(chains: int) -> int:
@@ -142,8 +144,8 @@ def _rounds(chains: int) -> int:
     return -(-chains // max(1, min(chains, os.cpu_count() or 1)))
 
 
-def next_attempt(row: dict, settings: dict, *, chains_kept: int, diverged: int, draws: int
-                 ) -> tuple[str, dict, bool] | None:
+def next_attempt(row: dict, settings: dict, *, chains_kept: int, diverged: int, previous: str = "first run",
+                 first_chains: int = DEFAULT_CHAINS) -> tuple[str, dict, bool] | None:
     """What to do after an attempt that missed the gate: (action, settings, pool the draws?), or None.
 
     Divergences mean the step size is too large for some region of the posterior: the
@@ -151,25 +153,32 @@ def next_attempt(row: dict, settings: dict, *, chains_kept: int, diverged: int, 
     smaller step) and a longer warm-up, and finally with the low-rank mass matrix,
     which adapts to correlated parameters. Otherwise the chains are sound but too short
     or too few: new chains are added, enough for ESS_MARGIN × the gate's ESS, estimated
-    from the slowest parameter's ESS per draw; a high R-hat alone doubles the chains.
+    from the slowest parameter's ESS per draw; a high R-hat alone doubles the chains, and
+    if it is still high after that, the chains were too short to forget their start:
+    sampling starts again with twice the warm-up and twice the draws per chain.
     """
     if diverged:
         higher = [t for t in TARGET_ACCEPTS if t > settings["target_accept"]]
         if higher:
             return (f"divergences: target acceptance {higher[0]}",
-                    {**settings, "target_accept": higher[0], "tune": max(settings["tune"], 2 * DEFAULT_TUNE * len(
-                        [t for t in TARGET_ACCEPTS if t <= higher[0]]))}, False)
+                    {**settings, "target_accept": higher[0], "tune": max(settings["tune"], RETRY_TUNE[higher[0]])},
+                    False)
         if not settings["low_rank"]:
             return "divergences: low-rank mass matrix", {**settings, "low_rank": True}, False
         return None
     ess = min(row["ess_bulk_min"], row["ess_tail_min"])
     growth = ESS_MARGIN * health.ESS_MIN / ess if ess > 0 else MAX_GROWTH
+    r_hat_only = row["r_hat_max"] > health.R_HAT_MAX and growth <= 1.0
+    if r_hat_only and previous.startswith("more chains") and "R-hat" in previous:
+        return ("R-hat still high: longer chains",
+                {**settings, "tune": 2 * settings["tune"], "draws": 2 * settings["draws"], "chains": first_chains}, False)
     if row["r_hat_max"] > health.R_HAT_MAX:
         growth = max(growth, 2.0)
     growth = min(max(growth, 1.0), MAX_GROWTH)
     parallel = max(1, min(settings["chains"], os.cpu_count() or 1))
     extra = -(-int(np.ceil(chains_kept * (growth - 1.0))) // parallel) * parallel
-    return f"more chains: {extra} (ESS {ess:.0f})", {**settings, "chains": max(extra, parallel)}, True
+    reason = f"R-hat {row['r_hat_max']:.3f}" if r_hat_only else f"ESS {ess:.0f}"
+    return f"more chains ({max(extra, parallel)}): {reason}", {**settings, "chains": max(extra, parallel)}, True
 
 
 def pool_chains(first: az.InferenceData, second: az.InferenceData) -> az.InferenceData:

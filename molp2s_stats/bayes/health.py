@@ -105,6 +105,17 @@ ATTEMPT_SCHEMA = {
 }
 
 
+def attempt_line(row: dict) -> str:
+    """One attempt of a fit in a line: what was tried, how long it took, what the gate saw."""
+    verdict = "passed" if row["passed"] else "missed"
+    return (f"attempt {row['attempt']} ({row['action']}): {row['chains']} chains × ({row['tune']} + "
+            f"{row['draws_per_chain']}), target acceptance {row['target_accept']:g}"
+            f"{', low-rank' if row['low_rank'] else ''}, {row['seconds']:.0f} s; gate {verdict} on "
+            f"{row['chains_kept']} chains: max R-hat {row['r_hat_max']:.3f}, min bulk ESS {row['ess_bulk_min']:.0f} "
+            f"({row['ess_bulk_min_parameter']}), min tail ESS {row['ess_tail_min']:.0f}, "
+            f"{row['divergences']} divergences")
+
+
 def failure_message(row: dict) -> str | None:
     """A loud one-paragraph explanation when the gate fails, else None."""
     if row["passed"]:
@@ -118,5 +129,9 @@ def failure_message(row: dict) -> str | None:
         problems.append(f"min tail ESS {row['ess_tail_min']:.0f} < {ESS_MIN}")
     if row["divergences"]:
         problems.append(f"{row['divergences']} divergent transitions")
+    tried = row.get("attempts") or 1
     return ("THE FIT FAILED ITS HEALTH GATE: " + "; ".join(problems)
-            + ". Posterior quantities from it are not trustworthy; sample longer or with more chains.")
+            + f". Posterior quantities from it are not trustworthy. It stopped after {tried} attempt"
+            + ("s" if tried != 1 else "") + " (`molp2s posterior FIT --what diagnostics` lists them): give it a "
+            "longer --budget, or more --draws per chain (few effective draws) or a higher --target-accept "
+            "(divergences).")

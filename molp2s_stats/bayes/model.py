@@ -122,19 +122,22 @@ SPREAD_QUANTILE = 0.99
 
 
 def _spread_beyond_noise(estimates: np.ndarray, noise: np.ndarray) -> float:
-    """The variance of ``estimates`` beyond their mean sampling ``noise``; 0 unless clearly above it.
+    """A cautious spread of ``estimates`` beyond their mean sampling ``noise``: 0 unless clearly above it.
 
-    With no true spread the ratio of the two is about χ²_(n−1)/(n−1); only a ratio above
-    its 99th percentile counts. A spurious λ > 0 puts a funnel where the spread reaches 0:
-    with two channels a ratio of 2 (the rule before) passed 16% of the time with no spread
-    at all, and a small study (3 models × 2 channels × 40 families) diverged 176 times
-    centred against 5 times non-centred (2026-12-01).
+    The estimates' variance V is about (σ² + s²)·χ²_(n−1)/(n−1); the spread taken is σ²
+    at its lower 99% confidence bound, V·(n−1)/χ²_(0.99, n−1) − s², so that λ is large only
+    where even a small plausible σ would still be large against the noise. Centring
+    deviations whose spread may well be near 0 puts a funnel there: with two channels
+    the plain V − s² (counted above 2 s², the rule before) passed 16% of the time with no
+    spread at all, and a small study (3 models × 2 channels × 40 families) diverged 176
+    times centred against 5 times non-centred; with 24 families the family spread's
+    posterior reaches 0 even when V is well above s² (2026-12-01).
     """
     if len(estimates) < 2:
         return 0.0
     observed, s2 = float(np.var(estimates, ddof=1)), float(np.mean(noise))
     dof = len(estimates) - 1
-    return observed - s2 if observed > s2 * chi2.ppf(SPREAD_QUANTILE, dof) / dof else 0.0
+    return max(observed * dof / chi2.ppf(SPREAD_QUANTILE, dof) - s2, 0.0)
 
 
 def family_centredness(counts: Grid) -> tuple[float, np.ndarray]:

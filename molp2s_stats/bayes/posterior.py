@@ -44,8 +44,13 @@ def probability_draws(idata: az.InferenceData) -> dict[str, dict[str, np.ndarray
         raise UsageError("this fit was saved by an older version of molp2s-stats (no 'cell' draws); "
                          "run `molp2s fit` again")
     pairs = [tuple(p) for p in json.loads(post.attrs["cohort"])]
-    cell = _draws(idata, "cell")  # (S, M, K, C)
-    effects = pair_effects(idata, pairs)  # (S, pairs)
+    return probabilities(_draws(idata, "cell"), pair_effects(idata, pairs), pairs, channels)
+
+
+def probabilities(cell: np.ndarray, effects: np.ndarray, pairs: list[tuple[str, str]], channels: list[str]
+                  ) -> dict[str, dict[str, np.ndarray]]:
+    """Reliance and responsiveness per channel from draws of ``cell`` (S, M, K, C) and the family
+    effects of each cohort pair (S, pairs): what ``probability_draws`` reads off a fit."""
     out = {}
     for c, channel in enumerate(channels):
         members = [i for i, (_, pair_channel) in enumerate(pairs) if pair_channel == channel]

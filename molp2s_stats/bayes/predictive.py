@@ -29,6 +29,7 @@ import polars as pl
 from scipy import sparse
 from scipy.special import expit
 
+from .. import units
 from .data import MODELLED_CONDITIONS, ModelData
 from .model import PRIOR_MEAN_SD, SPREAD_SCALE, prior_centre
 
@@ -38,7 +39,7 @@ CHUNK = 100  # replicates drawn at a time (memory: chunk × cells floats)
 PREDICTIVE_SCHEMA = {
     "model": pl.String, "channel": pl.String, "condition": pl.String, "statistic": pl.String,
     "observed": pl.Float64, "predicted": pl.Float64, "conf_low": pl.Float64, "conf_high": pl.Float64,
-    "conf_level": pl.Float64, "p_value": pl.Float64, "outside": pl.Boolean, "draws": pl.Int64,
+    "p_value": pl.Float64, "conf_level": pl.Float64, "outside": pl.Boolean, "draws": pl.Int64,
     "seed": pl.Int64, "method": pl.String,
 }
 
@@ -262,11 +263,13 @@ def _check_frame(cells: Cells, replicate_statistics: np.ndarray, *, seed: int, m
     low, high = np.nanquantile(replicate_statistics, [alpha, 1 - alpha], axis=0)
     predicted = np.nanmean(replicate_statistics, axis=0)
     p_value = (replicate_statistics >= observed[None, :] - 1e-12).mean(axis=0)
-    rows = [(*key, float(observed[i]), float(predicted[i]), float(low[i]), float(high[i]), CONF_LEVEL,
-             float(p_value[i]), bool(observed[i] < low[i] - 1e-12 or observed[i] > high[i] + 1e-12),
+    rows = [(*key, float(observed[i]), float(predicted[i]), float(low[i]), float(high[i]), float(p_value[i]),
+             CONF_LEVEL, bool(observed[i] < low[i] - 1e-12 or observed[i] > high[i] + 1e-12),
              replicate_statistics.shape[0], seed, method)
             for i, key in enumerate(statistics.keys)]
-    return pl.DataFrame(rows, schema=PREDICTIVE_SCHEMA, orient="row")
+    frame = pl.DataFrame(rows, schema=PREDICTIVE_SCHEMA, orient="row").sort("statistic", "model", "channel",
+                                                                          "condition", maintain_order=True)
+    return units.percent_columns(frame, ("observed", "predicted", "conf_low", "conf_high"))
 
 
 def _replicate(cells: Cells, rng: np.random.Generator, total: int, eta_of) -> np.ndarray:
@@ -283,9 +286,9 @@ def posterior_predictive(idata: az.InferenceData, *, replicates: int = REPLICATE
     """The posterior predictive checks of a fit: one row per model × channel × condition × statistic.
 
     Columns ``model, channel, condition, statistic, observed, predicted, conf_low,
-    conf_high, conf_level, p_value, outside, draws, seed, method``; ``draws`` replicates,
+    conf_high, p_value, conf_level, outside, draws, seed, method``; ``draws`` replicates,
     each from one posterior draw (evenly spaced over the chains), drawn with ``seed``.
-    Proportions (accuracy and family spread are shares); the CLI and pages show them in %.
+    Accuracy in %, family spread in pp (the standard deviation of shares in %).
     """
     cells = Cells.from_fit(idata)
     total = idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"]

@@ -15,7 +15,8 @@ For model m, condition k, channel c and family f, on the logit scale:
 with ``shift = (+0.8, 0, −0.4)`` for (source, shuffled, cf), ``boost`` 0 for shuffled
 and Normal(0, channel_sd) otherwise (``|·|`` for source, so reliance is never
 negative), ``d_f ~ Normal(0, family_sd)``, ``e_{f,c} ~ Normal(0, family_channel_sd)``.
-A model "at chance" answers every task with P = 1/K (ability logit(1/K), no boost);
+With ``family_sd_by_model`` each model has its own family effects instead of shared
+ones (a misfit for the fitted model, whose family effects are shared). A model "at chance" answers every task with P = 1/K (ability logit(1/K), no boost);
 one "at the ceiling" has ability 4 (98 %).
 
 The truth is the quantity the posterior estimates: reliance and cf accuracy of each
@@ -55,6 +56,8 @@ class Shape:
     at_chance: int = 0  # the last ``at_chance`` models guess uniformly
     at_ceiling: int = 0  # the first ``at_ceiling`` models are near-perfect
     ability: tuple[float, ...] = field(default=())  # per model; default drawn Normal(0, 0.8)
+    # a family × model interaction the fitted model lacks: each model its own family effects, with its own sd
+    family_sd_by_model: tuple[float, ...] = field(default=())
 
     def cohort_sizes(self) -> tuple[int, ...]:
         sizes = self.families_per_channel or (self.families,) * self.channels
@@ -98,10 +101,12 @@ def simulate_cells(shape: Shape, seed: int) -> tuple[ModelData, pl.DataFrame]:
     at_chance[m - shape.at_chance:] = shape.at_chance > 0
     tasks = {"source": 1, "shuffled": 1, "cf": shape.cf_per_family}
     rows, truth = [], []
+    own_family = (np.array(shape.family_sd_by_model)[:, None] * rng.normal(size=(m, f))
+                  if shape.family_sd_by_model else np.broadcast_to(family, (m, f)))
     for mi in range(m):
         for ch in range(c):
             fam = members[ch]
-            effects = np.zeros(len(fam)) if at_chance[mi] else family[fam] + family_channel[ch, fam]
+            effects = np.zeros(len(fam)) if at_chance[mi] else own_family[mi, fam] + family_channel[ch, fam]
             eta = cell[mi, :, ch][:, None] + effects[None, :]
             p = expit(eta)
             for ki, condition in enumerate(MODELLED_CONDITIONS):
@@ -116,7 +121,7 @@ def simulate_cells(shape: Shape, seed: int) -> tuple[ModelData, pl.DataFrame]:
                          orient="row")
     p0_rows = []
     for mi in range(m):
-        eta = p0_logit[mi] + (np.zeros(in_any.sum()) if at_chance[mi] else family[in_any])
+        eta = p0_logit[mi] + (np.zeros(in_any.sum()) if at_chance[mi] else own_family[mi, in_any])
         successes = rng.binomial(shape.samples, expit(eta))
         p0_rows += [(models[mi], families[j], int(s), shape.samples)
                     for j, s in zip(np.flatnonzero(in_any), successes)]

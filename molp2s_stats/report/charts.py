@@ -21,6 +21,47 @@ def svg(chart: alt.TopLevelMixin):
     return HTML(f"<div class='chart'>{vl_convert.vegalite_to_svg(chart.to_json())}</div>")
 
 
+def save(chart: alt.TopLevelMixin, path) -> None:
+    """Write a chart to .svg, .png or .html, offline (vl-convert; the HTML embeds the SVG)."""
+    import vl_convert
+    from pathlib import Path
+
+    from ..errors import UsageError
+
+    path = Path(path)
+    spec = chart.to_json()
+    if path.suffix == ".svg":
+        path.write_text(vl_convert.vegalite_to_svg(spec))
+    elif path.suffix == ".png":
+        path.write_bytes(vl_convert.vegalite_to_png(spec, scale=2))
+    elif path.suffix == ".html":
+        path.write_text(f"<!doctype html><meta charset='utf-8'><body>{vl_convert.vegalite_to_svg(spec)}</body>")
+    else:
+        raise UsageError(f"{path}: a chart is written as .svg, .png or .html")
+
+
+def predictive_checks(frame: pl.DataFrame) -> alt.VConcatChart:
+    """Each check's observed value (dot; red when outside) against its predictive interval (bar),
+    one row per model, panels by statistic and condition (``posterior FIT --what predictive``'s frame, in %)."""
+    data = frame.with_columns(
+        pl.when(pl.col("statistic") == "accuracy").then(pl.lit("Accuracy (%)"))
+        .otherwise(pl.lit("Family spread (pp)")).alias("panel"),
+        pl.format("{} · {}", "channel", "condition").alias("cell")).to_pandas()
+    charts = []
+    for panel in data["panel"].unique():
+        part = data[data["panel"] == panel]
+        base = alt.Chart(part).encode(y=alt.Y("model:N", title=None))
+        interval = base.mark_rule(strokeWidth=3, opacity=0.45).encode(
+            x=alt.X("conf_low:Q", title=panel), x2="conf_high:Q")
+        point = base.mark_point(filled=True, size=30).encode(
+            x="observed:Q", color=alt.Color("outside:N", scale=alt.Scale(domain=[False, True], range=["#333", "#d62728"]),
+                                            title="outside"),
+            tooltip=["model", "channel", "condition", "observed", "predicted", "conf_low", "conf_high", "p_value"])
+        charts.append(alt.layer(interval, point).properties(width=150, height=14 * part["model"].nunique())
+                      .facet(facet=alt.Facet("cell:N", title=None), columns=4).properties(title=panel))
+    return alt.vconcat(*charts)
+
+
 def _panels(frame: pl.DataFrame, channel_table: pl.DataFrame | None = None):
     """The frame for a faceted chart with a ``panel`` title per channel (its name in the channel
     table, ``metrics.read_channel_table``; default the package's), and the panels in the frame's order."""

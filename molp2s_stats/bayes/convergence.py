@@ -12,7 +12,7 @@ Every array here is ``(parameters, chains, draws)``.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+from scipy import special
 from scipy.fft import next_fast_len
 
 TAIL_PROBS = (0.05, 0.95)
@@ -25,10 +25,26 @@ def split_chains(x: np.ndarray) -> np.ndarray:
 
 
 def z_scale(x: np.ndarray) -> np.ndarray:
-    """Normal scores of each parameter's pooled ranks (Blom's offset 3/8)."""
+    """Normal scores of each parameter's pooled ranks (Blom's offset 3/8), ties given their average rank.
+
+    One sort per row: in sorted order a run of equal values spans positions [first,
+    last] and each gets rank (first + last) / 2 + 1, as scipy's ``rankdata(method=
+    "average")`` gives (ties are common: the saved draws are float32).
+    """
     flat = x.reshape(x.shape[0], -1)
-    ranks = stats.rankdata(flat, method="average", axis=1)
-    return stats.norm.ppf((ranks - 0.375) / (flat.shape[1] + 0.25)).reshape(x.shape)
+    n = flat.shape[1]
+    order = np.argsort(flat, axis=1)
+    ordered = np.take_along_axis(flat, order, axis=1)
+    position = np.broadcast_to(np.arange(n), flat.shape)
+    starts = np.ones(flat.shape, dtype=bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    ends = np.ones(flat.shape, dtype=bool)
+    ends[:, :-1] = starts[:, 1:]
+    first = np.maximum.accumulate(np.where(starts, position, 0), axis=1)
+    last = np.minimum.accumulate(np.where(ends, position, n - 1)[:, ::-1], axis=1)[:, ::-1]
+    ranks = np.empty(flat.shape)
+    np.put_along_axis(ranks, order, (first + last) / 2.0 + 1.0, axis=1)
+    return special.ndtri((ranks - 0.375) / (n + 0.25)).reshape(x.shape)
 
 
 def _rhat_basic(x: np.ndarray) -> np.ndarray:

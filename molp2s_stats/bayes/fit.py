@@ -134,6 +134,7 @@ def fit(data: ModelData, *, draws: int = DEFAULT_DRAWS, tune: int = DEFAULT_TUNE
 
 ESS_MARGIN = 1.25  # extensions aim at 1.25 × the gate's ESS: the ESS of new chains varies
 MAX_GROWTH = 8.0  # an extension at most multiplies the draws by this
+MIN_ESS_PER_CHAIN = 50  # below this, chains are made longer rather than more numerous
 # after divergences, in turn, each with a longer warm-up (smaller steps need longer to adapt the mass matrix to)
 RETRY_TUNE = {0.9: 500, 0.95: 800, 0.99: 1000}
 TARGET_ACCEPTS = tuple(RETRY_TUNE)
@@ -155,7 +156,10 @@ def next_attempt(row: dict, settings: dict, *, chains_kept: int, diverged: int, 
     or too few: new chains are added, enough for ESS_MARGIN × the gate's ESS, estimated
     from the slowest parameter's ESS per draw; a high R-hat alone doubles the chains, and
     if it is still high after that, the chains were too short to forget their start:
-    sampling starts again with twice the warm-up and twice the draws per chain.
+    sampling starts again with twice the warm-up and twice the draws per chain. Chains
+    with fewer than MIN_ESS_PER_CHAIN effective draws each are too short to pool (R-hat
+    cannot settle on them): sampling starts again with chains as much longer as the ESS
+    says.
     """
     if diverged:
         higher = [t for t in TARGET_ACCEPTS if t > settings["target_accept"]]
@@ -172,6 +176,11 @@ def next_attempt(row: dict, settings: dict, *, chains_kept: int, diverged: int, 
     if r_hat_only and previous.startswith("more chains") and "R-hat" in previous:
         return ("R-hat still high: longer chains",
                 {**settings, "tune": 2 * settings["tune"], "draws": 2 * settings["draws"], "chains": first_chains}, False)
+    if growth > 1.0 and ess / chains_kept < MIN_ESS_PER_CHAIN:
+        # a chain this short has too few effective draws for R-hat to settle, however many are pooled
+        draws = int(np.ceil(settings["draws"] * min(max(growth, 2.0), MAX_GROWTH)))
+        return (f"longer chains: ESS {ess:.0f} over {chains_kept} chains",
+                {**settings, "draws": draws, "tune": max(settings["tune"], DEFAULT_TUNE), "chains": first_chains}, False)
     if row["r_hat_max"] > health.R_HAT_MAX:
         growth = max(growth, 2.0)
     growth = min(max(growth, 1.0), MAX_GROWTH)

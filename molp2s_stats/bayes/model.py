@@ -18,10 +18,14 @@ For model m, channel c, condition k ∈ {source, shuffled, cf} and family f (cel
   correlation of posterior reliance with the truth from 0.88 to 0.92, issue 5 note).
   HalfNormal(1) keeps channel differences within a few logits.
 - ``u ~ ZeroSumNormal(1)`` over families, ``v_{f,c} ~ Normal(0, 1)``,
-  ``σ_f ~ HalfNormal(1)``, ``σ_fc ~ HalfNormal(0.5)``: non-centred family intercepts and
-  family × channel deviations. Families are crossed with models and channels (every
-  model answers every family), not nested. Non-centred because a family × channel cell
-  holds few answers; the centred form did not mix (R-hat 1.6 at paper size).
+  ``σ_f ~ HalfNormal(1)``, ``σ_fc ~ HalfNormal(0.5)``: family intercepts and family ×
+  channel deviations. Families are crossed with models and channels (every model
+  answers every family), not nested. How centred each is sampled is read off the counts
+  (``family_centredness``): a family's intercept is informed by hundreds of answers and
+  is sampled nearly centred, a family × channel cell by a few dozen and nearly
+  non-centred (wholly centred, it did not mix: R-hat 1.6 at paper size; wholly
+  non-centred, the family spread was the slowest parameter with 3 samples a task).
+  ``u`` and ``v`` are reported standardised, so that ``σ_f·u`` and ``σ_fc·v`` are the effects.
 
 The zero-sum constraints remove the additive trade-off between μ and the mean of z,
 and between μ and the mean family intercept.

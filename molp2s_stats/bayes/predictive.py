@@ -192,25 +192,6 @@ def _unit_sums(unit: np.ndarray, trials: np.ndarray, group: np.ndarray, *, offse
 
 # ---------------------------------------------------------------- linear predictors
 
-def _posterior_eta(idata: az.InferenceData, cells: Cells, draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """η of every cell and P0 cell for the posterior draws ``draws`` (flat indices over chains × draws)."""
-    post = idata.posterior
-
-    def flat(name):
-        values = post[name].values
-        return values.reshape(-1, *values.shape[2:])[draws]
-
-    cell = flat("cell")
-    eta = cell[:, cells.model, cells.condition, cells.channel]
-    eta_p0 = flat("p0_mean")[:, cells.p0_model]
-    if "family_z" in post:
-        family = flat("family_sd")[:, None] * flat("family_z")
-        family_channel = flat("family_channel_sd")[:, None] * flat("family_channel_z")
-        eta = eta + family[:, cells.family] + family_channel[:, cells.pair]
-        eta_p0 = eta_p0 + family[:, cells.p0_family]
-    return eta, eta_p0
-
-
 def prior_parameters(cells: Cells, rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:
     """``size`` draws of the model's parameters from its priors (``model.build_model``'s), reported form."""
     m, k, c = len(cells.models), len(MODELLED_CONDITIONS), len(cells.channels)
@@ -291,11 +272,14 @@ def posterior_predictive(idata: az.InferenceData, *, replicates: int = REPLICATE
     Accuracy in %, family spread in pp (the standard deviation of shares in %).
     """
     cells = Cells.from_fit(idata)
-    total = idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"]
+    post = idata.posterior
+    total = post.sizes["chain"] * post.sizes["draw"]
     chosen = np.linspace(0, total - 1, min(replicates, total)).round().astype(int)
+    parameters = {name: post[name].values.reshape(total, *post[name].shape[2:])[chosen].astype(np.float64)
+                  for name in ("cell", "p0_mean", "family_sd", "family_z", "family_channel_sd", "family_channel_z")}
     rng = np.random.default_rng(seed)
-    statistics = _replicate(cells, rng, len(chosen),
-                            lambda a, b: _posterior_eta(idata, cells, chosen[a:b]))
+    statistics = _replicate(cells, rng, len(chosen), lambda a, b: parameters_eta(
+        {k: v[a:b] for k, v in parameters.items()}, cells))
     return _check_frame(cells, statistics, seed=seed, method="posterior predictive")
 
 

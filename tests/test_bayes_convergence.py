@@ -45,3 +45,23 @@ def test_even_number_of_draws_and_two_chains():
     x = _chains(3, parameters=10, chains=2, draws=200)
     np.testing.assert_allclose(convergence.ess_bulk(x), [az.ess(a, method="bulk") for a in x], rtol=1e-8)
     np.testing.assert_allclose(convergence.rhat(x)[1:], [az.rhat(a, method="rank") for a in x[1:]], rtol=1e-8)
+
+
+@pytest.mark.parametrize("chains, draws", [(1, 40), (2, 9), (3, 5), (2, 4), (2, 3), (4, 12)])
+def test_short_and_single_chains_as_arviz_has_them(chains, draws):
+    # one chain: no R-hat (NaN); fewer than 4 draws: NaN; 4–9 draws: one autocorrelation pair
+    x = _chains(4, parameters=6, chains=chains, draws=draws)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.testing.assert_allclose(convergence.rhat(x), [az.rhat(a, method="rank") for a in x], rtol=1e-8,
+                                   equal_nan=True)
+        np.testing.assert_allclose(convergence.ess_bulk(x), [az.ess(a, method="bulk") for a in x], rtol=1e-8,
+                                   equal_nan=True)
+        np.testing.assert_allclose(convergence.ess_tail(x), [az.ess(a, method="tail") for a in x], rtol=1e-8,
+                                   equal_nan=True)
+
+
+def test_a_nan_draw_gives_nan():
+    x = _chains(5, parameters=3)
+    x[2, 1, 7] = np.nan
+    assert np.isnan(convergence.rhat(x)[2]) and np.isnan(convergence.ess_bulk(x)[2])
+    assert np.isfinite(convergence.rhat(x)[1:2]).all()

@@ -205,20 +205,34 @@ def two_channels(tmp_path_factory):
     return data
 
 
-@pytest.mark.parametrize("family_effects", [True, False])
-def test_jax_density_equals_the_pymc_model_up_to_a_constant(two_channels, family_effects, monkeypatch):
+def _family_lam(kind: str, pairs: int):
+    """λ of the family intercepts and of each family × channel pair: both signed, or log scale with λ > 0."""
+    if kind == "signed":
+        return 0.0, np.zeros(pairs)
+    # exact in float32 (the density keeps λ in float32), so the two densities agree to rounding
+    return 0.625, np.where(np.arange(pairs) % 3 == 0, 0.0, 0.375)  # some pairs non-centred, most partly centred
+
+
+@pytest.mark.parametrize("family_effects, family_kind", [(True, "signed"), (True, "centred"), (False, "signed")])
+def test_jax_density_equals_the_pymc_model_up_to_a_constant(two_channels, family_effects, family_kind, monkeypatch):
     """The density nutpie samples against PyMC's, at random points, both signed and log-scale spreads.
 
-    λ is set by hand so that both branches are taken: one model × condition centred (λ = 0.7),
-    the rest non-centred (signed channel spread)."""
+    λ is set by hand so that every branch is taken: one model × condition's channel effects
+    centred (λ = 0.7), the rest non-centred (signed channel spread); the family effects
+    wholly non-centred (signed spreads) or partly centred (log-scale spreads, λ 0.625 for the
+    intercepts, 0 or 0.375 per family × channel pair)."""
     import jax
 
     lam = np.zeros((2, 3))
     lam[0, 2] = 0.7
-    monkeypatch.setattr(bayes_model, "centredness", lambda counts: lam)
-    monkeypatch.setattr(density, "centredness", lambda counts: lam)
+    family_lam = _family_lam(family_kind, len(two_channels.family_channels))
+    for module in (bayes_model, density):
+        monkeypatch.setattr(module, "centredness", lambda counts: lam)
+        monkeypatch.setattr(module, "family_centredness", lambda counts: family_lam)
     model = density.density(two_channels, family_effects=family_effects)
     assert model.signed["channel_sd"].tolist() == [[True, True, False], [True, True, True]]
+    if family_effects:
+        assert bool(model.signed["family_sd"]) == bool(model.signed["family_channel_sd"]) == (family_kind == "signed")
     pymc_logp = bayes_model.build_model(two_channels, family_effects=family_effects).compile_logp()
     rng = np.random.default_rng(0)
     points = [density.initial_point(model, seed) + rng.normal(0, 0.3, model.ndim) for seed in range(4)]
@@ -235,17 +249,20 @@ def test_jax_density_equals_the_pymc_model_up_to_a_constant(two_channels, family
     assert np.diff(ours32) == pytest.approx(np.diff(theirs), abs=2e-3)
 
 
-def test_a_mirrored_point_has_the_same_density_and_draws(two_channels):
+@pytest.mark.parametrize("family_kind", ["signed", "centred"])
+def test_a_mirrored_point_has_the_same_density_and_draws(two_channels, family_kind, monkeypatch):
     """(s, z) and (−s, −z) for a signed spread: same log density, same reported draws."""
+    family_lam = _family_lam(family_kind, len(two_channels.family_channels))
+    monkeypatch.setattr(density, "family_centredness", lambda counts: family_lam)
     model = density.density(two_channels)
     x = density.initial_point(model, 7)
     parts = model.split(x.copy())
     mirrored = {name: value.copy() for name, value in parts.items()}
-    mirrored["family_channel_sd"] = -mirrored["family_channel_sd"]
-    mirrored["family_channel_z_raw"] = -mirrored["family_channel_z_raw"]
-    mask = model.signed["channel_sd"]
-    mirrored["channel_sd"] = np.where(mask, -mirrored["channel_sd"], mirrored["channel_sd"])
-    mirrored["channel_z"] = np.where(mask[:, :, None], -mirrored["channel_z"], mirrored["channel_z"])
+    for spread, deviation in density.DEVIATIONS.items():  # mirror every signed spread and its deviations
+        mask = np.asarray(model.signed[spread])
+        mirrored[spread] = np.where(mask, -mirrored[spread], mirrored[spread])
+        mirrored[deviation] = np.where(mask.reshape(mask.shape + (1,) * (mirrored[deviation].ndim - mask.ndim)),
+                                       -mirrored[deviation], mirrored[deviation])
     y = np.concatenate([mirrored[name].ravel() for name in model.free_shapes])
     evaluate = density.log_density_function(model)
     assert evaluate(y)[0] == pytest.approx(evaluate(x)[0], rel=1e-6)

@@ -55,11 +55,20 @@ def _rhat_basic(x: np.ndarray) -> np.ndarray:
         return np.sqrt((between / within + n - 1) / n)
 
 
+def _invalid(x: np.ndarray, *, min_chains: int) -> np.ndarray:
+    """Parameters ArviZ gives NaN for: any NaN draw, fewer than 4 draws or ``min_chains`` chains."""
+    bad = np.isnan(x).any(axis=(1, 2))
+    return bad | (x.shape[2] < 4) | (x.shape[1] < min_chains)
+
+
 def rhat(x: np.ndarray) -> np.ndarray:
-    """Rank-normalised split R-hat: the larger of the bulk and the folded (tail) statistic."""
+    """Rank-normalised split R-hat: the larger of the bulk and the folded (tail) statistic (NaN for one chain)."""
     split = split_chains(x)
     folded = np.abs(split - np.median(split.reshape(split.shape[0], -1), axis=1)[:, None, None])
-    return np.fmax(_rhat_basic(z_scale(split)), _rhat_basic(z_scale(folded)))
+    with np.errstate(invalid="ignore"):
+        out = np.fmax(_rhat_basic(z_scale(split)), _rhat_basic(z_scale(folded)))
+    out[_invalid(x, min_chains=2)] = np.nan
+    return out
 
 
 def _autocovariance(x: np.ndarray) -> np.ndarray:
@@ -79,6 +88,8 @@ def ess(x: np.ndarray) -> np.ndarray:
     """
     parameters, chains, n = x.shape
     total = chains * n
+    if n < 2:
+        return np.full(parameters, np.nan)
     acov = _autocovariance(x)
     mean_var = acov[:, :, 0].mean(axis=1) * n / (n - 1.0)
     var_plus = mean_var * (n - 1.0) / n
@@ -91,7 +102,8 @@ def ess(x: np.ndarray) -> np.ndarray:
     sums = rho[:, 0:2 * pairs:2] + rho[:, 1:2 * pairs:2]
     non_positive = sums[:, 1:] <= 0
     cut = non_positive.any(axis=1)
-    k = np.where(cut, non_positive.argmax(axis=1) + 1, pairs - 1)  # pairs 0 … k − 1 are summed
+    # pairs 0 … k − 1 are summed (with one pair only, k = 0: ArviZ's loop does not run)
+    k = np.where(cut, non_positive.argmax(axis=1) + 1, pairs - 1) if pairs > 1 else np.zeros(parameters, int)
     running = np.concatenate([np.zeros((parameters, 1)), np.cumsum(np.minimum.accumulate(sums, axis=1), axis=1)],
                              axis=1)
     even = rho[np.arange(parameters), 2 * k]
@@ -106,7 +118,9 @@ def ess(x: np.ndarray) -> np.ndarray:
 
 
 def ess_bulk(x: np.ndarray) -> np.ndarray:
-    return ess(z_scale(split_chains(x)))
+    out = ess(z_scale(split_chains(x)))
+    out[_invalid(x, min_chains=1)] = np.nan
+    return out
 
 
 def ess_tail(x: np.ndarray) -> np.ndarray:
@@ -117,4 +131,6 @@ def ess_tail(x: np.ndarray) -> np.ndarray:
     for prob in TAIL_PROBS:
         quantile = np.quantile(flat, prob, axis=1)
         out.append(ess((split <= quantile[:, None, None]).astype(float)))
-    return np.fmin(*out)
+    out = np.fmin(*out)
+    out[_invalid(x, min_chains=1)] = np.nan
+    return out

@@ -15,18 +15,21 @@ same function, so the chain targets it, and it differs from the float64 density 
 below the Monte Carlo error.
 
 Coordinates. Each zero-sum vector is stored by its first n − 1 coordinates under the
-reflection PyMC's ``ZeroSumNormal`` uses; the family spread σ_f on the log scale; the
-channel spread τ and the family × channel spread σ_fc are *signed* wherever their
-deviations are non-centred (always for σ_fc; where λ = 0 for τ, see
-``model.centredness``): a real s with spread |s|, the deviations it scales multiplied by
-sign(s), and HalfNormal(b) on the spread becoming Normal(0, b) on s. (s, z) and (−s, −z)
-give the same spread and effects and half the density each, so the posterior of what is
-reported, (|s|, sign(s)·z), is the model's exactly, whichever sign a chain settles on.
-Why: on the log scale, a spread whose posterior reaches 0 has a long left tail that NUTS
-crawls along; a signed one passes through 0 smoothly. At paper size (seed 1, 4 × 2,000
-draws) the slowest bulk ESS went from 485 to 907 and the slowest tail ESS from 858 to
-1,544. Where λ > 0 the spread stays on the log scale: its centred part has a log τ term
-that a signed spread would cross at 0 (36 divergences on the default data).
+reflection PyMC's ``ZeroSumNormal`` uses. Each block of deviations (the channel effects
+of a model × condition, the family intercepts, the family × channel deviations) is
+partially centred by its λ (``model.centredness``, ``model.family_centredness``): raw
+deviations z ~ Normal(0, σ^λ), effect σ^(1−λ)·z; the family ones are reported
+standardised (z / σ^λ, so that σ·z is the effect), as PyMC's model has them. A spread
+whose deviations are wholly non-centred (λ = 0) is *signed*: a real s with spread |s|,
+the deviations it scales multiplied by sign(s), and HalfNormal(b) on the spread becoming
+Normal(0, b) on s. (s, z) and (−s, −z) give the same spread and effects and half the
+density each, so the posterior of what is reported, (|s|, sign(s)·z), is the model's
+exactly, whichever sign a chain settles on. Why: on the log scale, a spread whose
+posterior reaches 0 has a long left tail that NUTS crawls along; a signed one passes
+through 0 smoothly. At paper size (seed 1, 4 × 2,000 draws) the slowest bulk ESS went
+from 485 to 907 and the slowest tail ESS from 858 to 1,544. Where λ > 0 the spread
+stays on the log scale: its centred part has a log σ term that a signed spread would
+cross at 0 (36 divergences on the default data).
 
 Every array is created in the requested dtype and the point is cast on the way in, and
 the scalars are Python floats (weakly typed), so the function is float32 whether JAX's

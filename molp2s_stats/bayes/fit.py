@@ -65,10 +65,12 @@ def fit(data: ModelData, *, draws: int = DEFAULT_DRAWS, tune: int = DEFAULT_TUNE
     The first attempt uses the settings given. When it misses the gate, what went wrong
     decides the next (``next_attempt``): divergences discard the draws and sample again
     with a smaller step (a higher target acceptance, a longer warm-up; last, nutpie's
-    low-rank mass matrix); too few effective draws or a high R-hat keep the draws and
-    add chains, as many as the ESS it got says are needed. An attempt starts only if
-    it is expected to end within the budget. ``on_attempt`` is called with each
-    attempt's row (``health.attempts`` has the columns).
+    low-rank mass matrix); too few effective draws or a high R-hat add chains to the
+    draws, as many as the ESS it got says are needed, or, where the chains are too short
+    to pool, sample again with longer ones. An attempt starts only if it is expected to
+    end within the budget. A fit that never passes keeps its best attempt (no
+    divergences first, then the most effective draws). ``on_attempt`` is called with
+    each attempt's row (``health.attempts`` has the columns).
 
     With ``loo``, the same model without family effects is sampled too, for the LOO
     comparison; it is not part of the budget.
@@ -82,7 +84,7 @@ def fit(data: ModelData, *, draws: int = DEFAULT_DRAWS, tune: int = DEFAULT_TUNE
     options = {"draws": draws, "tune": tune, "chains": chains, "seed": seed, "sampler": sampler,
                "target_accept": target_accept, "low_rank": low_rank}
     settings = {"chains": chains, "tune": tune, "draws": draws, "target_accept": target_accept, "low_rank": low_rank}
-    kept, attempts, action = None, [], "first run"
+    kept, best, attempts, action = None, None, [], "first run"
     while True:
         number = len(attempts) + 1
         attempt_seed = seed if number == 1 else int(np.random.SeedSequence([seed, number]).generate_state(1)[0])
@@ -100,10 +102,12 @@ def fit(data: ModelData, *, draws: int = DEFAULT_DRAWS, tune: int = DEFAULT_TUNE
         if on_attempt is not None:
             on_attempt(attempts[-1])
         kept = candidate
+        if best is None or _quality(row) > _quality(attempts[best[0]]):
+            best = (number - 1, candidate)
         if row["passed"]:
             break
         step = next_attempt(row, settings, chains_kept=int(candidate.posterior.sizes["chain"]), diverged=diverged,
-                            previous=action, first_chains=chains)
+                            previous=action, first_chains=chains, sampler=sampler)
         if step is None:
             break
         action, next_settings, pool = step
@@ -116,11 +120,11 @@ def fit(data: ModelData, *, draws: int = DEFAULT_DRAWS, tune: int = DEFAULT_TUNE
         if not pool:
             kept = None
     seconds = time.perf_counter() - started
-    idata = kept
+    final, idata = best
     # NetCDF attributes hold no booleans: low_rank is saved as 0 or 1
     attrs = {**options, "low_rank": int(low_rank), "seconds": seconds, "budget": budget,
              "n_candidates": data.n_candidates, "cohort": json.dumps(data.family_channels),
-             "attempts": json.dumps(attempts)}
+             "attempts": json.dumps(attempts), "final_attempt": final + 1}
     if loo:
         # the model without family effects is sampled only for LOO, which reads LOO_DRAWS draws: no more
         # are drawn (it is small and mixes fast; on the default data 4 × 1,200 draws took 29 s)
@@ -145,8 +149,14 @@ def _rounds(chains: int) -> int:
     return -(-chains // max(1, min(chains, os.cpu_count() or 1)))
 
 
+def _quality(row: dict) -> tuple:
+    """How good an attempt's draws are when none passes: no divergences, then the smallest ESS, then R-hat."""
+    ess = min(row["ess_bulk_min"], row["ess_tail_min"])
+    return (row["divergences"] == 0, ess if ess == ess else -1.0, -row["r_hat_max"] if row["r_hat_max"] == row["r_hat_max"] else -9.0)
+
+
 def next_attempt(row: dict, settings: dict, *, chains_kept: int, diverged: int, previous: str = "first run",
-                 first_chains: int = DEFAULT_CHAINS) -> tuple[str, dict, bool] | None:
+                 first_chains: int = DEFAULT_CHAINS, sampler: str = "nutpie") -> tuple[str, dict, bool] | None:
     """What to do after an attempt that missed the gate: (action, settings, pool the draws?), or None.
 
     Divergences mean the step size is too large for some region of the posterior: the
@@ -165,10 +175,10 @@ def next_attempt(row: dict, settings: dict, *, chains_kept: int, diverged: int, 
         higher = [t for t in TARGET_ACCEPTS if t > settings["target_accept"]]
         if higher:
             return (f"divergences: target acceptance {higher[0]}",
-                    {**settings, "target_accept": higher[0], "tune": max(settings["tune"], RETRY_TUNE[higher[0]])},
-                    False)
-        if not settings["low_rank"]:
-            return "divergences: low-rank mass matrix", {**settings, "low_rank": True}, False
+                    {**settings, "target_accept": higher[0], "tune": max(settings["tune"], RETRY_TUNE[higher[0]]),
+                     "chains": first_chains}, False)
+        if not settings["low_rank"] and sampler == "nutpie":  # PyMC's NUTS has no low-rank mass matrix here
+            return "divergences: low-rank mass matrix", {**settings, "low_rank": True, "chains": first_chains}, False
         return None
     ess = min(row["ess_bulk_min"], row["ess_tail_min"])
     growth = ESS_MARGIN * health.ESS_MIN / ess if ess > 0 else MAX_GROWTH
@@ -178,7 +188,8 @@ def next_attempt(row: dict, settings: dict, *, chains_kept: int, diverged: int, 
                 {**settings, "tune": 2 * settings["tune"], "draws": 2 * settings["draws"], "chains": first_chains}, False)
     if growth > 1.0 and ess / chains_kept < MIN_ESS_PER_CHAIN:
         # a chain this short has too few effective draws for R-hat to settle, however many are pooled
-        draws = int(np.ceil(settings["draws"] * min(max(growth, 2.0), MAX_GROWTH)))
+        # as many draws in all as the pooled chains had, times the growth the ESS asks for
+        draws = int(np.ceil(settings["draws"] * chains_kept / first_chains * min(max(growth, 2.0), MAX_GROWTH)))
         return (f"longer chains: ESS {ess:.0f} over {chains_kept} chains",
                 {**settings, "draws": draws, "tune": max(settings["tune"], DEFAULT_TUNE), "chains": first_chains}, False)
     if row["r_hat_max"] > health.R_HAT_MAX:

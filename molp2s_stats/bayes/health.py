@@ -52,10 +52,15 @@ def gate(idata: az.InferenceData) -> dict:
     r_hat, ess_bulk, ess_tail = (table[c].to_numpy() for c in ("r_hat", "ess_bulk", "ess_tail"))
     divergences = int(idata.sample_stats["diverging"].sum()) if "diverging" in idata.sample_stats else 0
     bfmi = az.bfmi(idata) if "energy" in idata.sample_stats else np.array([np.nan])
-    # NaN (a constant parameter: a single channel's zero-sum deviation) does not count, as in ArviZ's summary
-    row = {"r_hat_max": float(np.nanmax(r_hat)), "ess_bulk_min": float(np.nanmin(ess_bulk)),
-           "ess_bulk_min_parameter": table["parameter"][int(np.nanargmin(ess_bulk))],
-           "ess_tail_min": float(np.nanmin(ess_tail)), "divergences": divergences, "bfmi_min": float(np.min(bfmi))}
+    # NaN (a constant parameter: a single channel's zero-sum deviation) does not count, as in ArviZ's summary;
+    # all NaN (one chain, or too few draws) leaves the figure NaN, and the gate fails
+    def worst(values, pick):
+        return float(pick(values)) if np.isfinite(values).any() else float("nan")
+
+    row = {"r_hat_max": worst(r_hat, np.nanmax), "ess_bulk_min": worst(ess_bulk, np.nanmin),
+           "ess_bulk_min_parameter": (table["parameter"][int(np.nanargmin(ess_bulk))]
+                                      if np.isfinite(ess_bulk).any() else ""),
+           "ess_tail_min": worst(ess_tail, np.nanmin), "divergences": divergences, "bfmi_min": float(np.min(bfmi))}
     row["passed"] = (row["r_hat_max"] <= R_HAT_MAX and row["ess_bulk_min"] >= ESS_MIN
                      and row["ess_tail_min"] >= ESS_MIN and divergences == 0)
     return row
@@ -70,7 +75,7 @@ def diagnostics(idata: az.InferenceData) -> pl.DataFrame:
         "draws": int(idata.posterior.sizes["draw"] * idata.posterior.sizes["chain"]),
         "draws_per_chain": int(idata.posterior.sizes["draw"]), "chains": int(idata.posterior.sizes["chain"]),
         "seed": int(attrs.get("seed", 0)), "attempts": len(json.loads(attrs.get("attempts", "[0]")))}
-    for key in ("loo_elpd", "loo_elpd_no_family", "loo_difference", "loo_difference_se", "loo_pareto_k_max"):
+    for key in LOO_COLUMNS:
         row[key] = float(attrs[key]) if key in attrs else None
     return pl.DataFrame([row], schema=DIAGNOSTICS_SCHEMA)
 
@@ -79,8 +84,9 @@ def attempts(idata: az.InferenceData) -> pl.DataFrame:
     """Every sampling attempt of a fit, in order: one row per attempt, its settings and the gate after it.
 
     The gate's figures of a row are those of the draws the fit kept after that attempt
-    (an extension's chains pooled with the earlier ones); the last row is the fit as saved.
-    A fit saved before attempts were recorded has one row, its own.
+    (an extension's chains pooled with the earlier ones); ``final`` marks the fit as
+    saved (the last attempt, or the best one when none passed), whose row also carries
+    the LOO comparison. A fit saved before attempts were recorded has one row, its own.
     """
     attrs = idata.posterior.attrs
     if "attempts" in attrs:
@@ -92,10 +98,14 @@ def attempts(idata: az.InferenceData) -> pl.DataFrame:
                  "target_accept": float(attrs.get("target_accept", np.nan)), "low_rank": bool(attrs.get("low_rank", 0)),
                  "seconds": final["seconds"], "chains_kept": final["chains"],
                  **{k: final[k] for k in GATE_COLUMNS}}]
-    return pl.DataFrame(rows, schema=ATTEMPT_SCHEMA).with_columns(
-        (pl.col("attempt") == len(rows)).alias("final"))
+    final = int(attrs.get("final_attempt", len(rows)))
+    loo = {key: float(attrs[key]) if key in attrs else None for key in LOO_COLUMNS}
+    return (pl.DataFrame(rows, schema=ATTEMPT_SCHEMA).with_columns((pl.col("attempt") == final).alias("final"))
+            .with_columns(pl.when(pl.col("final")).then(pl.lit(loo[c], dtype=pl.Float64)).alias(c)
+                          for c in LOO_COLUMNS))
 
 
+LOO_COLUMNS = ("loo_elpd", "loo_elpd_no_family", "loo_difference", "loo_difference_se", "loo_pareto_k_max")
 GATE_COLUMNS = ("r_hat_max", "ess_bulk_min", "ess_bulk_min_parameter", "ess_tail_min", "divergences", "bfmi_min",
                 "passed")
 ATTEMPT_SCHEMA = {

@@ -148,8 +148,9 @@ def family_centredness(counts: Grid) -> tuple[float, np.ndarray]:
     """λ of the family intercepts (one number) and of each family × channel deviation (per pair).
 
     The same rule as ``centredness``, λ = σ² / (σ² + s²), with s² how well a family's (or a
-    family × channel cell's) own answers pin its effect and σ² the effects' spread beyond
-    that noise. Both are read off the counts by one scoring step from zero: with p̂ the
+    family × channel cell's) own answers pin its effect (the family intercepts: the mean
+    over families; each family × channel cell: its own) and σ² the effects' spread beyond
+    that noise (``_spread_beyond_noise``). Both are read off the counts by one scoring step from zero: with p̂ the
     share right of each model × condition × channel (and of each model's P0), a family's
     effect is about (observed − expected successes) / information, information
     Σ n·p̂(1 − p̂), its noise 1 / information; family × channel cells likewise, with the
@@ -170,7 +171,7 @@ def family_centredness(counts: Grid) -> tuple[float, np.ndarray]:
     family = np.zeros(len(information))
     family[seen] = (observed[seen] - expected[seen]) / information[seen]
     family_spread = _spread_beyond_noise(family[seen], 1.0 / information[seen])
-    lam_family = family_spread / (family_spread + float(np.median(1.0 / information[seen]))) if seen.any() else 0.0
+    lam_family = family_spread / (family_spread + float(np.mean(1.0 / information[seen]))) if seen.any() else 0.0
     # family × channel cells, with the family's effect in the expectation
     c, f = counts.pair_channel, counts.pair_family
     p = expit(logit(share)[:, :, c] + family[f][None, None, :])  # (model, condition, pairs)

@@ -15,12 +15,16 @@ priors before any data):
   weak or the wrong shape (a model whose hard families are not the others').
 
 ``p_value`` is the posterior predictive p-value, the share of replicates whose
-statistic is at least the observed one: near 0 or 1 is a misfit; ``outside`` flags an
-observed value outside the replicates' central interval.
+statistic is at least the observed one: near 0 or 1 is a misfit, except where the
+replicates tie with the observed value (a model right on every task gives 1); ``outside``
+flags an observed value outside the replicates' central interval, and is the flag the
+summary counts. A statistic undefined in the data (the spread of one family) has an
+empty row.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import arviz as az
@@ -241,14 +245,19 @@ def _check_frame(cells: Cells, replicate_statistics: np.ndarray, *, seed: int, m
     statistics = _statistics(cells)
     observed = statistics(np.concatenate([cells.successes, cells.p0_successes]).astype(float)[None, :])[0]
     alpha = (1 - CONF_LEVEL) / 2
-    low, high = np.nanquantile(replicate_statistics, [alpha, 1 - alpha], axis=0)
-    predicted = np.nanmean(replicate_statistics, axis=0)
+    # a statistic undefined in the data (the spread of a single family) is no check: its row is left empty
+    defined = np.isfinite(observed) & np.isfinite(replicate_statistics).any(axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns of undefined statistics
+        low, high = np.nanquantile(replicate_statistics, [alpha, 1 - alpha], axis=0)
+        predicted = np.nanmean(replicate_statistics, axis=0)
     p_value = (replicate_statistics >= observed[None, :] - 1e-12).mean(axis=0)
+    low, high, predicted, p_value = (np.where(defined, v, np.nan) for v in (low, high, predicted, p_value))
     rows = [(*key, float(observed[i]), float(predicted[i]), float(low[i]), float(high[i]), float(p_value[i]),
              CONF_LEVEL, bool(observed[i] < low[i] - 1e-12 or observed[i] > high[i] + 1e-12),
              replicate_statistics.shape[0], seed, method)
             for i, key in enumerate(statistics.keys)]
-    frame = pl.DataFrame(rows, schema=PREDICTIVE_SCHEMA, orient="row").sort("statistic", "model", "channel",
+    frame = pl.DataFrame(rows, schema=PREDICTIVE_SCHEMA, orient="row").fill_nan(None).sort("statistic", "model", "channel",
                                                                           "condition", maintain_order=True)
     return units.percent_columns(frame, ("observed", "predicted", "conf_low", "conf_high"))
 

@@ -95,6 +95,11 @@ def test_a_fit_made_to_miss_the_gate_is_extended_and_records_each_attempt(tiny_d
     assert final["passed"], table
     extended = table.filter(table["action"].str.starts_with("more chains"))
     assert extended.height == 0 or extended["chains_kept"][0] > extended["chains"][0]
+    # the recorded gate is the saved draws' own: recomputed on the float32 draws it agrees
+    again = health.gate(idata)
+    assert again["divergences"] == final["divergences"] and again["passed"] == final["passed"]
+    assert again["ess_bulk_min"] == pytest.approx(final["ess_bulk_min"], rel=0.05)
+    assert again["r_hat_max"] == pytest.approx(final["r_hat_max"], abs=0.002)
     # the attempts survive the save
     path = tmp_path / "fit.nc"
     idata.to_netcdf(str(path))

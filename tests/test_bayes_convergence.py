@@ -37,6 +37,9 @@ def test_rhat_and_ess_equal_arviz(seed):
                   "tail": np.array([az.ess(a, method="tail") for a in x])}
     for name in ours:
         np.testing.assert_allclose(ours[name], theirs[name], rtol=1e-8, equal_nan=True, err_msg=name)
+    # the shared computation gives the same three figures
+    for ours_together, name in zip(convergence.summary(x), ("rhat", "bulk", "tail")):
+        np.testing.assert_array_equal(ours_together, ours[name])
     # ArviZ counts the split draws: 4 chains × 2 halves × 150 (the middle draw of 301 is dropped)
     assert np.isnan(ours["rhat"][0]) and ours["bulk"][0] == 1200
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import special
+from scipy import fft
 from scipy.fft import next_fast_len
 
 TAIL_PROBS = (0.05, 0.95)
@@ -75,8 +76,8 @@ def _autocovariance(x: np.ndarray) -> np.ndarray:
     n = x.shape[2]
     centred = x - x.mean(axis=2, keepdims=True)
     size = next_fast_len(2 * n)
-    spectrum = np.fft.rfft(centred, n=size, axis=2)
-    return np.fft.irfft(spectrum * np.conjugate(spectrum), n=size, axis=2)[:, :, :n] / n
+    spectrum = fft.rfft(centred, n=size, axis=2, workers=-1)
+    return fft.irfft(spectrum * np.conjugate(spectrum), n=size, axis=2, workers=-1)[:, :, :n] / n
 
 
 def ess(x: np.ndarray) -> np.ndarray:
@@ -134,3 +135,17 @@ def ess_tail(x: np.ndarray) -> np.ndarray:
     out = np.fmin(*out)
     out[_invalid(x, min_chains=1)] = np.nan
     return out
+
+
+def summary(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """R-hat, bulk ESS and tail ESS of every parameter, sharing the normal scores of the split chains
+    (the bulk R-hat and the bulk ESS read the same ones)."""
+    split = split_chains(x)
+    scores = z_scale(split)
+    folded = np.abs(split - np.median(split.reshape(split.shape[0], -1), axis=1)[:, None, None])
+    with np.errstate(invalid="ignore"):
+        r_hat = np.fmax(_rhat_basic(scores), _rhat_basic(z_scale(folded)))
+    r_hat[_invalid(x, min_chains=2)] = np.nan
+    bulk = ess(scores)
+    bulk[_invalid(x, min_chains=1)] = np.nan
+    return r_hat, bulk, ess_tail(x)

@@ -32,9 +32,8 @@ def parameter_diagnostics(idata: az.InferenceData) -> pl.DataFrame:
         values = idata.posterior[name]
         x = np.asarray(values.values, dtype=float)
         x = np.moveaxis(x.reshape(x.shape[0], x.shape[1], -1), 2, 0)  # (parameters, chains, draws)
-        r_hat.append(convergence.rhat(x))
-        bulk.append(convergence.ess_bulk(x))
-        tail.append(convergence.ess_tail(x))
+        for out, figures in zip((r_hat, bulk, tail), convergence.summary(x)):
+            out.append(figures)
         dims = values.dims[2:]
         if dims:
             labels = [values.coords[d].values.astype(str) for d in dims]

@@ -78,9 +78,6 @@ class Cells:
                    c["family_channel_index"].to_numpy(), p["successes"].to_numpy(), p["trials"].to_numpy(),
                    p["model_index"].to_numpy(), p["family_index"].to_numpy())
 
-    def with_successes(self, successes: np.ndarray, p0_successes: np.ndarray) -> "Cells":
-        return Cells(**{**self.__dict__, "successes": successes, "p0_successes": p0_successes})
-
     def to_groups(self) -> dict[str, dict[str, np.ndarray]]:
         """What a fit saves: successes as ``observed_data``, trials and indices as ``constant_data``."""
         observed = {"successes": self.successes, "p0_successes": self.p0_successes}

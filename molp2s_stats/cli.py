@@ -160,7 +160,15 @@ def prompts_command(
     condition: Annotated[Optional[list[str]], typer.Option("--condition", help="Only these conditions: none | source | shuffled | cf (repeat).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="jsonl | csv | parquet (one row per task) | openai-batch | anthropic-batch (request lines).")] = "jsonl",
     model: Annotated[Optional[str], typer.Option("--model", help="Model the batch requests go to (batch formats).")] = None,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Token limit of each batch request.")] = 1024,
+    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help=(
+        "Token limit of each batch request (reasoning and thinking count against it). Default: 1024 for "
+        "the short answer; 32768 with --reasoning-effort (OpenAI's hidden reasoning counts against "
+        "max_completion_tokens); the thinking budget + 1024 with --thinking-budget."), show_default=False)] = None,
+    reasoning_effort: Annotated[Optional[str], typer.Option("--reasoning-effort", help=(
+        "openai-batch: reasoning_effort of OpenAI reasoning models: none | minimal | low | medium | high | "
+        "xhigh | max (each model takes some)."))] = None,
+    thinking_budget: Annotated[Optional[int], typer.Option("--thinking-budget", help=(
+        "anthropic-batch: extended thinking with this budget_tokens (at least 1024, below --max-tokens)."))] = None,
     max_peaks: Annotated[int, typer.Option("--max-peaks", help="IR and Raman: the strongest peaks shown.")] = DEFAULT_MAX_PEAKS,
 ) -> None:
     """Write every task as the messages a model reads: a system message and a user prompt.
@@ -169,9 +177,15 @@ def prompts_command(
     prompts of one family differ only in the property block.
 
     Example: molp2s prompts --format openai-batch --model gpt-4o --channel ir --out requests.jsonl
+
+    Reasoning models: --format openai-batch --model o3 --reasoning-effort medium, or
+    --format anthropic-batch --model claude-sonnet-4-5 --thinking-budget 8000.
     """
     if benchmark is not None and db is not None:
         raise UsageError("give --benchmark or --db, not both")
+    # flags the API would refuse are refused before the benchmark is read
+    prompts.check_request_options(api=prompts.request_api(fmt), max_tokens=max_tokens,
+                                  reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
     for name in condition or []:
         if name not in CONDITIONS:
             raise UsageError(f"--condition must be one of {', '.join(CONDITIONS)}, got {name!r}")
@@ -185,8 +199,10 @@ def prompts_command(
     rendered = prompts.render_prompts(tables, channels=channel, conditions=condition, max_peaks=max_peaks)
     if rendered.height == 0:
         raise UsageError("no task matches the given --channel and --condition")
-    prompts.write_prompts(rendered, out, fmt=fmt, model=model, max_tokens=max_tokens)
-    typer.echo(f"wrote {rendered.height} prompts ({fmt}, template {prompts.TEMPLATE}) to {out}")
+    manifest = prompts.write_prompts(rendered, out, fmt=fmt, model=model, max_tokens=max_tokens,
+                                     reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
+    limit = f", max tokens {manifest['max_tokens']}" if manifest else ""
+    typer.echo(f"wrote {rendered.height} prompts ({fmt}, template {prompts.TEMPLATE}{limit}) to {out}")
 
 
 def _metrics_help() -> str:

@@ -330,55 +330,175 @@ def benchmark_tables(con, task_ids: list[str] | None = None) -> dict[str, pl.Dat
 _ANTHROPIC_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 EXPORT_FORMATS = ("jsonl", "csv", "parquet", "openai-batch", "anthropic-batch")
 
+#: The values of ``reasoning_effort`` on /v1/chat/completions, as the openai SDK's
+#: ``ReasoningEffort`` type lists them (the tests check they are all in it); a model takes
+#: only some of them, and the API says which when it refuses one.
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+#: Anthropic's least ``budget_tokens`` for extended thinking.
+MIN_THINKING_BUDGET = 1024
 
-def batch_requests(prompts: pl.DataFrame, *, api: str, model: str, max_tokens: int) -> list[dict]:
+# The token limit a request gets when --max-tokens is not given, by what it asks for.
+# The answer asked for is short (a sentence or two, then "Answer: X"): 1,024 tokens hold
+# it with room to spare, and a limit that low still catches a model that rambles.
+ANSWER_TOKENS = 1024
+# OpenAI counts a reasoning model's hidden reasoning against max_completion_tokens, and a
+# request whose reasoning eats the limit comes back with finish_reason "length" and no
+# text. OpenAI's reasoning guide suggests reserving at least 25,000 tokens when starting
+# out; 32,768 is above that and within the output limit of its reasoning models. Only the
+# tokens a model generates are billed, so a high limit costs nothing it does not use.
+OPENAI_REASONING_TOKENS = 32768
+
+
+MAX_TOKENS_RULES = {
+    "answer": f"{ANSWER_TOKENS}: the short answer the prompt asks for",
+    "openai_reasoning": f"{OPENAI_REASONING_TOKENS}: OpenAI counts hidden reasoning against max_completion_tokens",
+    "anthropic_thinking": f"thinking budget + {ANSWER_TOKENS}: thinking counts against max_tokens, "
+                          "and the answer needs room after it",
+}
+
+
+def max_tokens_rule(*, api: str, reasoning_effort: str | None = None, thinking_budget: int | None = None) -> str:
+    """Which of ``MAX_TOKENS_RULES`` sets the default token limit of a request."""
+    if api == "anthropic" and thinking_budget is not None:
+        return "anthropic_thinking"
+    if api == "openai" and reasoning_effort not in (None, "none"):
+        return "openai_reasoning"
+    return "answer"
+
+
+def default_max_tokens(*, api: str, reasoning_effort: str | None = None, thinking_budget: int | None = None) -> int:
+    """The token limit a request gets unless one is given.
+
+    Plain requests: ``ANSWER_TOKENS`` (1,024). OpenAI with a reasoning effort other than
+    ``none``: ``OPENAI_REASONING_TOKENS`` (32,768), since the hidden reasoning counts
+    against the limit. Anthropic with a thinking budget: the budget plus
+    ``ANSWER_TOKENS``, since thinking counts against ``max_tokens``, which must exceed it.
+
+    >>> default_max_tokens(api="openai"), default_max_tokens(api="openai", reasoning_effort="high")
+    (1024, 32768)
+    >>> default_max_tokens(api="anthropic", thinking_budget=8000)
+    9024
+    """
+    rule = max_tokens_rule(api=api, reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
+    if rule == "anthropic_thinking":
+        return thinking_budget + ANSWER_TOKENS
+    return OPENAI_REASONING_TOKENS if rule == "openai_reasoning" else ANSWER_TOKENS
+
+
+def request_api(fmt: str) -> str | None:
+    """``openai`` or ``anthropic`` for a batch format, None for a table; an unknown format is refused."""
+    if fmt not in EXPORT_FORMATS:
+        raise UsageError(f"unknown prompt format {fmt!r}; choose from {', '.join(EXPORT_FORMATS)}")
+    return fmt.removesuffix("-batch") if fmt.endswith("-batch") else None
+
+
+def check_request_options(*, api: str | None, max_tokens: int | None, reasoning_effort: str | None = None,
+                          thinking_budget: int | None = None) -> int:
+    """Refuse what the API would refuse, before a batch is paid for; returns the token limit.
+
+    ``api`` is ``openai``, ``anthropic`` or None (a table export, which writes no request
+    parameters). The requests set no temperature, top_p or top_k, so none of them can clash
+    with extended thinking, which Anthropic takes only at their defaults.
+    """
+    if api is None:
+        # (--max-tokens has always been let through here, unused, and scripts pass it)
+        given = [flag for flag, value in (("--reasoning-effort", reasoning_effort),
+                                          ("--thinking-budget", thinking_budget)) if value is not None]
+        if given:
+            raise UsageError(f"{' and '.join(given)} go into batch requests; a table export holds only the "
+                             "prompts (use --format openai-batch or anthropic-batch, or set it in the harness "
+                             "that sends the prompts)")
+        return ANSWER_TOKENS
+    if reasoning_effort is not None:
+        if api != "openai":
+            raise UsageError("--reasoning-effort is OpenAI's; for Anthropic's extended thinking give "
+                             "--thinking-budget TOKENS")
+        if reasoning_effort not in REASONING_EFFORTS:
+            raise UsageError(f"--reasoning-effort must be one of {', '.join(REASONING_EFFORTS)}, "
+                             f"got {reasoning_effort!r}")
+    if thinking_budget is not None:
+        if api != "anthropic":
+            raise UsageError("--thinking-budget is Anthropic's extended thinking; for OpenAI reasoning models "
+                             "give --reasoning-effort")
+        if thinking_budget < MIN_THINKING_BUDGET:
+            raise UsageError(f"--thinking-budget must be at least {MIN_THINKING_BUDGET} tokens "
+                             f"(Anthropic's minimum), got {thinking_budget}")
+    if max_tokens is None:
+        return default_max_tokens(api=api, reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
+    if max_tokens < 1:
+        raise UsageError("--max-tokens must be at least 1")
+    if thinking_budget is not None and thinking_budget >= max_tokens:
+        raise UsageError(f"--thinking-budget ({thinking_budget}) must be less than --max-tokens ({max_tokens}): "
+                         "thinking counts against max_tokens, and the answer needs room after it "
+                         f"(leave --max-tokens out for {thinking_budget + ANSWER_TOKENS})")
+    return max_tokens
+
+
+def batch_requests(prompts: pl.DataFrame, *, api: str, model: str, max_tokens: int | None = None,
+                   reasoning_effort: str | None = None, thinking_budget: int | None = None) -> list[dict]:
     """Batch-API request lines, one per task, ``custom_id`` = task_id.
 
     ``api`` is ``openai`` (Batch API on /v1/chat/completions, ``max_completion_tokens``,
-    which reasoning models accept too) or ``anthropic`` (Message Batches). A task id
-    the API would refuse as a custom id is refused here, by name.
+    which reasoning models accept too, and ``reasoning_effort`` when given) or
+    ``anthropic`` (Message Batches; ``thinking: {type: enabled, budget_tokens}`` when a
+    thinking budget is given). ``max_tokens`` defaults by ``default_max_tokens``. A task
+    id the API would refuse as a custom id, and an option the API would refuse, are
+    refused here, by name.
     """
     if not model:
         raise UsageError(f"{api}-batch needs --model: the model the requests go to")
-    if max_tokens < 1:
-        raise UsageError("--max-tokens must be at least 1")
+    max_tokens = check_request_options(api=api, max_tokens=max_tokens, reasoning_effort=reasoning_effort,
+                                       thinking_budget=thinking_budget)
     lines = []
     for task_id, system, prompt in prompts.select("task_id", "system", "prompt").iter_rows():
         if api == "anthropic":
             if not _ANTHROPIC_ID.fullmatch(task_id):
                 raise UsageError(f"task_id {task_id!r} cannot be an Anthropic custom_id "
                                  "(1–64 letters, digits, '-' or '_')")
-            lines.append({"custom_id": task_id, "params": {
-                "model": model, "max_tokens": max_tokens, "system": system,
-                "messages": [{"role": "user", "content": prompt}]}})
+            params = {"model": model, "max_tokens": max_tokens, "system": system,
+                      "messages": [{"role": "user", "content": prompt}]}
+            if thinking_budget is not None:
+                params["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget}
+            lines.append({"custom_id": task_id, "params": params})
         else:
-            lines.append({"custom_id": task_id, "method": "POST", "url": "/v1/chat/completions", "body": {
-                "model": model, "max_completion_tokens": max_tokens,
-                "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}]}})
+            body = {"model": model, "max_completion_tokens": max_tokens,
+                    "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}]}
+            if reasoning_effort is not None:
+                body["reasoning_effort"] = reasoning_effort
+            lines.append({"custom_id": task_id, "method": "POST", "url": "/v1/chat/completions", "body": body})
     return lines
 
 
 def write_prompts(prompts: pl.DataFrame, out, *, fmt: str = "jsonl", model: str | None = None,
-                  max_tokens: int = 1024) -> None:
+                  max_tokens: int | None = None, reasoning_effort: str | None = None,
+                  thinking_budget: int | None = None) -> dict | None:
     """Write rendered prompts as a table (jsonl, csv, parquet) or as a batch-API request file.
 
     Tables have one row per task: ``task_id, system, prompt, channel, condition, template``.
     A batch file cannot carry the template in its requests (the APIs refuse unknown
-    fields), so a ``<out>.manifest.json`` beside it records the template, the model,
-    the token limit and the task count.
+    fields), so a ``<out>.manifest.json`` beside it records the template, the model, the
+    token limit (and whether it was the default), the reasoning effort or thinking budget
+    and the task count; the manifest is returned (None for a table).
     """
     from pathlib import Path
 
     out = Path(out)
-    if fmt not in EXPORT_FORMATS:
-        raise UsageError(f"unknown prompt format {fmt!r}; choose from {', '.join(EXPORT_FORMATS)}")
-    if fmt.endswith("-batch"):
-        lines = batch_requests(prompts, api=fmt.removesuffix("-batch"), model=model or "", max_tokens=max_tokens)
+    api = request_api(fmt)
+    if api is not None:
+        lines = batch_requests(prompts, api=api, model=model or "", max_tokens=max_tokens,
+                               reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
         out.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
-        manifest = {"format": fmt, "template": TEMPLATE, "model": model, "max_tokens": max_tokens,
+        limit = lines[0]["params"]["max_tokens"] if api == "anthropic" else lines[0]["body"]["max_completion_tokens"]
+        manifest = {"format": fmt, "template": TEMPLATE, "model": model, "max_tokens": limit,
+                    "max_tokens_default": (MAX_TOKENS_RULES[max_tokens_rule(
+                        api=api, reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)]
+                        if max_tokens is None else None),
+                    "reasoning_effort": reasoning_effort, "thinking_budget": thinking_budget,
                     "tasks": len(lines)}
         Path(f"{out}.manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        return
+        return manifest
+    check_request_options(api=None, max_tokens=max_tokens, reasoning_effort=reasoning_effort,
+                          thinking_budget=thinking_budget)
     table = prompts.select("task_id", "system", "prompt", "channel", "condition", "template")
     if fmt == "jsonl":
         table.write_ndjson(out)
@@ -386,3 +506,4 @@ def write_prompts(prompts: pl.DataFrame, out, *, fmt: str = "jsonl", model: str 
         table.write_csv(out)
     else:
         table.write_parquet(out)
+    return None

@@ -149,6 +149,11 @@ def load_command(
             typer.echo(f"{f.path}: already loaded, nothing added")
         else:
             typer.echo(f"{f.path}: {f.rows} rows ({f.parsed} parsed from text, {f.invalid} invalid)")
+            for name, cut, answers in f.truncated:
+                typer.echo(f"  {name}: {cut} of {answers} answers truncated at the token limit "
+                           "(invalid, reason truncated)")
+            if f.truncated:
+                typer.echo(f"  to let them finish, {ingest.truncation_advice(f.fmt)}")
 
 
 @command("prompts")

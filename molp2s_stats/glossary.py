@@ -198,7 +198,7 @@ COLUMNS: dict[str, str] = {
     "attempt": "attempt number of a response (a retried request has several; the highest is terminal)",
     "response": "the model's answer text, as given",
     "choice": "the candidate label the answer names (parsed from its text, or given); empty when invalid",
-    "invalid_reason": "why an answer names no candidate (no_answer, ambiguous, request_failed, …)",
+    "invalid_reason": "why an answer names no candidate (no_answer, ambiguous, request_failed, truncated, …)",
     "choice_source": "where choice came from: given in the file, or parsed from the response text",
     # per task and family (the cohort marts)
     "samples": "terminal answers to the task (one per sample)",

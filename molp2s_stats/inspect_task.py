@@ -10,6 +10,12 @@ Epochs become samples when the log is loaded with ``molp2s load``.
 Task arguments (``-T name=value``): ``benchmark`` (a benchmark folder; default the
 embedded one), ``channel`` and ``condition`` (comma-separated; ``none`` selects the P0
 tasks), ``max_peaks`` (IR and Raman peaks shown).
+
+Reasoning models take Inspect's own generation options: ``--max-tokens`` (which
+reasoning counts against on OpenAI and Anthropic), ``--reasoning-effort`` (OpenAI) and
+``--reasoning-tokens`` (Anthropic's thinking budget, below ``--max-tokens``). An answer
+that stopped at the token limit scores as wrong, as ``molp2s load`` marks it
+``truncated``.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from inspect_ai.solver import TaskState, generate
 
 from .defaults import DEFAULT_BENCHMARK
 from .ingest import read_benchmark
+from .ingest.staged import TRUNCATION_VALUES
 from .parse import CandidateIndex, parse_answer
 from .prompts import DEFAULT_MAX_PEAKS, render_prompts
 from .errors import UsageError
@@ -61,9 +68,14 @@ def samples(benchmark: str | None = None, channel: str | None = None, condition:
 
 @scorer(metrics=[accuracy(), stderr()])
 def molp2s_answer():
-    """Right when the parsed answer is the target; the parsed label (or the invalid reason) is kept."""
+    """Right when the parsed answer is the target; the parsed label (or the invalid reason) is kept.
+
+    An answer cut at the token limit is wrong whatever its text names (``truncated``), as
+    the loader counts it."""
 
     async def score(state: TaskState, target: Target) -> Score:
+        if state.output.choices and state.output.stop_reason in TRUNCATION_VALUES:
+            return Score(value=INCORRECT, answer="", explanation="truncated")
         index = CandidateIndex({label: tuple(pair) for label, pair in state.metadata["candidates"].items()})
         parsed = parse_answer(state.output.completion, index)
         return Score(value=CORRECT if parsed.choice == target.text else INCORRECT, answer=parsed.choice or "",

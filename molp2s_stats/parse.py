@@ -35,8 +35,11 @@ __all__ = ["INVALID_REASONS", "CandidateIndex", "ParsedAnswer", "parse_answer"]
 #: (``no_answer``), two named where one must decide (``ambiguous``), a SMILES that
 #: does not parse (``bad_smiles``) or matches no candidate (``not_a_candidate``), and a
 #: reply that declines to choose ("I cannot determine…", ``refusal``). The loader adds
-#: ``request_failed`` for a batch or harness request that returned no answer.
-INVALID_REASONS = ("no_answer", "ambiguous", "bad_smiles", "not_a_candidate", "refusal", "request_failed")
+#: ``request_failed`` for a batch or harness request that returned no answer, and
+#: ``truncated`` for an answer the API or harness says stopped at its token limit (or
+#: another limit) before the model finished, whatever the cut text names.
+INVALID_REASONS = ("no_answer", "ambiguous", "bad_smiles", "not_a_candidate", "refusal", "request_failed",
+                   "truncated")
 
 _MAX_SMILES_LEN = 1000  # longer tokens are not fragments; spare RDKit the work
 

@@ -90,7 +90,7 @@ CREATE TABLE IF NOT EXISTS responses (
     attempt        INTEGER NOT NULL,
     response       VARCHAR,            -- raw text, when the file had it
     choice         VARCHAR,            -- label; NULL when the answer is invalid
-    invalid_reason VARCHAR,            -- no_answer | ambiguous | bad_smiles | not_a_candidate | refusal | request_failed
+    invalid_reason VARCHAR,            -- no_answer | ambiguous | bad_smiles | not_a_candidate | refusal | request_failed | truncated
     choice_source  VARCHAR NOT NULL,   -- given (file had a choice) | parsed (from response)
     metadata       VARCHAR,            -- JSON object of the file's other fields
     file_id        INTEGER NOT NULL,

@@ -12,9 +12,9 @@ from .benchmark import BenchmarkSummary, load_benchmark, read_benchmark
 from ..store import fetch_one
 from .errors import InputError
 from .files import expand
-from .responses import FileSummary, load_response_file, stage_file
+from .responses import FileSummary, load_response_file, stage_file, truncation_advice
 
-__all__ = ["InputError", "LoadSummary", "load", "read_benchmark", "stage_file"]
+__all__ = ["InputError", "LoadSummary", "load", "read_benchmark", "stage_file", "truncation_advice"]
 
 
 @dataclass(frozen=True)

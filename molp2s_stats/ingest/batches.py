@@ -3,7 +3,15 @@ Batches results, both JSONL with one result per request.
 
 custom_id → task_id (``molp2s prompts`` writes the task id there); the assistant text →
 response; the model that answered → model (``--model`` renames every line); token
-usage, finish reason and request ids → metadata. A failed request (OpenAI: ``error``
+usage, finish reason and request ids → metadata.
+
+Reasoning is never the answer. Anthropic's ``thinking`` and ``redacted_thinking`` blocks
+are left out of the response (only ``text`` blocks are), and OpenAI-compatible servers'
+``reasoning_content`` / ``reasoning`` fields beside the message content are never read as
+it; the metadata keeps how many blocks and characters of reasoning there were, not the
+text. An answer that stopped at the token limit (OpenAI ``finish_reason: "length"``,
+Anthropic ``stop_reason: "max_tokens"``) loads as invalid, ``truncated`` (the loader reads
+that from the metadata, see ``staged.cut_by_limit``). A failed request (OpenAI: ``error``
 set or a status other than 200; Anthropic: result ``errored``, ``canceled`` or
 ``expired``) is kept as an invalid answer with reason ``request_failed`` and the
 error in its metadata, never dropped. A failed line names no model, so it takes the
@@ -64,6 +72,10 @@ def _openai(record: dict) -> tuple[str | None, str, str | None, dict]:
     text = message.get("content") or ""
     meta.update(usage=body.get("usage"), finish_reason=choices[0].get("finish_reason") if choices else None,
                 completion_id=body.get("id"))
+    # vLLM, DeepSeek and others return reasoning_content, OpenRouter reasoning: its size, never its text
+    reasoning = [message[k] for k in ("reasoning_content", "reasoning") if isinstance(message.get(k), str)]
+    if reasoning:
+        meta["reasoning_chars"] = sum(len(r) for r in reasoning)
     failure = None
     if message.get("refusal"):
         meta["refusal"] = message["refusal"]
@@ -79,10 +91,15 @@ def _anthropic(record: dict) -> tuple[str | None, str, str | None, dict]:
     if kind != "succeeded":
         return None, "", "request_failed", {"result_type": kind, "error": result.get("error")}
     message = result.get("message") or {}
-    blocks = message.get("content") or []
-    text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+    blocks = [b for b in message.get("content") or [] if isinstance(b, dict)]
+    text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
     meta = {"result_type": kind, "message_id": message.get("id"), "usage": message.get("usage"),
             "stop_reason": message.get("stop_reason")}
+    thinking = [b for b in blocks if b.get("type") == "thinking"]
+    redacted = sum(b.get("type") == "redacted_thinking" for b in blocks)
+    if thinking or redacted:  # extended thinking: how much, never what
+        meta.update(thinking_blocks=len(thinking), redacted_thinking_blocks=redacted,
+                    thinking_chars=sum(len(b.get("thinking") or "") for b in thinking))
     return message.get("model"), text, "refusal" if message.get("stop_reason") == "refusal" else None, meta
 
 

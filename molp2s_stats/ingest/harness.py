@@ -24,10 +24,13 @@ def stage_inspect(path: Path, *, task_ids: dict[str, str] | None = None) -> pl.D
 
     model ← the log's model; task_id ← the sample's ``task_id`` metadata, else the
     sample id (or ``task_ids[sample id]`` when a mapping is given); sample ← epoch − 1
-    (epochs count from 1, samples from 0); response ← the final completion. Scores
-    (value and extracted answer per scorer), the sample id, the epoch and any sample
-    error are kept as metadata. A sample that errored without output is kept as an
-    empty answer, which the parser marks invalid: nothing is dropped.
+    (epochs count from 1, samples from 0); response ← the final completion (its text
+    parts: reasoning parts are never the answer, only their count and length are kept).
+    Scores (value and extracted answer per scorer), the sample id, the epoch, the stop
+    reason and any sample error or limit are kept as metadata. A sample that errored
+    without output is kept as an invalid answer (request_failed); one that stopped on a
+    sample limit, or whose generation stopped at the token limit (stop reason
+    ``max_tokens`` or ``model_length``), as ``truncated``: nothing is dropped.
     """
     from inspect_ai.log import read_eval_log
 
@@ -48,13 +51,28 @@ def stage_inspect(path: Path, *, task_ids: dict[str, str] | None = None) -> pl.D
             task_id = task_ids[str(sample.id)]
         else:
             task_id = metadata.get("task_id", sample.id)
-        completion = sample.output.completion if sample.output is not None else ""
+        output = sample.output
+        completion = output.completion if output is not None else ""
         scores = {name: {"value": score.value, "answer": score.answer} for name, score in (sample.scores or {}).items()}
         extra = {"inspect_sample_id": sample.id, "epoch": sample.epoch, "scores": scores,
                  "error": sample.error.message if sample.error is not None else None}
+        if output is not None and output.choices:
+            extra["stop_reason"] = output.stop_reason  # max_tokens / model_length mark it truncated
+            content = output.message.content
+            reasoning = [part for part in content if getattr(part, "type", None) == "reasoning"] \
+                if isinstance(content, list) else []
+            if reasoning:
+                extra.update(reasoning_parts=len(reasoning), reasoning_chars=sum(len(p.reasoning) for p in reasoning))
+        if sample.limit is not None:
+            extra["limit"] = {"type": sample.limit.type, "limit": sample.limit.limit}
         if "template" in metadata:  # the prompt template the molp2s Inspect task rendered
             extra["template"] = metadata["template"]
-        failed = "request_failed" if sample.error is not None and not completion else None
+        if sample.error is not None and not completion:
+            failed = "request_failed"
+        elif sample.limit is not None:  # a token, time or message limit stopped the sample before it finished
+            failed = "truncated"
+        else:
+            failed = None
         rows.append({"_where": where, "_line": position, "model": model, "task_id": str(task_id),
                      "sample": sample.epoch - 1, "attempt": 0, "response": completion or "", "choice": None,
                      "_failed": failed, "metadata": json.dumps(extra, default=str)})
@@ -111,8 +129,10 @@ def stage_lm_eval(path: Path, data: bytes, *, model: str | None = None) -> pl.Da
         texts = _texts(record.get(field))
         if not texts:
             raise InputError(path, f"no text in {field!r}", where=where)
-        extra = {k: record[k] for k in ("doc_id", "target", "filter", "metrics", "acc", "exact_match")
-                 if k in record}
+        # lm-eval does not record why generation stopped; a finish_reason or stop_reason, should a
+        # version write one, is kept, and a cut answer then loads as truncated like any other
+        extra = {k: record[k] for k in ("doc_id", "target", "filter", "metrics", "acc", "exact_match",
+                                        "finish_reason", "stop_reason") if k in record}
         # several texts (lm-eval's repeats) are several samples of the same task
         for sample, text in enumerate(texts):
             rows.append({"_where": where, "_line": line, "model": model, "task_id": str(task_id), "sample": sample,

@@ -25,7 +25,7 @@ from .files import (FORMAT_NAMES, check_no_nul, check_utf8, file_format, file_sh
                     read_csv_text, read_parquet)
 from .batches import batch_format, stage_batch_results
 from .harness import is_lm_eval_samples, stage_inspect, stage_lm_eval
-from .staged import STANDARD_SCHEMA
+from .staged import STANDARD_SCHEMA, cut_by_limit
 
 REQUIRED = ("model", "task_id")
 KNOWN = ("model", "task_id", "sample", "attempt", "response", "choice")
@@ -37,13 +37,37 @@ MAX_KNOWN_PARSES = 1_000_000
 
 @dataclass(frozen=True)
 class FileSummary:
-    """What loading one response file did."""
+    """What loading one response file did.
+
+    ``truncated`` holds (model, answers cut at the token limit, answers) for each model
+    with at least one cut answer; ``fmt`` is the format the file was read as.
+    """
 
     path: str
     rows: int
     parsed: int
     invalid: int
     already_loaded: bool
+    truncated: tuple[tuple[str, int, int], ...] = ()
+    fmt: str | None = None
+
+
+# What to change when answers come back cut at the token limit, by where they came from.
+TRUNCATION_ADVICE = {
+    "openai-batch": "export again with a higher `molp2s prompts --max-tokens` (hidden reasoning counts against "
+                    "it), or a lower --reasoning-effort",
+    "anthropic-batch": "export again with a higher `molp2s prompts --max-tokens`, or a lower --thinking-budget "
+                       "(thinking counts against max_tokens)",
+    "inspect": "run again with a higher `inspect eval --max-tokens` (or --token-limit, if the sample limit "
+               "stopped it), or a lower --reasoning-effort / --reasoning-tokens",
+}
+_OTHER_ADVICE = ("raise the token limit of the run that wrote these answers (`molp2s prompts --max-tokens` for "
+                 "a batch export), or lower its reasoning effort or thinking budget")
+
+
+def truncation_advice(fmt: str | None) -> str:
+    """Which flag to raise (or lower) when a file's answers were cut at the token limit."""
+    return TRUNCATION_ADVICE.get(fmt, _OTHER_ADVICE)
 
 
 def _fail_first(path: Path, frame: pl.DataFrame, condition: pl.Expr, message: str | callable) -> None:
@@ -236,6 +260,11 @@ def _standardise(path: Path, staged: pl.DataFrame) -> pl.DataFrame:
     if "_failed" not in staged.columns:  # set only by readers that know a request failed
         staged = staged.with_columns(pl.lit(None, pl.String).alias("_failed"))
     staged = staged.select([pl.col(c).cast(t) for c, t in STANDARD_SCHEMA.items()])
+    # an answer the API says it cut at the token limit is truncated, whatever its text (see
+    # _parse_responses); a failure or refusal the reader already found stands
+    staged = staged.with_columns(
+        pl.when(pl.col("_failed").is_null() & cut_by_limit()).then(pl.lit("truncated"))
+        .otherwise(pl.col("_failed")).alias("_failed"))
     _fail_first(path, staged, pl.col("model").is_null() | (pl.col("model").str.strip_chars() == ""),
                 "missing required field 'model'")
     _fail_first(path, staged, pl.col("task_id").is_null() | (pl.col("task_id") == ""),
@@ -312,7 +341,9 @@ def _parse_responses(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame,
     todo = frame.filter(pl.col("choice").is_null()).select("family_id", "response").unique()
     if todo.height == 0:
         return frame.with_columns(pl.lit(None, pl.String).alias("invalid_reason"),
-                                  pl.lit("given").alias("choice_source"))
+                                  pl.lit("given").alias("choice_source"),
+                                  pl.lit(None, pl.String).alias("_parsed_choice"),
+                                  pl.lit(None, pl.String).alias("_parsed_reason"))
     pairs = todo.rows()
     new_pairs = [pair for pair in pairs if pair not in known]
     families = sorted({family for family, _ in new_pairs})
@@ -333,7 +364,12 @@ def _parse_responses(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame,
     )
     joined = frame.join(answers, on=["family_id", "response"], how="left", nulls_equal=True)
     given = pl.col("choice").is_not_null()
-    # a failed request or an API-flagged refusal is invalid whatever its text says
+    # A failed request, an API-flagged refusal or an answer cut at the token limit is invalid
+    # whatever its text says. For a cut answer that is a choice: the prompt asks for the
+    # letter on the last line, so a cut answer has not reached it, and a letter the parser
+    # finds in it is the reasoning's, or one the model had not finished weighing. Truncation
+    # stays visible as its own reason; what the parser read in the cut text goes into the
+    # metadata (``truncated_parse``), for anyone who wants to score it otherwise.
     failed = pl.col("_failed").is_not_null()
     return joined.with_columns(
         pl.when(given).then(pl.col("choice")).when(failed).then(None).otherwise(pl.col("parsed_choice"))
@@ -341,6 +377,8 @@ def _parse_responses(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame,
         pl.when(given).then(None).when(failed).then(pl.col("_failed")).otherwise(pl.col("invalid_reason"))
         .alias("invalid_reason"),
         pl.when(given).then(pl.lit("given")).otherwise(pl.lit("parsed")).alias("choice_source"),
+        pl.col("parsed_choice").alias("_parsed_choice"),
+        pl.col("invalid_reason").alias("_parsed_reason"),
     ).drop("parsed_choice")
 
 
@@ -362,24 +400,36 @@ def load_response_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt:
                                    task_ids=task_ids)])
     rows = parsed = invalid = count = 0
     known: dict = {}
+    truncated: dict[str, tuple[int, int]] = {}  # model -> (cut answers, answers)
     for count, staged in enumerate(batches, start=1):
         checked = _check_against_database(con, path, staged, check_loaded=not streamed)
         final = _parse_responses(con, checked, known)  # noqa: F841 (read by DuckDB below)
         con.execute(
             """INSERT INTO responses
                SELECT model, task_id, sample::INTEGER, attempt::INTEGER, response, choice, invalid_reason,
-                      choice_source, metadata, ?, _line
+                      choice_source,
+                      CASE WHEN invalid_reason = 'truncated' THEN json_merge_patch(
+                               coalesce(metadata, '{}'),
+                               json_object('truncated_parse', json_object('choice', _parsed_choice,
+                                                                          'reason', _parsed_reason)))::VARCHAR
+                           ELSE metadata END,
+                      ?, _line
                FROM final""",
             [file_id],
         )
         rows += final.height
         parsed += int((final["choice_source"] == "parsed").sum())
         invalid += int(final["choice"].is_null().sum())
+        for model, cut, answers in final.group_by("model").agg(
+                (pl.col("invalid_reason") == "truncated").sum(), pl.len()).iter_rows():
+            before = truncated.get(model, (0, 0))
+            truncated[model] = (before[0] + cut, before[1] + answers)
     if streamed:
         _check_file_in_database(con, path, file_id, several_batches=count > 1)
     con.execute("INSERT INTO response_files VALUES (?, ?, ?, ?, ?, ?)",
                 [file_id, str(path), sha256, fmt, rows, datetime.now(timezone.utc)])
-    return FileSummary(str(path), rows, parsed, invalid, already_loaded=False)
+    cut = tuple((model, n, of) for model, (n, of) in sorted(truncated.items()) if n)
+    return FileSummary(str(path), rows, parsed, invalid, already_loaded=False, truncated=cut, fmt=fmt)
 
 
 def _check_file_in_database(con: duckdb.DuckDBPyConnection, path: Path, file_id: int, *,

@@ -31,7 +31,7 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "other": "the same share for cf tasks answered with anything else, invalid answers included; "
              "CFR + Persist + Other = 100",
     "random_baseline": "the mean over cohort families of 1/K_f (K_f candidates): what a uniform guess scores on "
-                       "accuracy and PGR",
+                       "accuracy and PGR; every other metric has its own baseline (the baseline column)",
 }
 #: The metric ids of ``molp2s metrics``, in the order they are reported.
 METRICS = tuple(METRIC_DEFINITIONS)
@@ -62,6 +62,9 @@ COLUMNS: dict[str, str] = {
     "conf_low": "lower end of the interval (same unit as estimate)",
     "conf_high": "upper end of the interval (same unit as estimate)",
     "conf_level": "coverage the interval aims at, e.g. 0.95",
+    "baseline": "random baseline: the metric's value for a guesser that picks uniformly among each family's K_f "
+                "candidates, on the same cohort (1/K for accuracy and PGR, 0 pp for RM, 1/K for CFR and Persist, "
+                "(K−2)/K for Other); a leaderboard's closing random-baseline row",
     "n": "families that enter the estimate (its resampling units)",
     "method": "how the interval was made, e.g. family_bootstrap_percentile; 'point' when no interval",
     "draws": "random draws behind the figure, in all: bootstrap replicates (0 when no interval), family "

@@ -21,6 +21,11 @@ random_baseline    1 / K_f                                      1
 so one weight vector per bootstrap replicate (family multiplicities) gives every
 metric of every model in two matrix products. Everything here is a proportion; the frames
 returned show rates in % and differences in pp (``units``).
+
+Each row also carries ``baseline``: the metric's value for a uniform random guesser on the
+same cohort, ``Σ E[a_f] / Σ E[b_f]`` with every answer a uniform draw from the family's K_f
+candidates (`baseline_components`). It is 1/K for accuracies and PGR, 0 for RM, and, per
+initially right source, 1/K for CFR and Persist and (K−2)/K for Other.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ RESULT_SCHEMA = {
     "model": pl.String, "channel": pl.String, "metric": pl.String, "estimate": pl.Float64,
     "conf_low": pl.Float64, "conf_high": pl.Float64, "conf_level": pl.Float64, "n": pl.Int64,
     "method": pl.String, "draws": pl.Int64, "draws_undefined": pl.Int64, "seed": pl.Int64, "invalid": pl.String,
+    "baseline": pl.Float64,
 }
 
 
@@ -87,6 +93,50 @@ def metric_components(metric: str) -> tuple[pl.Expr, pl.Expr]:
         "other": weighted("cf_other"),
         "random_baseline": (1.0 / pl.col("n_candidates"), pl.lit(1.0)),
     }[metric]
+
+
+def baseline_components(metric: str) -> tuple[pl.Expr, pl.Expr]:
+    """(E[a_f], E[b_f]) of `metric_components` for a uniform random guesser.
+
+    Every answer is an independent uniform draw from the family's K_f candidates, so a
+    task is right with probability 1/K; a cf answer names the counterfactual, the source
+    candidate, or one of the K − 2 others. The ratio of the expected sums is the value the
+    metric, itself a ratio of sums, takes for such a guesser on a large cohort; it needs
+    nothing but each family's K_f and cf tasks, so it is the same for every model.
+    """
+    guess = 1.0 / pl.col("n_candidates")
+    has_cf = (pl.col("cf_tasks").fill_null(0) > 0).cast(pl.Float64)
+    one = pl.lit(1.0)
+    return {
+        "acc_p0": (guess, one), "acc_source": (guess, one), "acc_shuffled": (guess, one),
+        "reliance_margin": (pl.lit(0.0), one),
+        "cf_accuracy": (guess * pl.col("cf_tasks").fill_null(0), pl.col("cf_tasks").fill_null(0).cast(pl.Float64)),
+        "pgr": (has_cf * guess, has_cf),
+        # weighted by y(source), whose expectation is 1/K: E[y_src · share] = 1/K · E[share]
+        "cfr": (has_cf * guess * guess, has_cf * guess),
+        "persist": (has_cf * guess * guess, has_cf * guess),
+        "other": (has_cf * guess * (1.0 - 2.0 * guess), has_cf * guess),
+        "random_baseline": (guess, one),
+    }[metric]
+
+
+def random_baselines(outcomes: pl.DataFrame, metrics: tuple[str, ...] = METRICS) -> pl.DataFrame:
+    """The uniform guesser's value of each metric per channel (``channel, metric, baseline``,
+    as proportions), from each cohort family once."""
+    # sorted, so the sums (and so the figures, to the last bit) do not depend on row order
+    families = outcomes.sort("channel", "family_id", "model").unique(["channel", "family_id"], keep="first",
+                                                                      maintain_order=True)
+    parts = {f"{metric}:{side}": expr for metric in metrics
+             for side, expr in zip(("a", "b"), baseline_components(metric))}
+    # columns first: a literal summed inside an aggregation is not broadcast over the rows
+    sums = (families.select("channel", **parts)
+            .group_by("channel", maintain_order=True).agg(pl.col(list(parts)).sum()))
+    return pl.concat([
+        sums.select("channel", pl.lit(metric).alias("metric"),
+                    pl.when(pl.col(f"{metric}:b") > 0).then(pl.col(f"{metric}:a") / pl.col(f"{metric}:b"))
+                    .alias("baseline"))
+        for metric in metrics
+    ]) if sums.height else pl.DataFrame(schema={"channel": pl.String, "metric": pl.String, "baseline": pl.Float64})
 
 
 def apply_invalid_rule(outcomes: pl.DataFrame, invalid: str) -> pl.DataFrame:
@@ -237,7 +287,10 @@ def compute_metrics(
         rows.append(_channel_metrics(values.filter(pl.col("channel") == channel), channel, models,
                                      metrics, draws, seed, conf_level))
     result = pl.concat(rows) if rows else pl.DataFrame(schema=RESULT_SCHEMA)
-    return units.percent_columns(result, ESTIMATE_COLUMNS).with_columns(pl.lit(invalid).alias("invalid"))
+    result = (result.drop("baseline").join(random_baselines(outcomes, metrics), on=["channel", "metric"],
+                                           how="left", maintain_order="left")
+              .select(list(RESULT_SCHEMA)))
+    return units.percent_columns(result, (*ESTIMATE_COLUMNS, "baseline")).with_columns(pl.lit(invalid).alias("invalid"))
 
 
 def family_matrices(values: pl.DataFrame, *, models: list[str], columns: list[str]
@@ -288,6 +341,7 @@ def _channel_metrics(values: pl.DataFrame, channel: str, models: list[str], metr
             "draws_undefined": undefined,
             "seed": [seed] * len(cells),
             "invalid": [None] * len(cells),
+            "baseline": [None] * len(cells),
         },
         schema=RESULT_SCHEMA,
     ).with_columns(pl.col(pl.Float64).fill_nan(None))
@@ -306,13 +360,16 @@ BASELINE = "random baseline"  # the model name of the random-baseline row of a l
 
 def with_random_baseline(result: pl.DataFrame, metric: str) -> pl.DataFrame:
     """One metric's rows of :func:`compute_metrics` output and, unless it is the baseline
-    itself, a random-baseline row per channel (its estimate, no interval): the rows of a
-    leaderboard, which the paper closes with the baseline."""
+    itself, a random-baseline row per channel: that metric's own value for a uniform guesser
+    (the ``baseline`` column; no interval), the row the paper closes a leaderboard with."""
     part = result.filter(pl.col("metric") == metric)
-    baseline = (result.filter(pl.col("metric") == "random_baseline").unique("channel", keep="first", maintain_order=True)
-                .with_columns(pl.lit(BASELINE).alias("model"), pl.lit(None, pl.Float64).alias("conf_low"),
-                              pl.lit(None, pl.Float64).alias("conf_high")))
-    return pl.concat([part, baseline.select(part.columns)]) if metric != "random_baseline" and baseline.height else part
+    if metric == "random_baseline" or "baseline" not in part.columns or not part.height:
+        return part
+    baseline = (part.unique("channel", keep="first", maintain_order=True)
+                .with_columns(pl.lit(BASELINE).alias("model"), pl.col("baseline").alias("estimate"),
+                              pl.lit(None, pl.Float64).alias("conf_low"), pl.lit(None, pl.Float64).alias("conf_high"),
+                              pl.lit("point").alias("method"), pl.lit(0, pl.Int64).alias("draws")))
+    return pl.concat([part, baseline.select(part.columns)])
 
 
 def p0_accuracy(outcomes: pl.DataFrame, **options) -> pl.DataFrame:

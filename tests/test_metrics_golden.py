@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import polars as pl
 import pytest
 
@@ -85,6 +87,57 @@ def test_point_estimates(tiny_db, model, metric):
     assert row["channel"] == "dipole_norm"
     assert row["method"] == "point" and row["conf_low"] is None
     assert row["n"] == N.get(metric, {}).get(model, 3)
+
+
+# A uniform guesser on the cohort: K = 3, 3, 2 and cf tasks 2, 2, 1 (F1, F2, F4); each
+# metric's value is Σ E[a_f] / Σ E[b_f], with E[y] = 1/K and, after a right source, a cf
+# answer naming the counterfactual or the source with 1/K each, another with (K − 2)/K.
+BASELINES = {
+    "acc_source": 100 * 7 / 18,        # (⅓ + ⅓ + ½) / 3
+    "reliance_margin": 0.0,            # 1/K − 1/K
+    "cf_accuracy": 100 * 11 / 30,      # (2·⅓ + 2·⅓ + 1·½) / 5
+    "pgr": 100 * 7 / 18,               # ½·1/K + ½·1/K per family
+    "cfr": 100 * 17 / 42,              # (⅓·⅓ + ⅓·⅓ + ½·½) / (⅓ + ⅓ + ½) = (17/36) / (7/6)
+    "persist": 100 * 17 / 42,          # the same
+    "other": 100 * 8 / 42,             # (⅓·⅓ + ⅓·⅓ + ½·0) / (7/6)
+    "random_baseline": 100 * 7 / 18,
+}
+
+
+@pytest.mark.parametrize("metric", sorted(BASELINES))
+def test_each_metric_has_its_own_random_baseline(tiny_db, metric):
+    result = metrics.metrics_from_db(tiny_db, draws=0)
+    values = result.filter(pl.col("metric") == metric)["baseline"].to_list()
+    assert values == pytest.approx([BASELINES[metric]] * 2)  # the same for both models
+    board = metrics.with_random_baseline(result, metric)
+    if metric != "random_baseline":
+        row = board.filter(pl.col("model") == metrics.BASELINE).row(0, named=True)
+        assert row["estimate"] == pytest.approx(BASELINES[metric]) and row["conf_low"] is None
+
+
+def test_random_baselines_match_a_simulated_uniform_guesser(tiny_db):
+    """An independent check: score many uniform guessers with the metric code itself."""
+    outcomes = tiny_db.sql("SELECT * FROM family_outcomes WHERE model = 'm1'").pl()
+    rng = np.random.default_rng(7)
+    guessers = []
+    for g in range(4000):
+        k = outcomes["n_candidates"].to_numpy()
+        cf = outcomes["cf_tasks"].to_numpy()
+        picks = [rng.integers(0, kk, size=c) for kk, c in zip(k, cf)]  # 0: the counterfactual, 1: the source
+        guessers.append(outcomes.with_columns(
+            pl.lit(f"g{g}").alias("model"),
+            pl.Series("y_source", (rng.integers(0, k) == 0).astype(float)),
+            pl.Series("y_shuffled", (rng.integers(0, k) == 0).astype(float)),
+            pl.Series("cf_correct", [float((p == 0).sum()) for p in picks]),
+            pl.Series("cf_flip", [float((p == 0).mean()) for p in picks]),
+            pl.Series("cf_persist", [float((p == 1).mean()) for p in picks]),
+            pl.Series("cf_other", [float((p >= 2).mean()) for p in picks])))
+    # pooled over guessers, a ratio of sums converges to the ratio of expected sums
+    pooled = pl.concat(guessers).with_columns(pl.lit("pooled").alias("model"),
+                                              (pl.col("model") + pl.col("family_id")).alias("family_id"))
+    result = metrics.compute_metrics(pooled, draws=0, metrics=tuple(BASELINES))
+    for row in result.iter_rows(named=True):
+        assert row["estimate"] == pytest.approx(BASELINES[row["metric"]], abs=1.5), row["metric"]
 
 
 def test_cfr_persist_other_sum_to_100(tiny_db):

@@ -54,6 +54,22 @@ def test_transition_shares_sum_to_100_and_intervals_hold_estimates(outcomes, see
     assert ((result["estimate"].drop_nulls() >= -100) & (result["estimate"].drop_nulls() <= 100)).all()
 
 
+@settings(max_examples=40, deadline=None)
+@given(family_outcomes())
+def test_random_baselines_are_the_same_for_every_model_and_add_up(outcomes):
+    result = metrics.compute_metrics(outcomes, draws=0)
+    per_metric = result.group_by("metric").agg(pl.col("baseline").n_unique().alias("values"),
+                                               pl.col("baseline").first())
+    assert (per_metric["values"] == 1).all()  # a property of the cohort, not of the model
+    baseline = dict(per_metric.select("metric", "baseline").iter_rows())
+    assert baseline["reliance_margin"] == 0.0
+    assert baseline["cfr"] + baseline["persist"] + baseline["other"] == pytest.approx(100.0)
+    assert baseline["cfr"] == baseline["persist"]
+    k = outcomes.unique("family_id")["n_candidates"]
+    # accuracy's is the mean of 1/K, so it lies between the extremes of 1/K
+    assert 100 / k.max() - 1e-9 <= baseline["acc_source"] <= 100 / k.min() + 1e-9
+
+
 @settings(max_examples=30, deadline=None)
 @given(family_outcomes(), st.randoms(use_true_random=False))
 def test_results_do_not_depend_on_row_order(outcomes, rnd):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
+from pathlib import Path
 
 import hypothesis.strategies as st
 import polars as pl
@@ -249,3 +250,172 @@ def test_a_spectrum_without_a_positive_peak_is_refused_by_channel():
         prompts.render_property("ir", {"frequencies": [1000.0], "intensities": [0.0]})
     with pytest.raises(ValueError, match="'raman'"):
         prompts.render_property("raman", {"frequencies": [], "intensities": []})
+
+
+# ------------------------------------------------------------ reasoning models: requests the SDKs accept
+
+def _strict_validator(request_type):
+    """A validator of the SDK's request TypedDict that refuses what the API refuses and pydantic
+    lets through by default: unknown keys (at every depth), a number given as text, and the
+    items of an ``Iterable`` field (pydantic validates those lazily, i.e. not at all here)."""
+    from pydantic import TypeAdapter
+    from pydantic_core import SchemaValidator
+
+    schema = TypeAdapter(request_type).core_schema
+
+    def walk(node):
+        if isinstance(node, dict):
+            if node.get("type") == "typed-dict":
+                node["extra_behavior"] = "forbid"
+            elif node.get("type") == "generator":
+                node["type"] = "list"
+            elif node.get("type") in ("int", "float", "str", "bool"):
+                node["strict"] = True
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    return SchemaValidator(schema)
+
+
+@pytest.fixture(scope="module")
+def sdk_validators():
+    """One validator per batch format, built on the official SDKs' own request types."""
+    from typing import Literal, get_type_hints
+
+    from anthropic.types.messages.batch_create_params import Request
+    from openai.types import batch_create_params
+    from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+    from typing_extensions import TypedDict
+
+    # the SDK types the body and the batch's endpoint; a Batch API input line wraps them
+    endpoint = get_type_hints(batch_create_params.BatchCreateParams)["endpoint"]
+    line_type = TypedDict("OpenAIBatchLine", {"custom_id": str, "method": Literal["POST"], "url": endpoint,
+                                              "body": CompletionCreateParamsNonStreaming})
+    return {"openai-batch": _strict_validator(line_type), "anthropic-batch": _strict_validator(Request)}
+
+
+def _export(tmp_path, *flags, fmt="openai-batch", model="a-model"):
+    bench = tmp_path / "bench"
+    if not bench.exists():
+        write_benchmark(bench)
+    out = tmp_path / f"requests-{len(list(tmp_path.glob('requests-*')))}.jsonl"
+    result = runner.invoke(app, ["prompts", "--benchmark", str(bench), "--format", fmt, "--model", model,
+                                 "--out", str(out), *flags])
+    if result.exit_code != 0:
+        return result, None, None
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    return result, lines, json.loads(Path(f"{out}.manifest.json").read_text())
+
+
+@pytest.mark.parametrize(("fmt", "flags"), [
+    ("openai-batch", []),
+    *[("openai-batch", ["--reasoning-effort", effort]) for effort in prompts.REASONING_EFFORTS],
+    ("openai-batch", ["--reasoning-effort", "high", "--max-tokens", "64000"]),
+    ("anthropic-batch", []),
+    ("anthropic-batch", ["--thinking-budget", "1024"]),
+    ("anthropic-batch", ["--thinking-budget", "16000", "--max-tokens", "20000"]),
+])
+def test_every_request_line_validates_against_the_official_sdk_types(tmp_path, sdk_validators, fmt, flags):
+    result, lines, _ = _export(tmp_path, *flags, fmt=fmt)
+    assert result.exit_code == 0, result.output
+    assert len(lines) == 22  # every task of the tiny benchmark
+    for line in lines:
+        sdk_validators[fmt].validate_python(line)
+        if fmt == "anthropic-batch" and "thinking" in line["params"]:
+            # what the SDK's types cannot say: Anthropic's budget is at least 1024 and below max_tokens
+            assert 1024 <= line["params"]["thinking"]["budget_tokens"] < line["params"]["max_tokens"]
+
+
+@pytest.mark.parametrize(("fmt", "spoil"), [
+    ("openai-batch", lambda line: line["body"].update(max_tokens_to_sample=10)),          # a field it lacks
+    ("openai-batch", lambda line: line["body"].update(reasoning_effort="extreme")),       # not an effort
+    ("openai-batch", lambda line: line["body"].update(max_completion_tokens="1024")),     # text, not a number
+    ("openai-batch", lambda line: line["body"]["messages"][0].update(role="robot")),      # inside an Iterable
+    ("openai-batch", lambda line: line.update(url="/v1/chat")),                           # not an endpoint
+    ("openai-batch", lambda line: line["body"].update(thinking={"type": "enabled", "budget_tokens": 2048})),
+    ("anthropic-batch", lambda line: line["params"].update(max_completion_tokens=10)),   # OpenAI's name
+    ("anthropic-batch", lambda line: line["params"].update(thinking={"type": "enabled"})),  # no budget
+    ("anthropic-batch", lambda line: line["params"].pop("max_tokens")),                  # required
+    ("anthropic-batch", lambda line: line["params"]["messages"][0].update(role="robot")),
+])
+def test_the_sdk_validation_refuses_a_spoilt_line(tmp_path, sdk_validators, fmt, spoil):
+    from pydantic_core import ValidationError
+
+    _, lines, _ = _export(tmp_path, fmt=fmt)
+    line = json.loads(json.dumps(lines[0]))
+    sdk_validators[fmt].validate_python(line)  # as exported: accepted
+    spoil(line)
+    with pytest.raises(ValidationError):
+        sdk_validators[fmt].validate_python(line)
+
+
+def test_reasoning_efforts_are_values_the_openai_sdk_takes():
+    from typing import get_args
+
+    from openai.types.shared.reasoning_effort import ReasoningEffort
+
+    allowed = {value for arg in get_args(ReasoningEffort) for value in get_args(arg)}
+    assert {"low", "medium", "high", "minimal"} <= set(prompts.REASONING_EFFORTS) <= allowed
+
+
+@pytest.mark.parametrize(("fmt", "flags", "max_tokens", "field", "rule"), [
+    # no reasoning: the short answer alone
+    ("openai-batch", [], 1024, "max_completion_tokens", "answer"),
+    ("anthropic-batch", [], 1024, "max_tokens", "answer"),
+    # "none" asks a reasoning model not to reason: the answer's limit again
+    ("openai-batch", ["--reasoning-effort", "none"], 1024, "max_completion_tokens", "answer"),
+    ("openai-batch", ["--reasoning-effort", "low"], 32768, "max_completion_tokens", "openai_reasoning"),
+    # 8000 thinking + 1024 for the answer = 9024
+    ("anthropic-batch", ["--thinking-budget", "8000"], 9024, "max_tokens", "anthropic_thinking"),
+])
+def test_the_default_token_limit_leaves_room_for_reasoning(tmp_path, fmt, flags, max_tokens, field, rule):
+    result, lines, manifest = _export(tmp_path, *flags, fmt=fmt)
+    assert result.exit_code == 0, result.output
+    where = "body" if fmt == "openai-batch" else "params"
+    assert {line[where][field] for line in lines} == {max_tokens}
+    assert manifest["max_tokens"] == max_tokens and manifest["max_tokens_default"] == prompts.MAX_TOKENS_RULES[rule]
+    assert f"max tokens {max_tokens}" in result.output
+
+
+def test_the_manifest_records_the_reasoning_options(tmp_path):
+    _, lines, manifest = _export(tmp_path, "--thinking-budget", "4000", "--max-tokens", "6000", fmt="anthropic-batch",
+                                 model="claude-x")
+    assert lines[0]["params"]["thinking"] == {"type": "enabled", "budget_tokens": 4000}
+    assert {k: manifest[k] for k in ("format", "model", "max_tokens", "max_tokens_default", "reasoning_effort",
+                                     "thinking_budget", "tasks")} == {
+        "format": "anthropic-batch", "model": "claude-x", "max_tokens": 6000, "max_tokens_default": None,
+        "reasoning_effort": None, "thinking_budget": 4000, "tasks": 22}
+    _, lines, manifest = _export(tmp_path, "--reasoning-effort", "high", model="o3")
+    assert lines[0]["body"]["reasoning_effort"] == "high" and "thinking" not in lines[0]["body"]
+    assert (manifest["reasoning_effort"], manifest["thinking_budget"], manifest["max_tokens"]) == ("high", None, 32768)
+    _, lines, _ = _export(tmp_path)  # without the flags, the requests are as before
+    assert set(lines[0]["body"]) == {"model", "max_completion_tokens", "messages"}
+
+
+@pytest.mark.parametrize(("fmt", "flags", "message"), [
+    ("anthropic-batch", ["--reasoning-effort", "high"],
+     "error: --reasoning-effort is OpenAI's; for Anthropic's extended thinking give --thinking-budget TOKENS"),
+    ("openai-batch", ["--thinking-budget", "2048"],
+     "error: --thinking-budget is Anthropic's extended thinking; for OpenAI reasoning models give "
+     "--reasoning-effort"),
+    ("openai-batch", ["--reasoning-effort", "extreme"],
+     "error: --reasoning-effort must be one of none, minimal, low, medium, high, xhigh, max, got 'extreme'"),
+    ("anthropic-batch", ["--thinking-budget", "1000"],
+     "error: --thinking-budget must be at least 1024 tokens (Anthropic's minimum), got 1000"),
+    ("anthropic-batch", ["--thinking-budget", "4096", "--max-tokens", "4096"],
+     "error: --thinking-budget (4096) must be less than --max-tokens (4096): thinking counts against max_tokens, "
+     "and the answer needs room after it (leave --max-tokens out for 5120)"),
+    ("openai-batch", ["--max-tokens", "0"], "error: --max-tokens must be at least 1"),
+    ("jsonl", ["--reasoning-effort", "low"],
+     "error: --reasoning-effort go into batch requests; a table export holds only the prompts (use --format "
+     "openai-batch or anthropic-batch, or set it in the harness that sends the prompts)"),
+])
+def test_flag_combinations_the_api_would_refuse_are_refused_by_name(tmp_path, fmt, flags, message):
+    result, _, _ = _export(tmp_path, *flags, fmt=fmt)
+    assert result.exit_code == 2
+    assert result.output.strip() == message
+    assert not list(tmp_path.glob("requests-*"))  # nothing written

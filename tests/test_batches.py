@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -190,3 +191,142 @@ def test_a_wrong_batch_format_is_refused_not_read_as_failures(tmp_path, bench, f
     result = runner.invoke(app, ["load", "--responses", str(results), "--format", fmt, "--model", "m",
                                  "--db", str(db)])
     assert result.exit_code == 2 and f"read as {fmt}" in result.output and "line 1" in result.output
+
+
+# ------------------------------------------------------------ reasoning models: truncated answers, thinking
+
+SOURCE, SHUFFLED, P0 = task_id("F1", "source"), task_id("F1", "shuffled"), task_id("F1", "p0")
+
+
+def _openai_line(custom_id, *, content, finish_reason="stop", **message_extra):
+    """One Batch API output line around a response built by the openai SDK's own ChatCompletion."""
+    from openai.types.chat import ChatCompletion
+
+    completion = ChatCompletion(
+        id=f"chatcmpl-{custom_id}", object="chat.completion", created=1_790_000_000, model="o3-2026-01-01",
+        choices=[{"index": 0, "finish_reason": finish_reason,
+                  "message": {"role": "assistant", "content": content, **message_extra}}],
+        usage={"prompt_tokens": 120, "completion_tokens": 2048, "total_tokens": 2168,
+               "completion_tokens_details": {"reasoning_tokens": 2048 if not content else 1900}})
+    return {"id": f"batch_req_{custom_id}", "custom_id": custom_id, "error": None,
+            "response": {"status_code": 200, "request_id": f"req_{custom_id}", "body": completion.model_dump()}}
+
+
+def _anthropic_line(custom_id, *, blocks, stop_reason="end_turn"):
+    """One Message Batches result line around a message built by the anthropic SDK's own Message."""
+    from anthropic.types import Message
+    from anthropic.types.messages import MessageBatchIndividualResponse
+
+    message = Message(id=f"msg_{custom_id}", type="message", role="assistant", model="claude-x-2026",
+                      content=blocks, stop_reason=stop_reason, stop_sequence=None,
+                      usage={"input_tokens": 120, "output_tokens": 9024})
+    line = MessageBatchIndividualResponse(custom_id=custom_id, result={"type": "succeeded", "message": message})
+    return line.model_dump(mode="json")
+
+
+def _load(tmp_path, bench, lines, name="results.jsonl"):
+    results = tmp_path / name
+    results.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    db = _db(tmp_path, bench, name.split(".")[0])
+    result = runner.invoke(app, ["load", "--responses", str(results), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    con = store.connect(db, read_only=True)
+    rows = {task: (response, choice, reason, json.loads(meta)) for task, response, choice, reason, meta in con.execute(
+        "SELECT task_id, response, choice, invalid_reason, metadata FROM responses").fetchall()}
+    con.close()
+    return result.output, rows
+
+
+def test_openai_answers_cut_at_the_limit_are_truncated_and_reasoning_is_never_the_answer(tmp_path, bench):
+    lines = [
+        # all of max_completion_tokens went on hidden reasoning: no text at all
+        _openai_line(SOURCE, content=None, finish_reason="length"),
+        # cut after naming a letter: still truncated (the answer line comes last), the letter kept aside
+        _openai_line(SHUFFLED, content="Candidate B has the larger dipole, so the answer is B, unless",
+                     finish_reason="length"),
+        # an OpenAI-compatible server's reasoning_content names A; the answer names C
+        _openai_line(P0, content="The dipole fits C best.\nAnswer: C",
+                     reasoning_content="Maybe A? Answer: A. No, let me think again."),
+    ]
+    output, rows = _load(tmp_path, bench, lines)
+    assert rows[SOURCE][1:3] == (None, "truncated")
+    assert rows[SHUFFLED][1:3] == (None, "truncated")
+    assert rows[SHUFFLED][3]["truncated_parse"] == {"choice": "B"}  # what the parser read in the cut text
+    assert rows[SOURCE][3]["truncated_parse"] == {"reason": "no_answer"}
+    assert rows[SOURCE][3]["finish_reason"] == "length"
+    assert rows[SOURCE][3]["usage"]["completion_tokens_details"]["reasoning_tokens"] == 2048
+    response, choice, reason, meta = rows[P0]
+    assert (choice, reason) == ("C", None)
+    assert "Maybe A" not in response and meta["reasoning_chars"] == len("Maybe A? Answer: A. No, let me think again.")
+    assert "Maybe A" not in json.dumps(meta)  # its size is kept, not its text
+    assert "o3-2026-01-01: 2 of 3 answers truncated at the token limit" in output
+    assert "--max-tokens" in output and "--reasoning-effort" in output
+
+
+def test_anthropic_thinking_is_left_out_and_max_tokens_is_truncated(tmp_path, bench):
+    from anthropic.types import RedactedThinkingBlock, TextBlock, ThinkingBlock
+
+    thought = "Candidate A is tempting. Answer: A? But the dipole says otherwise."
+    lines = [
+        _anthropic_line(SOURCE, blocks=[ThinkingBlock(type="thinking", thinking=thought, signature="sig"),
+                                        TextBlock(type="text", text="The dipole fits B.\nAnswer: B")]),
+        # the budget ran into max_tokens: thinking only, no text
+        _anthropic_line(SHUFFLED, blocks=[ThinkingBlock(type="thinking", thinking=thought, signature="sig")],
+                        stop_reason="max_tokens"),
+        _anthropic_line(P0, blocks=[RedactedThinkingBlock(type="redacted_thinking", data="opaque"),
+                                    TextBlock(type="text", text="Answer: C")]),
+    ]
+    output, rows = _load(tmp_path, bench, lines)
+    response, choice, reason, meta = rows[SOURCE]
+    assert (response, choice, reason) == ("The dipole fits B.\nAnswer: B", "B", None)
+    assert (meta["thinking_blocks"], meta["redacted_thinking_blocks"], meta["thinking_chars"]) == (1, 0, len(thought))
+    assert thought not in json.dumps(meta)
+    assert rows[SHUFFLED][:3] == ("", None, "truncated") and rows[SHUFFLED][3]["stop_reason"] == "max_tokens"
+    assert rows[P0][1] == "C" and rows[P0][3]["redacted_thinking_blocks"] == 1
+    assert "claude-x-2026: 1 of 3 answers truncated at the token limit" in output
+    assert "--max-tokens" in output and "--thinking-budget" in output
+
+
+def test_a_refusal_cut_at_the_limit_stays_a_refusal_and_a_failed_request_stays_failed(tmp_path, bench):
+    lines = [_openai_line(SOURCE, content=None, finish_reason="length", refusal="I can't help with that."),
+             {"custom_id": SHUFFLED, "response": None, "error": {"code": "server_error", "message": "boom"}}]
+    output, rows = _load(tmp_path, bench, lines)
+    assert rows[SOURCE][2] == "refusal" and rows[SHUFFLED][2] == "request_failed"
+    assert "truncated" not in output
+
+
+@pytest.mark.parametrize(("suffix", "write"), [
+    ("jsonl", lambda path, rows: path.write_text("".join(json.dumps(r) + "\n" for r in rows))),
+    ("csv", lambda path, rows: pl.DataFrame(rows).write_csv(path)),
+    ("parquet", lambda path, rows: pl.DataFrame(rows).write_parquet(path)),
+])
+def test_a_raw_file_whose_metadata_says_the_limit_cut_it_is_truncated(tmp_path, bench, suffix, write):
+    rows = [{"model": "m", "task_id": SOURCE, "response": "A fits, so Answer: A", "finish_reason": "length",
+             "stop_reason": None},
+            {"model": "m", "task_id": SHUFFLED, "response": "Thinking about C", "finish_reason": None,
+             "stop_reason": "max_tokens"},
+            {"model": "m", "task_id": P0, "response": "Answer: B", "finish_reason": "stop", "stop_reason": None}]
+    path = tmp_path / f"raw.{suffix}"
+    write(path, rows)
+    db = _db(tmp_path, bench, "raw")
+    result = runner.invoke(app, ["load", "--responses", str(path), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    con = store.connect(db, read_only=True)
+    got = dict(con.execute("SELECT task_id, coalesce(choice, invalid_reason) FROM responses").fetchall())
+    con.close()
+    assert got == {SOURCE: "truncated", SHUFFLED: "truncated", P0: "B"}
+    assert "m: 2 of 3 answers truncated at the token limit" in result.output
+    assert "--max-tokens" in result.output
+
+
+def test_a_given_choice_is_kept_even_when_the_limit_cut_the_text(tmp_path, bench):
+    # the user's own parse is theirs to make; the metadata still says what happened
+    path = tmp_path / "given.jsonl"
+    path.write_text(json.dumps({"model": "m", "task_id": SOURCE, "choice": "A", "finish_reason": "length"}) + "\n")
+    db = _db(tmp_path, bench, "given")
+    result = runner.invoke(app, ["load", "--responses", str(path), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    con = store.connect(db, read_only=True)
+    assert con.execute("SELECT choice, invalid_reason, metadata ->> '$.finish_reason' FROM responses").fetchall() == [
+        ("A", None, "length")]
+    con.close()

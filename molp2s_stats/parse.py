@@ -7,12 +7,28 @@ completed molecule. Text in backticks is always read as
 SMILES, never as a label. Anything else is invalid and carries one of
 `INVALID_REASONS`.
 
-A line that starts with ``Answer:`` (or ``Final answer:``) decides on its own where
-it names a candidate, the last such line winning over anything above it, so the
-letters a justification mentions do not make the answer ambiguous. Otherwise
-evidence is gathered in three tiers, highest first: ``final answer``
-markers, other answer markers (``Answer:``, ``answer is``), and structured
-mentions anywhere in the text. The first non-empty tier decides: its valid
+Before anything is read, inline reasoning (``<think>…</think>``, ``<thinking>``,
+``<reasoning>``; an unclosed block runs to the end) is dropped, ChemBench's
+``[ANSWER]B[/ANSWER]`` becomes the line ``Answer: B``, and LaTeX around letters
+(``$\text{A}$``, ``\( D \)``, ``\[ D \]``) is dropped outside code spans.
+
+A line that starts with ``Answer:`` (or ``Final answer:``, ``Correct answer:``, or the
+answer word of another language: ``Ответ:``, ``答案：``, ``Antwort:``, ``Réponse :``,
+``Respuesta:``) decides on its own where it names a candidate, the last such line
+winning over anything above it, so the letters a justification mentions do not make
+the answer ambiguous. Where it puts a non-answer in the letter's place (``None of the
+above``, ``N/A``, ``Insufficient information``, letters used as names: ``A = NaCN``) the
+reply is invalid: ``refusal`` where it says it cannot determine or choose, else
+``no_answer``; several letters (``Answer: ABC``, ``A and C``) are ``ambiguous``.
+A reply cut off mid-sentence after answer lines that disagree never settled and is
+``ambiguous``.
+
+Otherwise evidence is gathered in tiers, highest first: ``final answer``
+markers, other answer markers (``Answer:``, ``answer is``), an option line given
+as the answer (introduced by "…is:" or bold alone at the end: ``**A) 3-cyano…**``),
+a refusal or "none of the options" that nothing follows, and structured mentions
+anywhere in the text, except letters that name compounds or units ("compound C",
+"gas **D**", "Debye (D)", "(85 K)"). The first non-empty tier decides: its valid
 items must all name the same candidate, otherwise the answer is
 ``ambiguous``; invalid items (an unknown label, an unparsable SMILES) only
 decide when no item is valid.
@@ -159,25 +175,53 @@ _ATOMISH = re.compile(r"[A-Za-z*]")
 _SMILES_SPECIAL = re.compile(r"[*\[\]()=#@/\\%0-9]")
 _ORGANIC = re.compile(r"(?:Cl|Br|[BCNOSPFI]|[bcnops]){2,}")
 
+# Reasoning that open models print inline. A block without its closing tag runs to the end
+# (the model stopped while thinking); a closing tag without its opening tag means the chat
+# template opened the block in the prompt, so everything before it is reasoning.
+_REASONING = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1\s*>|\Z)", re.I | re.S)
+_REASONING_TAIL = re.compile(r"\A.*</(?:think|thinking|reasoning)\s*>", re.I | re.S)
+# Answer tags some prompts ask for (ChemBench's [ANSWER]B[/ANSWER]); read as an answer line.
+_ANSWER_TAG = re.compile(r"\[ANSWER\](.*?)\[/ANSWER\]|<answer>(.*?)</answer>", re.I | re.S)
+
+# LaTeX around a letter (`$\text{A}$`, `\( D \)`, `\[ \text{Answer: } J \]`) is dropped so the
+# letter reads as plain text. Display brackets count only where they open or close math (after
+# a space or at a line's start), so a bare SMILES like C\[C@H] keeps its bond.
+_TEX_WRAP = re.compile(r"\\(?:text(?:bf|rm|it|sf)?|math(?:rm|bf|it|sf)|mbox|operatorname)\s*\{([^{}\n]*)\}")
+_TEX_DELIM = re.compile(r"\${1,2}|(?:(?<=\s)|^)\\[(\[]|\\[)\]](?=\s|$|[.,;:!?*)])", re.M)
+_TEX_SPACE = re.compile(r"\\(?:quad|qquad|[,;:! ])")
+
+# Answer words, English first; the others are the words models use when they slip into
+# another language (Russian, Chinese, German, French, Spanish, Portuguese, Italian).
+_ANSWER_WORD = r"(?:answer|ответ|答案|antwort|r[ée]ponse|respuesta|resposta|risposta)"
+_FINAL_WORD = (r"(?:final\s+(?:answer|choice)|окончательный\s+ответ|итоговый\s+ответ|最终答案"
+               r"|endg[üu]ltige\s+antwort|r[ée]ponse\s+finale|respuesta\s+final|resposta\s+final|risposta\s+finale)")
 _MARKER = re.compile(
-    r"\b(?:(?P<final>final\s+(?:answer|choice))|answer|correct\s+(?:option|choice|candidate))\b"
-    r"(?:\s|[:=$\-\u2013\u2014]|\*\*+|__|\b(?:is|was|would\s+be|should\s+be|will\s+be)\b)*",
+    rf"\b(?:(?P<final>{_FINAL_WORD})|{_ANSWER_WORD}|correct\s+(?:option|choice|candidate))\b"
+    # "…fascAnswer: G": the requested `Answer:` is read even glued to the word before it
+    r"|(?-i:(?<=[a-z])Answer)(?=:)",
+    re.I,
+)
+_MARKER_TAIL = re.compile(
+    r"(?:\s|[:=$\-\u2013\u2014\uff1a]|\*\*+|__|\b(?:is|was|would\s+be|should\s+be|will\s+be|ist|est|es)\b|[是为])*",
     re.I,
 )
 _TARGET = re.compile(
-    r"(?P<prefix>(?:option|candidate|choice)\s*[:#]?\s*)?"
+    r"(?P<prefix>(?:option|candidate|choice|вариант)\b\s*[:#]?\s*)?"
     r"(?:[(\[]?\s*\ue000(?P<idx>\d+)\ue001"
     r"|(?P<open>\\boxed\{\s*(?:\\text(?:bf)?\{|\\mathrm\{)?|\*\*|__|[(\[{])?\s*"
     r"(?P<lab>[A-Z])\s*(?P<close>\}\}?|\*\*|__|[)\]}])?"
-    r"(?=$|\s|[.,;:!?](?:\s|$)|[*_\"'$]))",
+    r"(?=$|\s|[.,;:!?](?:\s|$)|[*_\"'$])"
+    r"(?![ \t]*=))",  # "A = NaCN": the letter names a reagent, not an option
     re.I,
 )
 _TOKEN = re.compile(r"[^\s`\ue000\ue001]+")
 _EOL = re.compile(r"[ \t.,;:!?*_\"')\]]*(?:\n|$)")  # lower-case bare labels end the line
 _PRONOUN = re.compile(r"\s+[a-z]|'[a-z]")  # "Answer: I think ..."
 # Alternatives and glosses belong to the marker only on its own line.
-_OR = re.compile(r"[ \t]*(?:\bor\b|/)[ \t]*", re.I)
+_OR = re.compile(r"[ \t]*(?:\bor\b|/|,|&|\band\b)[ \t]*", re.I)
 _GLOSS = re.compile(r"[ \t,;:=\-\u2013\u2014]*(?:(?:i\.e\.|smiles)[ \t,;:=]*)?", re.I)
+# Several letters run together (`Answer: ABCD`, `Answer: DAB`) name each of them.
+_LETTER_RUN = re.compile(r"\**([A-Z]{2,10})\**(?=$|[\s.,;:!?)])")
 
 _NOT_SMILES_NEXT = r"(?![\w(\[=#@+\-*\\/%])"  # keeps `CC(C)C` from reading as (C)
 _STRUCTURED = (
@@ -188,22 +232,84 @@ _STRUCTURED = (
     re.compile(r"(?<!\S)([A-Z])\)" + _NOT_SMILES_NEXT),
     re.compile(r"^(?:[ \t>#_-]|\*\*|\*[ \t])*[(\[]?([A-Z])[)\]]?(?:[ \t.:!_]|\*\*)*$", re.M),
 )
-_WHOLE_LABEL = re.compile(r"(?:\*\*|__)?\s*[(\[{]?\s*([A-Za-z])\s*[)\]}]?\s*(?:\*\*|__)?\s*[.!]?")
-
-
-# An answer line: "Answer: B", "**Final answer:** B", "> Answer - B".
-_ANSWER_LINE = re.compile(r"^[ \t>#*_-]*(?:final\s+)?answer\b[^\n]*$", re.I | re.M)
-# A reply that declines to choose. Only consulted when no candidate is named.
-_REFUSAL = re.compile(
-    r"\bI\s*(?:cannot|can't|can\s+not|am\s+unable\s+to|'m\s+unable\s+to|am\s+not\s+able\s+to|"
-    r"'m\s+not\s+able\s+to|will\s+not|won't)\s+(?:reliably\s+|confidently\s+)?"
-    r"(?:determine|decide|choose|pick|select|identify|tell|say|answer|distinguish|help)\b"
-    r"|\bI\s+(?:must|have\s+to)\s+decline\b"
-    r"|\b(?:not\s+possible|impossible)\s+to\s+(?:determine|tell|say|choose|decide)\b"
-    r"|\bcannot\s+be\s+(?:determined|decided)\b"
-    r"|\binsufficient\s+information\s+to\s+(?:determine|decide|choose|tell)\b",
+# A letter after one of these words names a compound, reagent or step of the question
+# ("compound C", "gas **D**"), not a candidate.
+_NAMING_WORD = re.compile(
+    r"(?:compound|product|gas|reagent|reactant|substance|intermediate|salt|acid|base|solution|mixture"
+    r"|liquid|solid|element|species|molecule|isomer|structure|complex|catalyst|material|precipitate"
+    r"|step|reaction|part|statement|tube|flask|sample|ion|peak|signal|соединение|продукт|вещество)"
+    r"[ \t*_]*[(\[]?[ \t*_]*$",
     re.I,
 )
+_WHOLE_LABEL = re.compile(r"(?:\*\*|__)?\s*[(\[{]?\s*([A-Za-z])\s*[)\]}]?\s*(?:\*\*|__)?\s*[.!]?")
+
+# An answer line: "Answer: B", "**Final answer:** B", "> Answer - B", "Correct Answer: D) …", "Ответ: A".
+_ANSWER_LINE = re.compile(
+    rf"^[ \t>#*_-]*(?:(?:the\s+)?(?:final|correct|my|правильный|окончательный|итоговый|最终|正确)\s*)?{_ANSWER_WORD}\b[^\n]*$"
+    r"|^[^\n]*?(?-i:(?<=[a-z])Answer):[^\n]*$",
+    re.I | re.M,
+)
+_FINAL = re.compile(rf"\b{_FINAL_WORD}\b", re.I)
+
+# A reply that declines to choose, or says the question cannot be answered from what it gives.
+_REFUSAL = re.compile(
+    r"\b(?:I|we|one)\s*(?:cannot|can't|can\s+not|am\s+unable\s+to|are\s+unable\s+to|'m\s+unable\s+to"
+    r"|am\s+not\s+able\s+to|are\s+not\s+able\s+to|'m\s+not\s+able\s+to|will\s+not|won't)\s+"
+    r"(?:reliably\s+|confidently\s+|definitively\s+|conclusively\s+|accurately\s+|uniquely\s+)?"
+    r"(?:determine|decide|choose|pick|select|identify|assign|tell|say|answer|distinguish|help"
+    r"|provide\s+(?:a|an|the)\s+(?:\w+\s+)?answer|give\s+(?:a|an|the)\s+(?:\w+\s+)?answer)\b"
+    r"|\bI\s+(?:must|have\s+to)\s+decline\b"
+    r"|\b(?:not\s+possible|impossible)\s+to\s+(?:definitively\s+|reliably\s+|confidently\s+)?"
+    r"(?:determine|tell|say|choose|decide|select|pick|identify|assign)\b"
+    r"|\bcannot\s+(?:be\s+)?(?:definitively\s+|reliably\s+|uniquely\s+)?"
+    r"(?:determined|decided|answered|assigned|identified|chosen|selected)\b"
+    r"|\b(?:insufficient|not\s+enough)\s+(?:information|data)\b",
+    re.I,
+)
+# What a declared non-answer says in place of a letter: `Answer: None of the above`,
+# `Answer: N/A`, `Answer: Insufficient information`, `Answer: A = NaCN, B = H3O+`.
+_NON_ANSWER = re.compile(
+    r"[\s*_:(\[]*(?:none\b|n/?a\b|not\s+applicable|no\s+(?:correct\s+|valid\s+)?(?:answer|option|choice)"
+    r"|not\s+(?:listed|given|among)|cannot\b|can't\b|unable\b|undetermin|indetermin|unknown\b"
+    r"|insufficient|not\s+enough|impossible|[A-Z][ \t]*=)",
+    re.I,
+)
+# The reply says that no offered option is right ("none of the provided options is correct").
+_NONE_OF = re.compile(
+    r"\bnone\s+of\s+(?:the\s+)?(?:\w+\s+){0,2}(?:options|answers|choices|answer\s+choices)\b"
+    r"|\b(?:correct|right)\s+answer\s+is\s+not\s+(?:given|listed|among|in)\b"
+    r"|\bnot\s+(?:among|in)\s+the\s+(?:\w+\s+)?(?:options|choices)\b",
+    re.I,
+)
+# An option line given as the answer: `**A) 3-cyano-6-…**`, `**Option C: "…"**`, `D ) A = …`.
+_OPTION_LINE = re.compile(
+    r"^[ \t>#*_-]*(?:\*\*|__)?[ \t]*"
+    r"(?:(?:option|choice|вариант)[ \t]*[:#]?[ \t]*[(\[]?(?P<a>[A-Z])(?![\w(\[=#@+\-\\/%])[)\]]?"
+    r"|[(\[](?P<b>[A-Z])[)\]]|(?P<c>[A-Z])[ \t]?\))"
+    r"(?![\w(\[=#@+\-\\/%])",
+    re.M | re.I,
+)
+# The line that introduces it ends in a colon after a verb ("…the correct answer is:", "…will be:",
+# "…is actually:") or names the answer ("Final answers:"); "Let's compare the options:" does not.
+_INTRO = re.compile(
+    rf"(?:\b(?:is|are|be|was)\b(?:[ \t]+\w+)?|{_ANSWER_WORD}s?\b.*|является)[ \t*_]*[:：][ \t*_]*$",
+    re.I,
+)
+# Words that may stand before "(B)" when it names an option ("…, but (B) fits"); after any other
+# word the letter abbreviates it ("Debye (D)", "butanenitrile (B)").
+_LEADS_OPTION = frozenset("but or and is are be so thus hence therefore then choose pick select option answer choice "
+                          "candidate".split())
+# How a finished reply ends: a full stop, bracket or markup, a lone label, or an answer line's label.
+_COMPLETE_END = re.compile(
+    rf"[.!?)\]}}*_\"'`$:;\ue001]\s*\Z|(?:^|\n)[^\S\n]*\W*[A-Za-z]\W*\s*\Z|{_ANSWER_WORD}\b[^\n]*\b[A-Z]\W*\Z",
+    re.I,
+)
+_CUT_MIN = 1000  # characters: a reply shorter than about 250 tokens was not stopped by a token limit
+
+
+def _cut_off(masked: str) -> bool:
+    """Whether the reply stops mid-sentence, as one cut at its token limit does."""
+    return len(masked) >= _CUT_MIN and not _COMPLETE_END.search(masked)
 
 
 def _looks_like_smiles(token: str) -> bool:
@@ -218,6 +324,27 @@ def _strip_token(token: str) -> str:
     for mark in ("**", "__"):
         token = token.removeprefix(mark).removesuffix(mark)
     return token.rstrip(_TRAILING)
+
+
+def _strip_reasoning(text: str) -> str:
+    """Drop inline reasoning (``<think>…</think>`` and its kin), so its letters never count."""
+    text = _REASONING.sub("\n", text)
+    if tail := _REASONING_TAIL.match(text):
+        text = text[tail.end():]
+    return text
+
+
+def _tags_as_answer_lines(text: str) -> str:
+    """``[ANSWER]B[/ANSWER]`` and ``<answer>B</answer>`` as ``Answer: B`` lines."""
+    return _ANSWER_TAG.sub(lambda m: f"\nAnswer: {next(g for g in m.groups() if g is not None).strip()}\n", text)
+
+
+def _plain_latex(masked: str) -> str:
+    """LaTeX wrappers and math delimiters dropped from text whose code spans are masked."""
+    for _ in range(3):  # \text{\textbf{A}} nests
+        masked = _TEX_WRAP.sub(lambda m: m.group(1), masked)
+    masked = _TEX_SPACE.sub(" ", masked)
+    return _TEX_DELIM.sub(" ", masked)
 
 
 def _mask_code(text: str) -> tuple[str, list[list[str]]]:
@@ -240,6 +367,10 @@ def _mask_code(text: str) -> tuple[str, list[list[str]]]:
 
 def _target(masked, pos, spans, index, *, no_token=False, strong_only=False):
     """Read what a marker points at: (evidence or None, end position)."""
+    if not strong_only and (run := _LETTER_RUN.match(masked, pos)):
+        letters = run.group(1)
+        if len(set(letters)) == len(letters) and all(index._by_upper.get(c) for c in letters):
+            return [index._label(c) for c in letters], run.end()
     m = _TARGET.match(masked, pos)
     if m and m.group("idx") is not None:
         return [index._smiles(t) for t in spans[int(m.group("idx"))]], m.end()
@@ -265,27 +396,41 @@ def _marker_evidence(masked, spans, index) -> tuple[list[_Evidence], list[_Evide
     final: list[_Evidence] = []
     plain: list[_Evidence] = []
     for m in _MARKER.finditer(masked):
-        found, end = _target(masked, m.end(), spans, index)
+        found, end = _target(masked, _MARKER_TAIL.match(masked, m.end()).end(), spans, index)
         if found is None:
             continue
-        # "B or C" names two; a gloss (`SMILES` after a label, (B) after a SMILES) must agree.
-        if alt := _OR.match(masked, end):
-            found += _target(masked, alt.end(), spans, index, no_token=True)[0] or []
+        # "B or C", "A, B and D" name several; a gloss (`SMILES` after a label, (B) after a SMILES) must agree.
+        while alt := _OR.match(masked, end):
+            more, after = _target(masked, alt.end(), spans, index, no_token=True)
+            if more is None:
+                break
+            found, end = found + more, after
         gloss = _GLOSS.match(masked, end).end()
         found += _target(masked, gloss, spans, index, strong_only=True)[0] or []
         (final if m.group("final") else plain).extend(found)
     return final, plain
 
 
-_FINAL = re.compile(r"\bfinal\s+(?:answer|choice)\b", re.I)
+def _declared_non_answer(line: str, masked: str) -> ParsedAnswer | None:
+    """The verdict on an answer line that puts a non-answer where the letter goes, or None."""
+    marker = _MARKER.search(line)
+    if marker is None:
+        return None
+    content = line[_MARKER_TAIL.match(line, marker.end()).end():]
+    if not content.strip() or not _NON_ANSWER.match(content):
+        return None
+    refused = _REFUSAL.search(content) or _REFUSAL.search(masked)
+    return ParsedAnswer(None, "refusal" if refused else "no_answer")
 
 
 def _last_answer_line(masked: str, spans, candidates: CandidateIndex) -> ParsedAnswer | None:
     """The verdict of the last ``Answer:`` line that names a candidate, or None.
 
     A line that names no valid candidate (``Answer: (see above)``) does not decide, nor
-    does any line above a later "final answer", which the tiered reading then weighs.
-    A line whose answer is on the next line (``Answer:`` then ``B``) is read across it.
+    does any line above a later "final answer", which the tiered reading then weighs;
+    but a line that declares a non-answer (``Answer: None of the above``) decides that
+    the reply is invalid. A line whose answer is on the next line (``Answer:`` then
+    ``B``) is read across it.
     """
     for line in reversed(list(_ANSWER_LINE.finditer(masked))):
         if _FINAL.search(masked, line.end()):
@@ -297,8 +442,95 @@ def _last_answer_line(masked: str, spans, candidates: CandidateIndex) -> ParsedA
                                             spans, candidates)
         evidence = final or plain
         if any(isinstance(e, frozenset) for e in evidence):
-            return _resolve(evidence)
+            return _unsettled(masked, line, spans, candidates) or _resolve(evidence)
+        if (declared := _declared_non_answer(line.group(), masked)) is not None:
+            return declared
     return None
+
+
+def _unsettled(masked: str, last: re.Match[str], spans, candidates: CandidateIndex) -> ParsedAnswer | None:
+    """``ambiguous`` for a reply cut off mid-sentence after answer lines that disagree, else None.
+
+    A model that loops ("Answer: A … Answer: B … Answer: A …") until its tokens run out never
+    settled; its last answer line is only where the loop happened to stop.
+    """
+    if not _cut_off(masked):
+        return None
+    named = set()
+    for line in _ANSWER_LINE.finditer(masked, 0, last.end()):
+        final, plain = _marker_evidence(line.group(), spans, candidates)
+        named |= {label for e in final + plain if isinstance(e, frozenset) for label in e}
+    # cut inside its last answer line, a reply that revised once may still have meant it
+    enough = 2 if masked[last.end():].strip() else 3
+    return ParsedAnswer(None, "ambiguous") if len(named) >= enough else None
+
+
+def _introduced_option(masked: str, candidates: CandidateIndex) -> tuple[ParsedAnswer, int] | None:
+    """The option line(s) that the reply's last "…is:" introduces, and where they end; or None.
+
+    ``The product will be:`` followed by ``D) …`` gives D; the lines directly under the
+    introduction are read until a blank line, so ``Final answers:`` over two option lines
+    is ambiguous.
+    """
+    intros = list(re.finditer(r"^[^\n]*$", masked, re.M))
+    for k in range(len(intros) - 1, -1, -1):
+        if not _INTRO.search(intros[k].group()):
+            continue
+        block: list[re.Match[str]] = []
+        for line in intros[k + 1:]:
+            if not line.group().strip():
+                if block:
+                    break
+                continue
+            block.append(line)
+        if not block or not _OPTION_LINE.match(block[0].group()):
+            return None  # the last introduction introduces something else
+        labels = [m.group("a") or m.group("b") or m.group("c") for m in (_OPTION_LINE.match(b.group()) for b in block)
+                  if m]
+        return _resolve([candidates._label(label) for label in labels]), block[-1].end()
+    return None
+
+
+def _leads_option(before: str) -> bool:
+    """Whether the text before "(B)" on its line lets it name an option: nothing, punctuation, a function word."""
+    before = before.rstrip(" \t*_")
+    if not before or not (before[-1].isalnum() or before[-1] == "_"):
+        return True
+    return before.rsplit(None, 1)[-1].lower() in _LEADS_OPTION
+
+
+def _names_something(masked: str, m: re.Match[str]) -> bool:
+    """Whether a structured mention is a name or a unit rather than an option ("gas D", "(85 K)")."""
+    before = masked[masked.rfind("\n", 0, m.start()) + 1:m.start()]
+    if _NAMING_WORD.search(before[-40:]):
+        return True
+    if m.re is _STRUCTURED[2] and not _leads_option(before):
+        return True
+    # "K)" closing "(85 K)" is a unit inside a parenthesis, not option K
+    return m.re is _STRUCTURED[4] and before.count("(") > before.count(")")
+
+
+def _closing_option(masked: str, candidates: CandidateIndex) -> ParsedAnswer | None:
+    """The option a reply ends on in bold, alone in its last paragraph (``**A) 3-cyano-…**``), or None."""
+    last = masked.rstrip().rsplit("\n\n", 1)[-1].strip()
+    if "\n" in last or not last.startswith(("**", "__")):
+        return None
+    if m := _OPTION_LINE.match(last):
+        return _resolve([candidates._label(m.group("a") or m.group("b") or m.group("c"))])
+    return None
+
+
+def _structured(masked: str, spans, candidates: CandidateIndex, start: int = 0) -> list[_Evidence]:
+    """Label mentions and code spans from ``start`` on, skipping letters that name compounds."""
+    evidence: list[_Evidence] = []
+    for pattern in _STRUCTURED:
+        for m in pattern.finditer(masked, start):
+            if not _names_something(masked, m):
+                evidence.append(candidates._label(m.group(1)))
+    for i, tokens in enumerate(spans):
+        if masked.find(f"{_PH_OPEN}{i}{_PH_CLOSE}") >= start:
+            evidence.extend(candidates._smiles(t) for t in tokens)
+    return evidence
 
 
 def parse_answer(text: str | None, candidates: CandidateIndex) -> ParsedAnswer:
@@ -331,12 +563,22 @@ def parse_answer(text: str | None, candidates: CandidateIndex) -> ParsedAnswer:
     ParsedAnswer(choice='A', reason=None)
     >>> parse_answer("I cannot determine this from the data given.", idx)
     ParsedAnswer(choice=None, reason='refusal')
+    >>> parse_answer("<think>A looks right... no, B.</think>\nAnswer: $\\text{A}$", idx)
+    ParsedAnswer(choice='A', reason=None)
+    >>> parse_answer("Neither fits the spectrum.\nAnswer: None of the above", idx)
+    ParsedAnswer(choice=None, reason='no_answer')
+    >>> parse_answer("[ANSWER]B[/ANSWER]", idx)
+    ParsedAnswer(choice='B', reason=None)
     """
     if not text or not text.strip():
         return ParsedAnswer(None, "no_answer")
     text = text.replace(_PH_OPEN, "").replace(_PH_CLOSE, "")  # no forged placeholders
+    text = _tags_as_answer_lines(_strip_reasoning(text))
     masked, spans = _mask_code(text)
+    masked = _plain_latex(masked)
     stripped = masked.strip()
+    if not stripped:
+        return ParsedAnswer(None, "no_answer")
     if whole := _WHOLE_LABEL.fullmatch(stripped):
         return _resolve([candidates._label(whole.group(1))])
 
@@ -347,15 +589,24 @@ def parse_answer(text: str | None, candidates: CandidateIndex) -> ParsedAnswer:
     if final or plain:
         return _resolve(final or plain)
 
-    evidence: list[_Evidence] = []
-    for pattern in _STRUCTURED:
-        evidence.extend(candidates._label(m.group(1)) for m in pattern.finditer(masked))
-    for tokens in spans:
-        evidence.extend(candidates._smiles(t) for t in tokens)
+    # An introduced option line, or a refusal or "none of the options", whichever comes last;
+    # a decline stands only where no candidate is named after it.
+    introduced = _introduced_option(masked, candidates)
+    declines = [m.end() for pattern in (_REFUSAL, _NONE_OF) for m in pattern.finditer(masked)]
+    if declines and max(declines) > (introduced[1] if introduced else -1):
+        if not any(isinstance(e, frozenset) for e in _structured(masked, spans, candidates, max(declines))):
+            return ParsedAnswer(None, "refusal" if _REFUSAL.search(masked) else "no_answer")
+    if introduced is not None:
+        return introduced[0]
+    if (closing := _closing_option(masked, candidates)) is not None:
+        return closing
+
+    evidence = _structured(masked, spans, candidates)
     token = _strip_token(stripped)
     if not spans and _TOKEN.fullmatch(stripped) and _looks_like_smiles(token):
         evidence.append(candidates._smiles(token))  # a response that is only a SMILES
     result = _resolve(evidence)
-    if result.reason == "no_answer" and _REFUSAL.search(masked):
-        return ParsedAnswer(None, "refusal")
+    if result.reason == "ambiguous" and _cut_off(masked):
+        # cut off mid-sentence while still weighing the options it mentions: it never answered
+        return ParsedAnswer(None, "no_answer")
     return result

@@ -94,6 +94,64 @@ def test_a_broken_inspect_log_names_the_file(db, tmp_path):
     assert result.exit_code == 2 and "not a readable Inspect AI log" in result.output and str(bad) in result.output
 
 
+def _inspect_outputs_log(folder, outputs, **task_options):
+    """A real Inspect eval on the mock model with the given ModelOutputs, one sample per (task_id, output)."""
+    from inspect_ai import Task, eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelUsage, get_model
+    from inspect_ai.scorer import match
+
+    dataset = [Sample(input=f"Pick the missing fragment for {tid}.", target="A", id=f"s{i}",
+                      metadata={"task_id": tid}) for i, (tid, _) in enumerate(outputs)]
+    usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)  # so the mock needs no tokenizer
+    model = get_model("mockllm/model", custom_outputs=[o.model_copy(update={"usage": usage}) for _, o in outputs])
+    logs = eval(Task(dataset=dataset, scorer=match(), **task_options), model=model, log_dir=str(folder),
+                display="none", max_samples=1)
+    return logs[0].location.removeprefix("file://")
+
+
+def test_inspect_answers_cut_at_the_token_limit_are_truncated_and_reasoning_is_never_the_answer(db, tmp_path):
+    from inspect_ai.model import ContentReasoning, ContentText, ModelOutput
+
+    def output(content, stop_reason="stop"):
+        return ModelOutput.from_content(model="mockllm/model", content=content, stop_reason=stop_reason)
+
+    log = _inspect_outputs_log(tmp_path / "logs", [
+        # max_tokens: cut mid-sentence, after naming B; model_length: the context window ran out
+        (task_id("F1", "source"), output("B has the larger dipole, so Answer: B, unless", "max_tokens")),
+        (task_id("F2", "source"), output("", "model_length")),
+        # the reasoning part names A; the answer B
+        (task_id("F3", "source"), output([ContentReasoning(reasoning="Answer: A? No."), ContentText(text="Answer: B")])),
+    ])
+    result = runner.invoke(app, ["load", "--responses", str(log), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    rows = {t: (r, c, why, json.loads(m)) for t, r, c, why, m in _rows(
+        db, "SELECT task_id, response, choice, invalid_reason, metadata FROM responses")}
+    assert rows[task_id("F1", "source")][1:3] == (None, "truncated")
+    assert rows[task_id("F1", "source")][3]["stop_reason"] == "max_tokens"
+    assert rows[task_id("F1", "source")][3]["truncated_parse"] == {"choice": "B"}
+    assert rows[task_id("F2", "source")][1:3] == (None, "truncated")
+    response, choice, reason, meta = rows[task_id("F3", "source")]
+    assert (response, choice, reason) == ("Answer: B", "B", None)
+    assert (meta["reasoning_parts"], meta["reasoning_chars"]) == (1, len("Answer: A? No."))
+    assert "mockllm/model: 2 of 3 answers truncated at the token limit" in result.output
+    assert "inspect eval --max-tokens" in result.output
+
+
+def test_an_inspect_sample_stopped_by_its_token_limit_is_truncated(db, tmp_path):
+    from inspect_ai.model import ModelOutput
+
+    # the mock reports 15 tokens a call; a sample limit of 10 stops the sample after the first
+    log = _inspect_outputs_log(tmp_path / "logs", [
+        (task_id("F1", "source"), ModelOutput.from_content(model="mockllm/model", content="Answer: A"))],
+        token_limit=10)
+    result = runner.invoke(app, ["load", "--responses", str(log), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    [(choice, reason, metadata)] = _rows(db, "SELECT choice, invalid_reason, metadata FROM responses")
+    assert (choice, reason) == (None, "truncated")
+    assert json.loads(metadata)["limit"] == {"type": "token", "limit": 10.0}
+
+
 # ---------------------------------------------------------------- lm-evaluation-harness
 
 def _lm_eval_file(folder, records):
@@ -162,3 +220,15 @@ def test_a_quoted_glob_loads_every_match(db, tmp_path):
     assert _rows(db, "SELECT model FROM responses ORDER BY model") == [("m0",), ("m1",)]
     none = runner.invoke(app, ["load", "--responses", str(tmp_path / "nothing*.jsonl"), "--db", str(db)])
     assert none.exit_code == 2 and "no file matches this pattern" in none.output
+
+
+def test_lm_eval_does_not_record_truncation_but_a_finish_reason_it_carries_counts(db, tmp_path):
+    # lm-eval's samples say nothing of why generation stopped: a cut answer is read as text;
+    # a record that does carry a finish_reason (a later version, a post-processed file) is honoured
+    path = _lm_eval_file(tmp_path / "m", [
+        {"doc_id": 0, "doc": {"task_id": task_id("F1", "source")}, "resps": [["Answer: A"]]},
+        {"doc_id": 1, "doc": {"task_id": task_id("F2", "source")}, "resps": [["Answer: B"]], "finish_reason": "length"}])
+    result = runner.invoke(app, ["load", "--responses", str(path), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    assert _rows(db, "SELECT task_id, choice, invalid_reason FROM responses ORDER BY task_id") == [
+        (task_id("F1", "source"), "A", None), (task_id("F2", "source"), None, "truncated")]

@@ -99,3 +99,31 @@ def test_inspect_cli_finds_the_installed_task_from_any_folder(tmp_path):
     result = runner.invoke(app, ["load", "--benchmark", str(bench), "--responses", str(found[0]), "--db", str(db)])
     assert result.exit_code == 0, result.output
     assert "3 rows" in result.output
+
+
+def test_the_scorer_counts_an_answer_cut_at_the_token_limit_as_wrong(tmp_path):
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+
+    bench = write_benchmark(tmp_path / "bench")
+    task = molp2s(benchmark=str(bench), channel="dipole_norm", condition="source")
+    targets = {s.id: s.target for s in task.dataset}
+    usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
+    # every answer names its target; the first was cut at the limit on the way there
+    outputs = [ModelOutput.from_content(model="mockllm/model", content=f"Answer: {targets[s.id]}",
+                                        stop_reason="max_tokens" if i == 0 else "stop").model_copy(
+        update={"usage": usage}) for i, s in enumerate(task.dataset)]
+    log = inspect_eval(task, model=get_model("mockllm/model", custom_outputs=outputs), log_dir=str(tmp_path / "logs"),
+                       display="none", max_samples=1)[0]
+    scores = [s.scores["molp2s_answer"] for s in log.samples]
+    assert [(s.value, s.explanation) for s in scores[:1]] == [("I", "truncated")]
+    assert all(s.value == "C" for s in scores[1:])
+    # the loader counts it as the scorer does
+    db = tmp_path / "inspect.duckdb"
+    result = runner.invoke(app, ["load", "--benchmark", str(bench), "--responses",
+                                 log.location.removeprefix("file://"), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    con = store.connect(db, read_only=True)
+    assert con.execute("SELECT count(*) FILTER (invalid_reason = 'truncated'), count(*) FILTER (choice IS NOT NULL) "
+                       "FROM responses").fetchone() == (1, len(scores) - 1)
+    con.close()

@@ -405,8 +405,9 @@ def check_request_options(*, api: str | None, max_tokens: int | None, reasoning_
         given = [flag for flag, value in (("--reasoning-effort", reasoning_effort),
                                           ("--thinking-budget", thinking_budget)) if value is not None]
         if given:
-            raise UsageError(f"{' and '.join(given)} go into batch requests; a table export holds only the "
-                             "prompts (use --format openai-batch or anthropic-batch, or set it in the harness "
+            verb, it = ("goes", "it") if len(given) == 1 else ("go", "them")
+            raise UsageError(f"{' and '.join(given)} {verb} into batch requests; a table export holds only the "
+                             f"prompts (use --format openai-batch or anthropic-batch, or set {it} in the harness "
                              "that sends the prompts)")
         return ANSWER_TOKENS
     if reasoning_effort is not None:

@@ -411,7 +411,7 @@ def test_the_manifest_records_the_reasoning_options(tmp_path):
      "and the answer needs room after it (leave --max-tokens out for 5120)"),
     ("openai-batch", ["--max-tokens", "0"], "error: --max-tokens must be at least 1"),
     ("jsonl", ["--reasoning-effort", "low"],
-     "error: --reasoning-effort go into batch requests; a table export holds only the prompts (use --format "
+     "error: --reasoning-effort goes into batch requests; a table export holds only the prompts (use --format "
      "openai-batch or anthropic-batch, or set it in the harness that sends the prompts)"),
 ])
 def test_flag_combinations_the_api_would_refuse_are_refused_by_name(tmp_path, fmt, flags, message):

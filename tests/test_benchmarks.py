@@ -17,6 +17,7 @@ TINY = {
     "bench_load_and_metrics.py": (["--rows", "20000", "--jsonl-rows", "200"], "Summary"),
     "bench_stability.py": (["--repeats", "1"], "rank intervals"),
     "bench_prompts.py": (["--repeats", "1"], "render every task"),
+    "bench_parse.py": ([], "misses by answer style"),
     "bench_startup.py": (["--repeats", "1"], "molp2s --help"),
     "bench_report.py": (["--repeats", "1", "--target", "setup"], "median"),
     "bench_bayes.py": (["--families", "10", "--models", "2", "--chains", "2", "--tune", "30", "--draws", "30",

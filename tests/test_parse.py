@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -201,6 +205,94 @@ STEREO_CASES = [
     ("Answer: G", None, "not_a_candidate"),
 ]
 
+# Answers as real models write them (issue 21, section 2), each class with the trap it sets.
+REAL_WORLD_CASES = [
+    # --- letters inside LaTeX
+    ("A and B were considered.\nAnswer: $\\text{A}$", "A", None),
+    ("A and B were considered.\nAnswer: \\text{C}", "C", None),
+    ("Answer: $D$", "D", None),
+    ("Answer: $C", "C", None),  # the closing $ never came
+    ("Answer: \\( \\mathrm{B} \\)", "B", None),
+    ("The answer is\n\\[ D \\]", "D", None),
+    ("\\[\n\\text{Answer: } \\text{B}\n\\]", "B", None),
+    ("Thus, the correct option that matches all three products is:\n\n"
+     "$$ D ) \\quad A = \\text{propyl}, \\quad B = \\text{methoxy} $$", "D", None),
+    ("\\boxed{\\text{\\textbf{C}}}", "C", None),
+    # --- an option line given as the answer, without Answer:
+    ("Option B is wrong; option C too.\n\n**A) 3-cyano-6-(dimethylamino)benzoic acid**", "A", None),
+    ("Options B and D fail.\n\nThe incorrect statement is:\n\n**Option C: \"C is a flammable gas.\"**\n\n"
+     "This is so because compound A burns.", "C", None),
+    ("A fails, B fails.\nCorrect Answer: D) 4-methylcycloheptan-1-one", "D", None),
+    ("The product of the reaction will be:\n\nD) (1R,4R,5R)-2,2,4,5-tetramethylcyclohexan-1-ol", "D", None),
+    ("The correct sequence of reagents is:\n\nB) 1. NaNH2, methyl chloride\n2. H2/Pd\n3. O3/(CH3)2S", "B", None),
+    ("Final answers:\nA) A = cyclohexane-1,3,5-trione\nB) A = benzoquinone", None, "ambiguous"),
+    ("Let's compare the options:\n\nA) too long\n\nB) too short", None, "ambiguous"),
+    # --- an answer line in another language beats the letters named before it
+    ("Option A is wrong and (B) is right.\nОтвет: A", "A", None),
+    ("Таким образом, продукт D должен быть:\n\n**Ответ: C**", "C", None),
+    ("选项 B 不对。\n答案：C", "C", None),
+    ("Option A passt nicht, (B) auch nicht.\nAntwort: D", "D", None),
+    ("L'option A est fausse.\nRéponse : B", "B", None),
+    ("La opción A es falsa.\nRespuesta: C", "C", None),
+    # --- a declared non-answer is never a letter
+    ("(B) looks plausible, but none fits.\nAnswer: None of the above", None, "no_answer"),
+    ("Answer: B\n\nOn reflection the spectrum fits nothing.\nAnswer: None", None, "no_answer"),
+    ("(B) looks plausible.\nAnswer: Insufficient Information", None, "refusal"),
+    ("It is not possible to choose the correct answer from the given options.\n\nAnswer: N/A", None, "refusal"),
+    ("The options provided do not match; we cannot determine the correct answer.\nAnswer: None of the above",
+     None, "refusal"),
+    ("Answer: ABC", None, "ambiguous"),
+    ("Answer: DAB", None, "ambiguous"),
+    ("Answer: A and C", None, "ambiguous"),
+    ("Answer: A = NaCN, B = H3O+ for the first reaction", None, "no_answer"),
+    ("The calculated value is not listed; none of the provided options (A through D) is correct.",
+     None, "no_answer"),
+    # --- letters used as names in the reasoning do not take over
+    ("Compound C is the enol and gas D is CO2; product (B) forms last.", None, "no_answer"),
+    ("The gas **D** is oxygen and compound **C** forms from it.", None, "no_answer"),
+    ("Its dipole moment in Debye (D) is large.", None, "no_answer"),
+    ("At the boiling point (77 K) the pressure is 1 atm.", None, "no_answer"),
+    ("Compound C is an ester. The best fit is **B**.", "B", None),
+    # --- refusals
+    ("Given the data, we cannot choose an answer.", None, "refusal"),
+    ("We cannot definitively assign the structure, though (B) was considered.", None, "refusal"),
+    ("Without the spectrum the fragment cannot be determined.", None, "refusal"),
+    ("None of the options can be ruled out. I cannot be sure, but (B) fits best.", "B", None),
+    ("It's impossible to choose between B and C with certainty.\n\nAnswer: $D$", "D", None),  # it still chose
+    # --- ChemBench's answer tags
+    ("A is ruled out. [ANSWER]B[/ANSWER]", "B", None),
+    ("[ANSWER]b[/ANSWER]", "B", None),
+    ("[ANSWER] C [/ANSWER]", "C", None),
+    ("[ANSWER]A, C[/ANSWER]", None, "ambiguous"),
+    ("[ANSWER]A[/ANSWER]\nOn reflection: [ANSWER]D[/ANSWER]", "D", None),
+    ("[ANSWER]`[*]OC`[/ANSWER]", "C", None),
+    ("<answer>D</answer>", "D", None),
+    # --- inline reasoning never counts
+    ("<think>A? maybe C. Answer: C</think>\nAnswer: B", "B", None),
+    ("<think>\n[ANSWER]A[/ANSWER]\n</think>\n[ANSWER]B[/ANSWER]", "B", None),
+    ("<thinking>Answer: C</thinking>The answer is (D).", "D", None),
+    ("<reasoning>A</reasoning>**B**", "B", None),
+    ("<THINK>Answer: A</THINK>Answer: C", "C", None),
+    ("<think>Thinking about A... Answer: A", None, "no_answer"),  # stopped while thinking
+    ("Thinking about A. Answer: A</think>\n\nB", "B", None),  # the template opened the block
+    # --- looping replies cut off at the token limit
+    ("\n".join(["Let me reconsider the sequence once more, step by step, with care."] * 10
+                + [f"**Answer: {x}** (with the understanding that it may need correction)." for x in "CABCAB"]
+                + ["However, to strictly adhere to the format and provide a clear answer based on the"]),
+     None, "ambiguous"),
+    ("\n".join(["Let me reconsider the sequence once more, step by step, with care."] * 20
+                + ["Answer: A", "This needs a check.", "Answer: B", "And so the final structure is the one with"]),
+     None, "ambiguous"),
+    ("\n".join(["(A) or (B) might fit, so the options are weighed again, step by step, with care."] * 20
+                + ["Comparing the remaining shifts, the value of the coupling constant for"]),
+     None, "no_answer"),
+    ("Answer: A\nThis needs a check.\nAnswer: B\nThe coupling fits B.", "B", None),  # finished: last wins
+    ("Answer: A) wrong.\nAnswer: B) closest.\nAnswer: C) wrong.\n" + "Checking the units again. " * 50
+     + "\nThe closest option is:\n\nAnswer: B", "B", None),
+    # --- the requested Answer: glued to the word before it
+    ("stereotype tightened Crew trade magnets fascAnswer: D", "D", None),
+]
+
 DUPLICATE_CASES = [
     ("`*CC`", None, "ambiguous"),
     ("`CCc1ccccc1`", None, "ambiguous"),
@@ -224,13 +316,18 @@ def test_stereo_family(text, choice, reason):
     _check(STEREO, text, choice, reason)
 
 
+@pytest.mark.parametrize(("text", "choice", "reason"), REAL_WORLD_CASES)
+def test_answers_as_real_models_write_them(text, choice, reason):
+    _check(BASIC, text, choice, reason)
+
+
 @pytest.mark.parametrize(("text", "choice", "reason"), DUPLICATE_CASES)
 def test_duplicate_family(text, choice, reason):
     _check(DUPLICATE, text, choice, reason)
 
 
 def test_every_reason_is_exercised():
-    reasons = {r for cases in (BASIC_CASES, STEREO_CASES, DUPLICATE_CASES) for *_, r in cases}
+    reasons = {r for cases in (BASIC_CASES, STEREO_CASES, DUPLICATE_CASES, REAL_WORLD_CASES) for *_, r in cases}
     # request_failed and truncated are the loader's (a request with no answer, or one cut at its
     # token limit): test_batches.py
     assert set(INVALID_REASONS) - {"request_failed", "truncated"} <= reasons
@@ -284,3 +381,98 @@ _PIECES = st.sampled_from(
 def test_structured_noise_never_raises(text):
     for index in (BASIC, STEREO, DUPLICATE):
         _assert_well_formed(parse_answer(text, index), index)
+
+
+# Reasoning text built from the pieces above, without backticks (text in backticks is SMILES and
+# an unclosed ``` would swallow the answer line) and without closing reasoning tags.
+_REASONING_TEXT = st.lists(_PIECES.filter(lambda p: "`" not in p), max_size=20).map("".join) | st.text(
+    alphabet=st.characters(blacklist_characters="`<>"), max_size=200)
+_LABELS = st.sampled_from(BASIC.labels)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_REASONING_TEXT, _LABELS, st.sampled_from(["think", "thinking", "reasoning", "THINK"]))
+def test_reasoning_never_counts(reasoning, label, tag):
+    # whatever the reasoning names, a clean Answer: line after it decides
+    assert parse_answer(f"<{tag}>{reasoning}</{tag}>\nAnswer: {label}", BASIC) == ParsedAnswer(label, None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_REASONING_TEXT)
+def test_unclosed_reasoning_is_no_answer(reasoning):
+    assert parse_answer(f"<think>{reasoning}", BASIC) == ParsedAnswer(None, "no_answer")
+
+
+_NON_ANSWERS = st.sampled_from([
+    "None of the above", "None", "N/A", "n/a", "Not applicable", "Insufficient information",
+    "Insufficient Information", "Cannot be determined", "Unknown", "No correct answer",
+    "None of the provided options are correct.", "A = NaCN, B = H3O+", "ABC", "DAB", "A and C",
+    "B = benzene", "Not listed among the options",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(_REASONING_TEXT, _NON_ANSWERS)
+def test_declared_non_answer_is_never_a_letter(reasoning, declared):
+    result = parse_answer(f"{reasoning}\nAnswer: {declared}", BASIC)
+    assert result.choice is None and result.reason in {"no_answer", "refusal", "ambiguous"}
+
+
+_WRAPPERS = st.sampled_from(["{}", "${}$", "$\\text{{{}}}$", "\\text{{{}}}", "\\( {} \\)", "\\(\\mathrm{{{}}}\\)",
+                             "**{}**", "$\\textbf{{{}}}$", "({})", "{})", "$ {} $"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(_REASONING_TEXT, _LABELS, _WRAPPERS)
+def test_wrapping_the_letter_does_not_change_it(reasoning, label, wrapper):
+    assert parse_answer(f"{reasoning}\nAnswer: {wrapper.format(label)}", BASIC) == ParsedAnswer(label, None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_REASONING_TEXT, _LABELS, st.sampled_from(["Answer:", "Final answer:", "Correct Answer:", "Ответ:", "答案：",
+                                                   "Antwort:", "Réponse :", "Respuesta:", "**Answer:**"]))
+def test_an_answer_line_in_any_language_decides(reasoning, label, word):
+    assert parse_answer(f"{reasoning}\n{word} {label}", BASIC) == ParsedAnswer(label, None)
+
+
+# --- the benchmark corpus of real completions (benchmarks/data/parse_corpus)
+_BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_parse.py"
+
+
+def _bench_module():
+    spec = importlib.util.spec_from_file_location("bench_parse", _BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_corpus_is_well_formed():
+    bench = _bench_module()
+    lines = bench.CORPUS.read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])["_header"]
+    assert {"reading", "rules", "split", "source"} <= set(header)
+    items = bench.read_corpus(bench.CORPUS)
+    assert len(items) == len(lines) - 1 >= 300
+    keys = {"id", "source_repo", "path", "commit", "line", "licence", "model", "run", "benchmark", "question_id",
+            "labels", "style", "split", "expected_choice", "expected_reason", "text"}
+    assert len({item["id"] for item in items}) == len(items)
+    for item in items:
+        assert set(item) == keys, item["id"]
+        assert item["licence"] in {"MIT", "Apache-2.0", "CC-BY-4.0"}
+        assert len(item["commit"]) == 40 and item["split"] in {"tune", "holdout"}
+        assert item["labels"] == sorted(set(item["labels"])) and item["text"]
+        # exactly one of a letter among the options and an invalid reason the parser gives
+        if item["expected_choice"] is not None:
+            assert item["expected_reason"] is None and item["expected_choice"] in item["labels"]
+        else:
+            assert item["expected_reason"] in set(INVALID_REASONS) - {"request_failed", "truncated"}
+    assert len({item["model"] for item in items}) >= 5
+
+
+def test_corpus_agreement_meets_its_target():
+    bench = _bench_module()
+    results = bench.run(bench.read_corpus(bench.CORPUS))
+    agree = sum(bench.expected(item) == got for item, got in results)
+    wrong = [item["id"] for item, got in results if got.choice is not None and got.choice != item["expected_choice"]]
+    assert wrong == []
+    assert 100 * agree / len(results) >= bench.TARGET_AGREEMENT

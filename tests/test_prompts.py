@@ -419,3 +419,25 @@ def test_flag_combinations_the_api_would_refuse_are_refused_by_name(tmp_path, fm
     assert result.exit_code == 2
     assert result.output.strip() == message
     assert not list(tmp_path.glob("requests-*"))  # nothing written
+
+
+@settings(max_examples=200, deadline=None)
+@given(budget=st.integers(1024, 500_000), given_limit=st.one_of(st.none(), st.integers(1, 600_000)))
+def test_a_thinking_budget_is_always_below_the_token_limit_or_refused(budget, given_limit):
+    from molp2s_stats.errors import UsageError
+
+    try:
+        limit = prompts.check_request_options(api="anthropic", max_tokens=given_limit, thinking_budget=budget)
+    except UsageError as exc:
+        assert given_limit is not None and given_limit <= budget and "must be less than --max-tokens" in str(exc)
+    else:
+        assert budget < limit and limit == (given_limit or budget + prompts.ANSWER_TOKENS)
+
+
+def test_the_help_states_the_defaults_the_export_uses():
+    # the CLI imports prompts lazily, so its help spells the numbers out: they must stay the same
+    text = " ".join(runner.invoke(app, ["prompts", "--help"]).output.replace("│", " ").split())
+    assert f"Default: {prompts.ANSWER_TOKENS} for the short answer" in text
+    assert f"{prompts.OPENAI_REASONING_TOKENS} with --reasoning-effort" in text
+    assert f"the thinking budget + {prompts.ANSWER_TOKENS} with --thinking-budget" in text
+    assert " | ".join(prompts.REASONING_EFFORTS) in text

@@ -210,10 +210,11 @@ _TARGET = re.compile(
     r"(?:[(\[]?\s*\ue000(?P<idx>\d+)\ue001"
     r"|(?P<open>\\boxed\{\s*(?:\\text(?:bf)?\{|\\mathrm\{)?|\*\*|__|[(\[{])?\s*"
     r"(?P<lab>[A-Z])\s*(?P<close>\}\}?|\*\*|__|[)\]}])?"
-    r"(?=$|\s|[.,;:!?](?:\s|$)|[*_\"'$])"
-    r"(?![ \t]*=))",  # "A = NaCN": the letter names a reagent, not an option
+    r"(?=$|\s|[.,;:!?](?:\s|$)|[*_\"'$]))",
     re.I,
 )
+# "A = NaCN, B = H3O+": letters assigned one after another name the question's reagents, not options.
+_ASSIGNMENTS = re.compile(r"[\s*_]*[A-Z][ \t]*=[^\n,;]*?(?:[,;]|[ \t]and\b)[ \t]*(?:and[ \t]+)?[A-Z][ \t]*=")
 _TOKEN = re.compile(r"[^\s`\ue000\ue001]+")
 _EOL = re.compile(r"[ \t.,;:!?*_\"')\]]*(?:\n|$)")  # lower-case bare labels end the line
 _PRONOUN = re.compile(r"\s+[a-z]|'[a-z]")  # "Answer: I think ..."
@@ -271,7 +272,7 @@ _REFUSAL = re.compile(
 _NON_ANSWER = re.compile(
     r"[\s*_:(\[]*(?:none\b|n/?a\b|not\s+applicable|no\s+(?:correct\s+|valid\s+)?(?:answer|option|choice)"
     r"|not\s+(?:listed|given|among)|cannot\b|can't\b|unable\b|undetermin|indetermin|unknown\b"
-    r"|insufficient|not\s+enough|impossible|[A-Z][ \t]*=)",
+    r"|insufficient|not\s+enough|impossible)",
     re.I,
 )
 # The reply says that no offered option is right ("none of the provided options is correct").
@@ -298,7 +299,7 @@ _INTRO = re.compile(
 # Words that may stand before "(B)" when it names an option ("…, but (B) fits"); after any other
 # word the letter abbreviates it ("Debye (D)", "butanenitrile (B)").
 _LEADS_OPTION = frozenset("but or and is are be so thus hence therefore then choose pick select option answer choice "
-                          "candidate".split())
+                          "candidate fragment substituent".split())
 # How a finished reply ends: a full stop, bracket or markup, a lone label, or an answer line's label.
 _COMPLETE_END = re.compile(
     rf"[.!?)\]}}*_\"'`$:;\ue001]\s*\Z|(?:^|\n)[^\S\n]*\W*[A-Za-z]\W*\s*\Z|{_ANSWER_WORD}\b[^\n]*\b[A-Z]\W*\Z",
@@ -367,9 +368,13 @@ def _mask_code(text: str) -> tuple[str, list[list[str]]]:
 
 def _target(masked, pos, spans, index, *, no_token=False, strong_only=False):
     """Read what a marker points at: (evidence or None, end position)."""
+    if _ASSIGNMENTS.match(masked, pos):
+        return None, pos
     if not strong_only and (run := _LETTER_RUN.match(masked, pos)):
         letters = run.group(1)
-        if len(set(letters)) == len(letters) and all(index._by_upper.get(c) for c in letters):
+        # "CF" may be a SMILES; "ABC" is not
+        if (len(set(letters)) == len(letters) and all(index._by_upper.get(c) for c in letters)
+                and (len(letters) > 2 or not _looks_like_smiles(letters))):
             return [index._label(c) for c in letters], run.end()
     m = _TARGET.match(masked, pos)
     if m and m.group("idx") is not None:
@@ -417,7 +422,7 @@ def _declared_non_answer(line: str, masked: str) -> ParsedAnswer | None:
     if marker is None:
         return None
     content = line[_MARKER_TAIL.match(line, marker.end()).end():]
-    if not content.strip() or not _NON_ANSWER.match(content):
+    if not content.strip() or not (_NON_ANSWER.match(content) or _ASSIGNMENTS.match(content)):
         return None
     refused = _REFUSAL.search(content) or _REFUSAL.search(masked)
     return ParsedAnswer(None, "refusal" if refused else "no_answer")

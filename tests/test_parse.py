@@ -245,6 +245,8 @@ REAL_WORLD_CASES = [
     ("Answer: DAB", None, "ambiguous"),
     ("Answer: A and C", None, "ambiguous"),
     ("Answer: A = NaCN, B = H3O+ for the first reaction", None, "no_answer"),
+    ("**Answer:** A = H2O and B = HCl", None, "no_answer"),
+    ("Answer: B = isopropyl", "B", None),  # one letter glossed, not letters used as names
     ("The calculated value is not listed; none of the provided options (A through D) is correct.",
      None, "no_answer"),
     # --- letters used as names in the reasoning do not take over
@@ -407,7 +409,7 @@ _NON_ANSWERS = st.sampled_from([
     "None of the above", "None", "N/A", "n/a", "Not applicable", "Insufficient information",
     "Insufficient Information", "Cannot be determined", "Unknown", "No correct answer",
     "None of the provided options are correct.", "A = NaCN, B = H3O+", "ABC", "DAB", "A and C",
-    "B = benzene", "Not listed among the options",
+    "A = H2O and B = HCl", "Not listed among the options",
 ])
 
 

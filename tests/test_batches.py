@@ -308,14 +308,19 @@ def test_a_raw_file_whose_metadata_says_the_limit_cut_it_is_truncated(tmp_path, 
             {"model": "m", "task_id": P0, "response": "Answer: B", "finish_reason": "stop", "stop_reason": None}]
     path = tmp_path / f"raw.{suffix}"
     write(path, rows)
+    if suffix == "jsonl":  # extras nested under "metadata" say it as well
+        nested = {"model": "m", "task_id": task_id("F2", "source"), "response": "Answer: B",
+                  "metadata": {"finish_reason": "length", "latency_s": 3.2}}
+        path.write_text(path.read_text() + json.dumps(nested) + "\n")
     db = _db(tmp_path, bench, "raw")
     result = runner.invoke(app, ["load", "--responses", str(path), "--db", str(db)])
     assert result.exit_code == 0, result.output
     con = store.connect(db, read_only=True)
     got = dict(con.execute("SELECT task_id, coalesce(choice, invalid_reason) FROM responses").fetchall())
     con.close()
-    assert got == {SOURCE: "truncated", SHUFFLED: "truncated", P0: "B"}
-    assert "m: 2 of 3 answers truncated at the token limit" in result.output
+    nested = {task_id("F2", "source"): "truncated"} if suffix == "jsonl" else {}
+    assert got == {SOURCE: "truncated", SHUFFLED: "truncated", P0: "B", **nested}
+    assert f"m: {2 + len(nested)} of {3 + len(nested)} answers truncated at the token limit" in result.output
     assert "--max-tokens" in result.output
 
 

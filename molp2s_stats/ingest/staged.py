@@ -30,9 +30,10 @@ def rows_frame(rows: list[dict]) -> pl.DataFrame:
 def cut_by_limit() -> pl.Expr:
     """Whether a row's metadata says its answer was cut at the token limit.
 
-    Reads the top-level ``finish_reason``, ``stop_reason`` or ``finishReason`` of the
-    metadata JSON (a raw file's extra columns, or what a batch or harness reader kept).
+    Reads ``finish_reason``, ``stop_reason`` or ``finishReason`` at the top of the metadata
+    JSON (a raw file's extra columns, or what a batch or harness reader kept), or inside a
+    field named ``metadata`` (a raw file that nests its extras there).
     """
-    says = [pl.col("metadata").str.json_path_match(f"$.{field}").str.to_lowercase().is_in(TRUNCATION_VALUES)
-            for field in TRUNCATION_FIELDS]
+    says = [pl.col("metadata").str.json_path_match(f"${where}.{field}").str.to_lowercase().is_in(TRUNCATION_VALUES)
+            for field in TRUNCATION_FIELDS for where in ("", ".metadata")]
     return pl.any_horizontal(says).fill_null(False)

@@ -448,7 +448,10 @@ def _last_answer_line(masked: str, spans, candidates: CandidateIndex) -> ParsedA
         evidence = final or plain
         if any(isinstance(e, frozenset) for e in evidence):
             return _unsettled(masked, line, spans, candidates) or _resolve(evidence)
-        if (declared := _declared_non_answer(line.group(), masked)) is not None:
+        declared = _declared_non_answer(line.group(), masked)
+        # "Final Answer: A = H3O+, B = HCl\n\nThus, option C is correct." names C after all
+        if declared is not None and not any(isinstance(e, frozenset)
+                                            for e in _structured(masked, spans, candidates, line.end())):
             return declared
     return None
 
@@ -490,10 +493,25 @@ def _introduced_option(masked: str, candidates: CandidateIndex) -> tuple[ParsedA
             block.append(line)
         if not block or not _OPTION_LINE.match(block[0].group()):
             return None  # the last introduction introduces something else
-        labels = [m.group("a") or m.group("b") or m.group("c") for m in (_OPTION_LINE.match(b.group()) for b in block)
-                  if m]
-        return _resolve([candidates._label(label) for label in labels]), block[-1].end()
+        labels = [_option_label(line.group()) for line in block]
+        if None in labels:
+            return None  # "A) HCl, B) 3-(2-oxocyclohexyl)propanal": letters naming the question's parts
+        return _resolve([candidates._label(label) for label in labels if label]), block[-1].end()
     return None
+
+
+_LETTER_PAREN = re.compile(r"(?<![\w(\[])\**([A-Z])\)")
+
+
+def _option_label(line: str) -> str | None:
+    """The option an option line names; "" for a line that is not one; None where the line pairs
+    several letters with values ("A) HCl, B) …"), naming the question's parts rather than an option."""
+    m = _OPTION_LINE.match(line)
+    if not m:
+        return ""
+    label = m.group("a") or m.group("b") or m.group("c")
+    others = {x.group(1) for x in _LETTER_PAREN.finditer(line, m.end())} - {label}
+    return None if others else label
 
 
 def _leads_option(before: str) -> bool:
@@ -520,8 +538,8 @@ def _closing_option(masked: str, candidates: CandidateIndex) -> ParsedAnswer | N
     last = masked.rstrip().rsplit("\n\n", 1)[-1].strip()
     if "\n" in last or not last.startswith(("**", "__")):
         return None
-    if m := _OPTION_LINE.match(last):
-        return _resolve([candidates._label(m.group("a") or m.group("b") or m.group("c"))])
+    if label := _option_label(last):
+        return _resolve([candidates._label(label)])
     return None
 
 

@@ -226,6 +226,7 @@ REAL_WORLD_CASES = [
     ("The product of the reaction will be:\n\nD) (1R,4R,5R)-2,2,4,5-tetramethylcyclohexan-1-ol", "D", None),
     ("The correct sequence of reagents is:\n\nB) 1. NaNH2, methyl chloride\n2. H2/Pd\n3. O3/(CH3)2S", "B", None),
     ("Final answers:\nA) A = cyclohexane-1,3,5-trione\nB) A = benzoquinone", None, "ambiguous"),
+    ("Therefore, the correct answers are:\n\nA) HCl, B) 3-(2-oxocyclohexyl)propanal", None, "ambiguous"),  # names
     ("Let's compare the options:\n\nA) too long\n\nB) too short", None, "ambiguous"),
     # --- an answer line in another language beats the letters named before it
     ("Option A is wrong and (B) is right.\nОтвет: A", "A", None),
@@ -246,6 +247,7 @@ REAL_WORLD_CASES = [
     ("Answer: A and C", None, "ambiguous"),
     ("Answer: A = NaCN, B = H3O+ for the first reaction", None, "no_answer"),
     ("**Answer:** A = H2O and B = HCl", None, "no_answer"),
+    ("The fitting combination is:\n\n**Final Answer: A = H3O+, B = HCl**\n\nThus, option C is correct.", "C", None),
     ("Answer: B = isopropyl", "B", None),  # one letter glossed, not letters used as names
     ("The calculated value is not listed; none of the provided options (A through D) is correct.",
      None, "no_answer"),

@@ -239,3 +239,46 @@ def check_columns(columns: Iterable[str]) -> None:
                and not (c.endswith(VALID_SUFFIX) and c.removesuffix(VALID_SUFFIX) in COLUMNS)]
     if unknown:
         raise ValueError(f"columns not in the glossary: {unknown}")
+
+
+#: Column headings of the report's tables, where the id alone would not read well; any
+#: other column is headed by `column_label`'s spelling of its id (``families_total`` →
+#: "Families total"). The exported CSV keeps the ids.
+COLUMN_LABELS: dict[str, str] = {
+    "model": "Model", "channel": "Channel", "condition": "Condition", "metric": "Metric",
+    "model_a": "Model A", "model_b": "Model B", "from": "From", "to": "To",
+    "estimate": "Estimate", "conf_low": "Low", "conf_high": "High", "conf_level": "Level",
+    "n": "Families", "draws": "Draws", "draws_undefined": "Undefined draws", "seed": "Seed",
+    "baseline": "Random baseline",
+    "both_correct": "Both right", "a_only": "A only", "b_only": "B only", "both_wrong": "Both wrong",
+    "net": "Net (pp)", "delta": "Δ (pp)", "p_value": "p", "p_adjusted": "p (adjusted)",
+    "invalid_pct": "Invalid (%)", "invalid_share": "Invalid share", "invalid_answers": "Invalid answers",
+    "families_total": "Families", "input_validated": "Input-validated", "complete_coverage": "Complete coverage",
+    "cohort": "Cohort",
+    "r_hat_max": "Max R-hat", "ess_bulk_min": "Min bulk ESS", "ess_bulk_min_parameter": "Parameter with min bulk ESS",
+    "ess_tail_min": "Min tail ESS", "bfmi_min": "Min BFMI", "passed": "Passed", "seconds": "Seconds",
+    "draws_per_chain": "Draws per chain", "target_accept": "Target acceptance", "low_rank": "Low-rank mass matrix",
+    "chains_kept": "Chains kept", "final": "Final",
+    "loo_elpd": "LOO elpd", "loo_elpd_no_family": "LOO elpd, no family effects",
+    "loo_difference": "LOO difference", "loo_difference_se": "LOO difference SE",
+    "loo_pareto_k_max": "Max Pareto k",
+    "mad": "MAD", "spearman_rho": "Spearman ρ", "icc": "ICC", "mde": "MDE (pp)", "sd_family": "Family SD",
+    "se_independent": "SE (independent)", "se_clustered": "SE (clustered)", "rank_low": "Rank low",
+    "rank_high": "Rank high", "wilson_low": "Wilson low", "wilson_high": "Wilson high",
+    "nearest_median": "Nearest, median", "nearest_q1": "Nearest, Q1", "nearest_q3": "Nearest, Q3",
+    "source_tasks": "Source tasks", "cites": "Cites", "persists": "Persists",
+    "cites_property": "Cites a property", "cites_but_persists": "Cites but persists",
+}
+
+
+def column_label(column: str) -> str:
+    """The heading of a column in the report's tables.
+
+    >>> column_label("ess_tail_min"), column_label("families_needed"), column_label("x_pct")
+    ('Min tail ESS', 'Families needed', 'X (%)')
+    """
+    if column in COLUMN_LABELS:
+        return COLUMN_LABELS[column]
+    words = column.removesuffix("_pct").replace("_", " ")
+    words = words[:1].upper() + words[1:]
+    return f"{words} (%)" if column.endswith("_pct") else words

@@ -192,6 +192,23 @@ def channel_names(channel_table: pl.DataFrame | None = None) -> dict[str, str]:
     return dict(table.select("channel", "name").iter_rows())
 
 
+def in_channel_order(frame: pl.DataFrame, channel_table: pl.DataFrame | None = None) -> pl.DataFrame:
+    """``frame``'s rows with its ``channel`` column in the channel table's display order (the
+    paper's: electronic, vibrational, NMR, bundles), the order of rows within a channel kept;
+    channels the table does not know ('none', 'all') come after, in the frame's order.
+
+    >>> frame = pl.DataFrame({"channel": ["nmr_bundle", "all", "dipole_norm", "nmr_bundle"], "i": [0, 1, 2, 3]})
+    >>> in_channel_order(frame)["i"].to_list()
+    [2, 0, 3, 1]
+    """
+    table = channel_table if channel_table is not None else read_channel_table()
+    position = {c: i for i, c in enumerate(table["channel"])}
+    unknown = {c: len(position) + i for i, c in enumerate(
+        c for c in frame["channel"].unique(maintain_order=True) if c not in position)}
+    order = pl.col("channel").replace_strict({**position, **unknown}, default=None, return_dtype=pl.Int64)
+    return frame.sort(order, maintain_order=True, nulls_last=True)
+
+
 def read_model_names(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
     """The benchmark's optional models table (``model, display_name, group``); None without one."""
     try:

@@ -38,7 +38,7 @@ def test_metrics_csv_and_json(db, tmp_path):
     assert result.exit_code == 0, result.output
     frame = pl.read_csv(result.stdout.encode())
     assert frame.columns == ["model", "channel", "metric", "estimate", "conf_low", "conf_high", "conf_level",
-                             "n", "method", "draws", "draws_undefined", "seed", "invalid"]
+                             "n", "method", "draws", "draws_undefined", "seed", "invalid", "baseline"]
     assert frame["estimate"].to_list() == pytest.approx([50.0, 200 / 3])
     out = tmp_path / "m.json"
     result = runner.invoke(app, ["metrics", "--db", str(db), "--bootstrap", "0", "--format", "json", "--out", str(out)])

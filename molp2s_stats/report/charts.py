@@ -40,13 +40,19 @@ def save(chart: alt.TopLevelMixin, path) -> None:
         raise UsageError(f"{path}: a chart is written as .svg, .png or .html")
 
 
-def predictive_checks(frame: pl.DataFrame) -> alt.VConcatChart:
+def predictive_checks(frame: pl.DataFrame, channel_table: pl.DataFrame | None = None) -> alt.VConcatChart:
     """Each check's observed value (dot; red when outside) against its predictive interval (bar),
-    one row per model, panels by statistic and condition (``posterior FIT --what predictive``'s frame, in %)."""
-    data = frame.with_columns(
+    one row per model, panels by statistic and by channel (named, in the channel table's order) and
+    condition (``posterior FIT --what predictive``'s frame, in %)."""
+    from ..metrics import channel_names, in_channel_order
+
+    names = channel_names(channel_table)
+    ordered = in_channel_order(frame, channel_table).with_columns(
         pl.when(pl.col("statistic") == "accuracy").then(pl.lit("Accuracy (%)"))
         .otherwise(pl.lit("Family spread (pp)")).alias("panel"),
-        pl.format("{} · {}", "channel", "condition").alias("cell")).to_pandas()
+        pl.format("{} · {}", pl.col("channel").replace(names), "condition").alias("cell"))
+    cell_order = ordered["cell"].unique(maintain_order=True).to_list()
+    data = ordered.to_pandas()
     charts = []
     for panel in data["panel"].unique():
         part = data[data["panel"] == panel]
@@ -58,16 +64,18 @@ def predictive_checks(frame: pl.DataFrame) -> alt.VConcatChart:
                                             title="outside"),
             tooltip=["model", "channel", "condition", "observed", "predicted", "conf_low", "conf_high", "p_value"])
         charts.append(alt.layer(interval, point).properties(width=150, height=14 * part["model"].nunique())
-                      .facet(facet=alt.Facet("cell:N", title=None), columns=4).properties(title=panel))
+                      .facet(facet=alt.Facet("cell:N", title=None, sort=cell_order), columns=4)
+                      .properties(title=panel))
     return alt.vconcat(*charts)
 
 
 def _panels(frame: pl.DataFrame, channel_table: pl.DataFrame | None = None):
     """The frame for a faceted chart with a ``panel`` title per channel (its name in the channel
-    table, ``metrics.read_channel_table``; default the package's), and the panels in the frame's order."""
-    from ..metrics import channel_names
+    table, ``metrics.read_channel_table``; default the package's), and the panels in that table's order."""
+    from ..metrics import channel_names, in_channel_order
 
     names = channel_names(channel_table)
+    frame = in_channel_order(frame, channel_table)
     titles = {c: names.get(c, c) for c in frame["channel"].unique(maintain_order=True)}
     return (frame.with_columns(pl.col("channel").replace_strict(titles, return_dtype=pl.String).alias("panel"))
             .to_pandas(), list(titles.values()))
@@ -75,7 +83,7 @@ def _panels(frame: pl.DataFrame, channel_table: pl.DataFrame | None = None):
 
 def forest(frame: pl.DataFrame, *, title: str, x_title: str, channel_table: pl.DataFrame | None = None) -> alt.Chart:
     """Estimate and interval per model, one panel per channel (``model, channel, estimate, conf_low, conf_high``),
-    the panels in the frame's channel order (the paper's), titled by the channels' names."""
+    the panels in the channel table's order (the paper's), titled by the channels' names."""
     data, order = _panels(frame.select("model", "channel", "estimate", "conf_low", "conf_high"), channel_table)
     base = alt.Chart(data).encode(y=alt.Y("model:N", title=None))
     rule = base.mark_rule().encode(x=alt.X("conf_low:Q", title=x_title), x2="conf_high:Q")
@@ -88,7 +96,7 @@ def forest(frame: pl.DataFrame, *, title: str, x_title: str, channel_table: pl.D
 
 def heatmap(frame: pl.DataFrame, *, title: str, channel_table: pl.DataFrame | None = None) -> alt.Chart:
     """P(A > B) per ordered model pair, one panel per channel (``channel, model_a, model_b, probability``),
-    in the frame's channel order, titled by the channels' names."""
+    in the channel table's order, titled by the channels' names."""
     data, order = _panels(frame, channel_table)
     cells = alt.Chart(data).mark_rect().encode(
         x=alt.X("model_b:N", title="B"), y=alt.Y("model_a:N", title="A"),
@@ -101,7 +109,7 @@ def heatmap(frame: pl.DataFrame, *, title: str, channel_table: pl.DataFrame | No
 
 def rank_bars(frame: pl.DataFrame, *, title: str, channel_table: pl.DataFrame | None = None) -> alt.Chart:
     """Probability of each rank per model, one panel per channel (``model, channel, rank, probability``),
-    in the frame's channel order, titled by the channels' names."""
+    in the channel table's order, titled by the channels' names."""
     data, order = _panels(frame, channel_table)
     return (alt.Chart(data).mark_bar().encode(
         x=alt.X("rank:O", title="rank (1 = highest)"), y=alt.Y("probability:Q", title="probability"),
@@ -135,7 +143,7 @@ def transitions(frame: pl.DataFrame, *, title: str) -> alt.HConcatChart:
 
 def stability_lines(frame: pl.DataFrame, *, title: str, channel_table: pl.DataFrame | None = None) -> alt.Chart:
     """Mean Spearman ρ against the subset size, one line per channel (``ranking_stability`` output),
-    the legend in the frame's channel order with the channels' names."""
+    the legend in the channel table's order with the channels' names."""
     data, order = _panels(frame, channel_table)
     return (alt.Chart(data).mark_line(point=True).encode(
         x=alt.X("size:Q", title="families in the subset"), y=alt.Y("spearman_rho:Q", title="mean Spearman ρ",

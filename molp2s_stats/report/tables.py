@@ -16,7 +16,8 @@ from pathlib import Path
 import polars as pl
 from great_tables import GT, loc, style
 
-from ..metrics import BASELINE, channel_names, read_channel_table, with_random_baseline
+from ..glossary import column_label
+from ..metrics import BASELINE, channel_names, in_channel_order, read_channel_table, with_random_baseline
 
 
 GOLD, SILVER = "#f4d35e", "#d9d9d9"
@@ -114,7 +115,7 @@ def leaderboard_table(metrics: pl.DataFrame, metric: str, *, title: str, subtitl
     ``metrics.read_channel_table``) gives the spanners and labels. The frame returned is what gets
     exported: numbers, one row per model × channel.
     """
-    tidy = with_random_baseline(metrics, metric)
+    tidy = in_channel_order(with_random_baseline(metrics, metric), channel_table)
     channels = tidy["channel"].unique(maintain_order=True).to_list()
     order, names, groups = model_order(tidy["model"].unique(maintain_order=True).to_list(), models)
     grouped = any(groups.get(m) for m in order)
@@ -250,19 +251,51 @@ def podium(values: list[float | None], higher_is_better: bool = True) -> list[st
     return [colours.get(v) if v is not None else None for v in values]
 
 
+#: A one-row table with more columns than this reads as a list of fields (name, value), which
+#: fits the page, rather than one row that scrolls sideways.
+WIDE_SINGLE_ROW = 6
+
+
 def plain_table(frame: pl.DataFrame, *, title: str, subtitle: str | None = None, decimals: int = 1,
                 channel_table: pl.DataFrame | None = None) -> GT:
     """Any tidy frame as a great-table: floats rounded for reading, counts with thousands separators,
-    channels by name (from ``channel_table``; default the package's). The frame exported beside
-    it keeps the channel ids."""
+    channels by name and in the table's order (from ``channel_table``; default the package's), each
+    column under its heading (``glossary.column_label``). A single wide row is shown as one line per
+    column. The frame exported beside it keeps the ids."""
     if "channel" in frame.columns:
-        frame = frame.with_columns(pl.col("channel").replace(channel_names(channel_table)))
+        frame = in_channel_order(frame, channel_table).with_columns(
+            pl.col("channel").replace(channel_names(channel_table)))
+    if frame.height == 1 and frame.width > WIDE_SINGLE_ROW:
+        return _fields_table(frame, title=title, subtitle=subtitle, decimals=decimals)
     table = GT(frame).tab_header(title=title, subtitle=subtitle)
     floats = [c for c, t in frame.schema.items() if t.is_float()]
     counts = [c for c, t in frame.schema.items() if t.is_integer() and c != "seed"]  # a seed is a name, not a count
     if floats:
         table = table.fmt_number(columns=floats, decimals=decimals)
-    return table.fmt_integer(columns=counts) if counts else table
+    if counts:
+        table = table.fmt_integer(columns=counts)
+    return table.cols_label(**{c: column_label(c) for c in frame.columns})
+
+
+def _fields_table(frame: pl.DataFrame, *, title: str, subtitle: str | None, decimals: int) -> GT:
+    """One row as a two-column table: each column's heading and its value, formatted as
+    `plain_table` formats it (great-tables formats by column, and this column mixes types)."""
+    def shown(value, dtype, column: str) -> str:
+        if value is None:
+            return "—"
+        if dtype == pl.Boolean:
+            return "yes" if value else "no"
+        if dtype.is_float():
+            return f"{value:,.{decimals}f}"
+        if dtype.is_integer():
+            return str(value) if column == "seed" else f"{value:,}"
+        return str(value)
+
+    row = frame.row(0)
+    fields = pl.DataFrame({"field": [column_label(c) for c in frame.columns],
+                           "value": [shown(v, t, c) for v, (c, t) in zip(row, frame.schema.items())]})
+    return (GT(fields).tab_header(title=title, subtitle=subtitle)
+            .cols_label(field="", value="").cols_align(align="right", columns="value"))
 
 
 def save(frame: pl.DataFrame, table: GT, name: str) -> None:
@@ -272,7 +305,15 @@ def save(frame: pl.DataFrame, table: GT, name: str) -> None:
     with warnings.catch_warnings():
         # great-tables' LaTeX carries the values, not the gold/silver fills: known, and fine for a paper draft
         warnings.filterwarnings("ignore", message="Styles are not yet supported in LaTeX output")
-        (folder / f"{name}.tex").write_text(table.as_latex())
+        # great-tables drops the float position `[!t]` when QUARTO_BIN_PATH is set (quarto-cli's
+        # launcher, package/scripts/common/quarto, exports it): without it, the .tex is the same on both routes
+        quarto = os.environ.pop("QUARTO_BIN_PATH", None)
+        try:
+            latex = table.as_latex()
+        finally:
+            if quarto is not None:
+                os.environ["QUARTO_BIN_PATH"] = quarto
+        (folder / f"{name}.tex").write_text(latex)
 
 
 def show(frame: pl.DataFrame, table: GT, name: str):

@@ -221,6 +221,10 @@ _PRONOUN = re.compile(r"\s+[a-z]|'[a-z]")  # "Answer: I think ..."
 # Alternatives and glosses belong to the marker only on its own line.
 _OR = re.compile(r"[ \t]*(?:\bor\b|/|,|&|\band\b)[ \t]*", re.I)
 _GLOSS = re.compile(r"[ \t,;:=\-\u2013\u2014]*(?:(?:i\.e\.|smiles)[ \t,;:=]*)?", re.I)
+# A second bare letter that ends the line after the first: "Answer: C F".
+_BARE_NEXT = re.compile(r"[ \t]+\**([A-Z])\**(?=[ \t]*(?:$|[.,;!?]))", re.M)
+# An answer line that disowns its own letter: "Answer: F) -5 (a placeholder, since we cannot determine…)".
+_DISOWNED = re.compile(r"\bplaceholder\b", re.I)
 # Several letters run together (`Answer: ABCD`, `Answer: DAB`) name each of them.
 _LETTER_RUN = re.compile(r"\**([A-Z]{2,10})\**(?=$|[\s.,;:!?)])")
 
@@ -405,8 +409,12 @@ def _marker_evidence(masked, spans, index) -> tuple[list[_Evidence], list[_Evide
         if found is None:
             continue
         # "B or C", "A, B and D" name several; a gloss (`SMILES` after a label, (B) after a SMILES) must agree.
-        while alt := _OR.match(masked, end):
-            more, after = _target(masked, alt.end(), spans, index, no_token=True)
+        while True:
+            if bare := _BARE_NEXT.match(masked, end):  # "Answer: $C$ $F$": two letters side by side
+                found, end = found + [index._label(bare.group(1))], bare.end(1)
+                continue
+            alt = _OR.match(masked, end)
+            more, after = _target(masked, alt.end(), spans, index, no_token=True) if alt else (None, end)
             if more is None:
                 break
             found, end = found + more, after
@@ -447,6 +455,8 @@ def _last_answer_line(masked: str, spans, candidates: CandidateIndex) -> ParsedA
                                             spans, candidates)
         evidence = final or plain
         if any(isinstance(e, frozenset) for e in evidence):
+            if _DISOWNED.search(line.group()):
+                return ParsedAnswer(None, "refusal")
             return _unsettled(masked, line, spans, candidates) or _resolve(evidence)
         declared = _declared_non_answer(line.group(), masked)
         # "Final Answer: A = H3O+, B = HCl\n\nThus, option C is correct." names C after all

@@ -25,7 +25,7 @@ from .files import (FORMAT_NAMES, check_no_nul, check_utf8, file_format, file_sh
                     read_csv_text, read_parquet)
 from .batches import batch_format, stage_batch_results
 from .harness import is_lm_eval_samples, stage_inspect, stage_lm_eval
-from .staged import STANDARD_SCHEMA, cut_by_limit
+from .staged import STANDARD_SCHEMA, mark_truncated
 
 REQUIRED = ("model", "task_id")
 KNOWN = ("model", "task_id", "sample", "attempt", "response", "choice")
@@ -261,10 +261,8 @@ def _standardise(path: Path, staged: pl.DataFrame) -> pl.DataFrame:
         staged = staged.with_columns(pl.lit(None, pl.String).alias("_failed"))
     staged = staged.select([pl.col(c).cast(t) for c, t in STANDARD_SCHEMA.items()])
     # an answer the API says it cut at the token limit is truncated, whatever its text (see
-    # _parse_responses); a failure or refusal the reader already found stands
-    staged = staged.with_columns(
-        pl.when(pl.col("_failed").is_null() & cut_by_limit()).then(pl.lit("truncated"))
-        .otherwise(pl.col("_failed")).alias("_failed"))
+    # _parse_responses)
+    staged = mark_truncated(staged)
     _fail_first(path, staged, pl.col("model").is_null() | (pl.col("model").str.strip_chars() == ""),
                 "missing required field 'model'")
     _fail_first(path, staged, pl.col("task_id").is_null() | (pl.col("task_id") == ""),

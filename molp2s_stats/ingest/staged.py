@@ -37,3 +37,16 @@ def cut_by_limit() -> pl.Expr:
     says = [pl.col("metadata").str.json_path_match(f"${where}.{field}").str.to_lowercase().is_in(TRUNCATION_VALUES)
             for field in TRUNCATION_FIELDS for where in ("", ".metadata")]
     return pl.any_horizontal(says).fill_null(False)
+
+
+def mark_truncated(staged: pl.DataFrame) -> pl.DataFrame:
+    """``_failed`` set to ``truncated`` where the metadata says the limit cut the answer and
+    no reader has set a reason already (a failure or a refusal stands)."""
+    # one plain substring scan first: a file whose metadata never names the fields (most
+    # raw files, and every streamed batch without extras) is spared the JSON reads
+    named = staged["metadata"].str.contains("|".join(TRUNCATION_FIELDS)).any()
+    if not named:
+        return staged
+    return staged.with_columns(
+        pl.when(pl.col("_failed").is_null() & cut_by_limit()).then(pl.lit("truncated"))
+        .otherwise(pl.col("_failed")).alias("_failed"))

@@ -221,8 +221,8 @@ _PRONOUN = re.compile(r"\s+[a-z]|'[a-z]")  # "Answer: I think ..."
 # Alternatives and glosses belong to the marker only on its own line.
 _OR = re.compile(r"[ \t]*(?:\bor\b|/|,|&|\band\b)[ \t]*", re.I)
 _GLOSS = re.compile(r"[ \t,;:=\-\u2013\u2014]*(?:(?:i\.e\.|smiles)[ \t,;:=]*)?", re.I)
-# A second bare letter that ends the line after the first: "Answer: C F".
-_BARE_NEXT = re.compile(r"[ \t]+\**([A-Z])\**(?=[ \t]*(?:$|[.,;!?]))", re.M)
+# Bare letters after the first that run to the end of the line: "Answer: C F", "Answer: A B D".
+_BARE_NEXT = re.compile(r"[ \t]+\**([A-Z])\**(?=(?:[ \t]+\**[A-Z]\**)*[ \t]*(?:$|[.,;!?]))", re.M)
 # An answer line that disowns its own letter: "Answer: F) -5 (a placeholder, since we cannot determine…)".
 _DISOWNED = re.compile(r"\bplaceholder\b", re.I)
 # Several letters run together (`Answer: ABCD`, `Answer: DAB`) name each of them.
@@ -304,17 +304,24 @@ _INTRO = re.compile(
 # word the letter abbreviates it ("Debye (D)", "butanenitrile (B)").
 _LEADS_OPTION = frozenset("but or and is are be so thus hence therefore then choose pick select option answer choice "
                           "candidate fragment substituent".split())
-# How a finished reply ends: a full stop, bracket or markup, a lone label, or an answer line's label.
-_COMPLETE_END = re.compile(
-    rf"[.!?)\]}}*_\"'`$:;\ue001]\s*\Z|(?:^|\n)[^\S\n]*\W*[A-Za-z]\W*\s*\Z|{_ANSWER_WORD}\b[^\n]*\b[A-Z]\W*\Z",
-    re.I,
-)
+# How a finished reply's last line ends: a full stop, bracket or markup; or a label, alone on the
+# line or closing an answer line ("Answer: B").
+_ENDS_SENTENCE = re.compile(r"[.!?)\]}*_\"'`$:;\ue001]\Z")
+_LONE_LABEL = re.compile(r"\W*[A-Za-z]\W*")
+_ENDS_LABEL = re.compile(r"\b[A-Za-z]\Z")
+_ANSWER_WORD_RE = re.compile(rf"\b{_ANSWER_WORD}\b", re.I)
 _CUT_MIN = 1000  # characters: a reply shorter than about 250 tokens was not stopped by a token limit
 
 
 def _cut_off(masked: str) -> bool:
     """Whether the reply stops mid-sentence, as one cut at its token limit does."""
-    return len(masked) >= _CUT_MIN and not _COMPLETE_END.search(masked)
+    if len(masked) < _CUT_MIN:
+        return False
+    text = masked.rstrip()
+    last = text[text.rfind("\n") + 1:]
+    if _ENDS_SENTENCE.search(last) or _LONE_LABEL.fullmatch(last):
+        return False
+    return not (_ENDS_LABEL.search(last) and _ANSWER_WORD_RE.search(last))
 
 
 def _looks_like_smiles(token: str) -> bool:
@@ -532,9 +539,14 @@ def _leads_option(before: str) -> bool:
     return before.rsplit(None, 1)[-1].lower() in _LEADS_OPTION
 
 
+_NAME_WINDOW = 200  # characters before a mention that can make it a name; bounds the work on long lines
+
+
 def _names_something(masked: str, m: re.Match[str]) -> bool:
     """Whether a structured mention is a name or a unit rather than an option ("gas D", "(85 K)")."""
-    before = masked[masked.rfind("\n", 0, m.start()) + 1:m.start()]
+    # the same line, up to a window wide enough for a unit's parenthesis or a naming word
+    window = max(0, m.start() - _NAME_WINDOW)
+    before = masked[max(window, masked.rfind("\n", window, m.start()) + 1):m.start()]
     if _NAMING_WORD.search(before[-40:]):
         return True
     if m.re is _STRUCTURED[2] and not _leads_option(before):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -246,6 +247,8 @@ REAL_WORLD_CASES = [
     ("Answer: DAB", None, "ambiguous"),
     ("Answer: A and C", None, "ambiguous"),
     ("Answer: $C$ $D$", None, "ambiguous"),
+    ("Answer: A B D", None, "ambiguous"),
+    ("Answer: B A is too long", "B", None),
     ("Answer: D) -5 (This is a placeholder value since we cannot determine the correct answer.)", None, "refusal"),
     ("Answer: B (I cannot rule out C, but B is closer)", "B", None),
     ("Answer: A = NaCN, B = H3O+ for the first reaction", None, "no_answer"),
@@ -483,3 +486,14 @@ def test_corpus_agreement_meets_its_target():
     wrong = [item["id"] for item, got in results if got.choice is not None and got.choice != item["expected_choice"]]
     assert wrong == []
     assert 100 * agree / len(results) >= bench.TARGET_AGREEMENT
+
+
+@pytest.mark.parametrize("text", [
+    "(A) or (B) " * 20000, "Answer: ABCD " * 20000, "(85 K) " * 30000, "Answer: A\nAnswer: B\n" * 10000,
+    "The answer is:\nA) x\n\n" * 10000, "<think>" * 10000 + "Answer: A", "xAnswer: " * 30000, "A)\n" * 50000,
+])
+def test_long_pathological_replies_parse_in_time(text):
+    # each pattern is linear in the text (a quadratic one took a minute on the second of these)
+    started = time.perf_counter()
+    _assert_well_formed(parse_answer(text, BASIC), BASIC)
+    assert time.perf_counter() - started < 10

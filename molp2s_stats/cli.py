@@ -240,6 +240,8 @@ def metrics_command(
     result = metrics.compute_metrics(outcomes, channels=_known_channels(channel, channels), models=models,
                                      metrics=tuple(metric) if metric else metrics.METRICS,
                                      draws=bootstrap, seed=seed, conf_level=conf_level, invalid=invalid)
+    if note := metrics.partial_note(metrics.read_partial_models(con)):
+        typer.echo(note, err=True)
     emit(result, fmt, out, title="Metrics (rates in %, differences in pp)")
 
 
@@ -613,6 +615,8 @@ def report_command(
 
     Example: molp2s report --db runs.duckdb --fit fit.nc --out site/
     """
+    import os
+
     from .report import context, render
 
     if engine not in ("auto", "quarto", "jupyter"):
@@ -630,13 +634,21 @@ def report_command(
             raise UsageError(f"{fit_file}: no such fit file (make one with `molp2s fit`)")
         env["MOLP2S_FIT"] = str(fit_file.resolve())
     started = time.perf_counter()
+    # the pages get absolute paths: Quarto runs each page in reports/, not in the user's folder
     with render._environment(env):
-        database = context.database_path()
+        try:
+            database = context.database_path()
+        except FileNotFoundError as exc:  # a MOLP2S_DB from the user's environment that is not there
+            raise UsageError(str(exc)) from exc
         env["MOLP2S_DB"] = str(database.resolve())
-        if fit_file is None and not database.with_suffix(".fit.nc").exists():
+        if fit_file is None and not os.environ.get("MOLP2S_FIT") and not database.with_suffix(".fit.nc").exists():
             typer.echo(f"no saved fit beside {database}: fitting the model with its defaults (a few minutes)", err=True)
-        env["MOLP2S_FIT"] = str(context.fit_path().resolve())
+        try:
+            env["MOLP2S_FIT"] = str(context.fit_path().resolve())
+        except FileNotFoundError as exc:
+            raise UsageError(str(exc)) from exc
     try:
+        # on Quarto, the kernels and the post-render script run on this Python (render.quarto_environment)
         used = render.render_site(REPORTS, out, env, engine=engine, log=lambda line: typer.echo(line, err=True))
     except render.RenderError as exc:
         _fail(str(exc))

@@ -226,6 +226,13 @@ COLUMNS: dict[str, str] = {
     "models_incomplete": "models that miss at least one required task",
     "missing_responses": "required (model, task) pairs with no terminal response",
     "in_cohort": "the family is in the channel's cohort (input-validated and completely covered)",
+    "answered_tasks": "of the tasks the channel reads for the family, those the model has a response to",
+    "missing_tasks": "of the tasks the channel reads for the family, those the model has no response to",
+    "families_answered": "families the model has at least one response for",
+    "partial": "the model was run on part of the benchmark: some family has no response from it; it is scored "
+               "on the cohort families it answered in full and never shrinks the cohort",
+    "defines_cohort": "the model's coverage decides which families are complete: every complete model (every "
+                      "model, when none is complete)",
 }
 
 #: A column named ``<name>_valid`` is ``<name>`` over the valid answers only (NULL where

@@ -192,6 +192,32 @@ def channel_names(channel_table: pl.DataFrame | None = None) -> dict[str, str]:
     return dict(table.select("channel", "name").iter_rows())
 
 
+def read_partial_models(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """The models run on part of the benchmark (``model, families_answered, families_total``).
+
+    A partial model never shrinks the cohort (the complete models define it); it is scored
+    on the cohort families it answered in full, which its rows' ``n`` counts.
+    """
+    try:
+        return con.sql("SELECT model, families_answered, families_total FROM model_coverage "
+                       "WHERE partial AND NOT defines_cohort ORDER BY model").pl()
+    except duckdb.CatalogException:  # a database made before partial models were read
+        return pl.DataFrame(schema={"model": pl.String, "families_answered": pl.Int64, "families_total": pl.Int64})
+
+
+def partial_note(partial: pl.DataFrame) -> str | None:
+    """One sentence naming the partial models and their coverage; None when there are none.
+
+    >>> partial_note(pl.DataFrame({"model": ["new"], "families_answered": [58], "families_total": [389]}))
+    'partial models (run on part of the benchmark, scored on the cohort families they answered in full; n counts them): new (58 of 389 families)'
+    """
+    if partial.height == 0:
+        return None
+    listed = ", ".join(f"{m} ({a} of {t} families)" for m, a, t in partial.iter_rows())
+    return ("partial models (run on part of the benchmark, scored on the cohort families they answered in full; "
+            f"n counts them): {listed}")
+
+
 def in_channel_order(frame: pl.DataFrame, channel_table: pl.DataFrame | None = None) -> pl.DataFrame:
     """``frame``'s rows with its ``channel`` column in the channel table's display order (the
     paper's: electronic, vibrational, NMR, bundles), the order of rows within a channel kept;

@@ -49,6 +49,8 @@ VIEW_FILES = (
     "marts/pair_separation.sql",
     "marts/input_validation.sql",
     "marts/task_outcomes.sql",
+    "marts/family_coverage.sql",
+    "marts/model_coverage.sql",
     "marts/coverage.sql",
     "marts/cohort.sql",
     "marts/cohort_summary.sql",

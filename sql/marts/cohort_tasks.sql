@@ -2,7 +2,8 @@
 -- Key: (model, channel, task_id).
 -- What each channel's comparisons and the hierarchical model read: task_outcomes of the
 -- tasks in channel_tasks (the P0 task listed under each channel) for the families in the
--- channel's cohort. `channel` is the cohort's channel; a P0 row repeats under each.
+-- channel's cohort, for each model that answered the family's tasks in full. `channel` is
+-- the cohort's channel; a P0 row repeats under each.
 CREATE OR REPLACE VIEW cohort_tasks AS
 WITH final AS (
     SELECT
@@ -26,5 +27,9 @@ WITH final AS (
     FROM channel_tasks AS ct
     JOIN cohort AS c ON c.family_id = ct.family_id AND c.channel = ct.channel AND c.in_cohort
     JOIN task_outcomes AS o ON o.task_id = ct.task_id
+    -- a partial model enters only the cohort families it answered in full (a complete
+    -- model answered every cohort family in full, by the cohort's definition)
+    JOIN family_coverage AS fc
+      ON fc.model = o.model AND fc.family_id = ct.family_id AND fc.channel = ct.channel AND fc.missing_tasks = 0
 )
 SELECT * FROM final;

@@ -1,8 +1,8 @@
 -- coverage: one row per family × channel that has tasks for the family.
 -- Key: (family_id, channel).
 -- Complete coverage: the family has its P0, source and shuffled tasks, and
--- every model has a terminal response for the P0 task and for each of the family's
--- source, shuffled and cf tasks in the channel.
+-- every model that defines the cohort (model_coverage: the complete ones) has a terminal
+-- response for the P0 task and for each of the family's source, shuffled and cf tasks in the channel.
 CREATE OR REPLACE VIEW coverage AS
 WITH required_counts AS (
     SELECT
@@ -14,26 +14,11 @@ WITH required_counts AS (
     FROM channel_tasks
     GROUP BY family_id, channel
 ),
-answered AS (
-    -- every (model, task) with any response has a terminal one; all responses are cheaper to scan
-    SELECT DISTINCT model, task_id FROM stg_responses
-),
-answered_counts AS (
-    SELECT r.family_id, r.channel, a.model, count(*) AS answered_tasks
-    FROM channel_tasks AS r
-    JOIN answered AS a USING (task_id)
-    GROUP BY r.family_id, r.channel, a.model
-),
 per_model AS (
-    SELECT
-        rc.family_id,
-        rc.channel,
-        m.model,
-        rc.required_tasks - coalesce(ac.answered_tasks, 0) AS missing_tasks
-    FROM required_counts AS rc
-    CROSS JOIN stg_models AS m
-    LEFT JOIN answered_counts AS ac
-      ON ac.family_id = rc.family_id AND ac.channel = rc.channel AND ac.model = m.model
+    -- only the models that define the cohort: a partial model never shrinks it
+    SELECT fc.family_id, fc.channel, fc.model, fc.missing_tasks
+    FROM family_coverage AS fc
+    JOIN model_coverage AS mc ON mc.model = fc.model AND mc.defines_cohort
 ),
 final AS (
     SELECT

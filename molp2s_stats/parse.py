@@ -217,7 +217,10 @@ _TARGET = re.compile(
 _ASSIGNMENTS = re.compile(r"[\s*_]*[A-Z][ \t]*=[^\n,;]*?(?:[,;]|[ \t]and\b)[ \t]*(?:and[ \t]+)?[A-Z][ \t]*=")
 _TOKEN = re.compile(r"[^\s`\ue000\ue001]+")
 _EOL = re.compile(r"[ \t.,;:!?*_\"')\]]*(?:\n|$)")  # lower-case bare labels end the line
-_PRONOUN = re.compile(r"\s+[a-z]|'[a-z]")  # "Answer: I think ..."
+# A bare capital that opens a phrase is a word, not a label: "Answer: I think …", "Final answer: A
+# thorough understanding …"; before a verb or a link ("A is", "I fits", "A because") it stays a label.
+_WORD_AFTER = re.compile(r"'[a-z]|[ \t]+(?!(?:is|was|would\s+be|should\s+be|fits|matches|corresponds|because|since|as"
+                         r"|and|or|but|with|for|seems|appears|remains|gives|works)\b)[a-z]")
 # Alternatives and glosses belong to the marker only on its own line.
 _OR = re.compile(r"[ \t]*(?:\bor\b|/|,|&|\band\b)[ \t]*", re.I)
 _GLOSS = re.compile(r"[ \t,;:=\-\u2013\u2014]*(?:(?:i\.e\.|smiles)[ \t,;:=]*)?", re.I)
@@ -396,7 +399,7 @@ def _target(masked, pos, spans, index, *, no_token=False, strong_only=False):
         opener = m.group("open") or "("
         strong = bool(m.group("prefix") or m.group("close") or opener[0] in "*_\\")
         weak_ok = not strong_only and (
-            (lab.isupper() and not (lab == "I" and _PRONOUN.match(masked, m.end())))
+            (lab.isupper() and not (lab in "AI" and _WORD_AFTER.match(masked, m.end())))
             or (lab.islower() and _EOL.match(masked, m.end()))
         )
         if strong or weak_ok:

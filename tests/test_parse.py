@@ -299,6 +299,11 @@ REAL_WORLD_CASES = [
     ("Answer: A\nThis needs a check.\nAnswer: B\nThe coupling fits B.", "B", None),  # finished: last wins
     ("Answer: A) wrong.\nAnswer: B) closest.\nAnswer: C) wrong.\n" + "Checking the units again. " * 50
      + "\nThe closest option is:\n\nAnswer: B", "B", None),
+    # --- a capital that opens a phrase is a word, not a label
+    ("Final answer: A thorough understanding is needed; none of the provided options addresses it.",
+     None, "no_answer"),
+    ("Answer: A mixture of both isomers forms.", None, "no_answer"),
+    ("Answer: A is the only one that fits.", "A", None),
     # --- the requested Answer: glued to the word before it
     ("stereotype tightened Crew trade magnets fascAnswer: D", "D", None),
 ]

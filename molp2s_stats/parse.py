@@ -208,8 +208,8 @@ _MARKER_TAIL = re.compile(
 _TARGET = re.compile(
     r"(?P<prefix>(?:option|candidate|choice|вариант)\b\s*[:#]?\s*)?"
     r"(?:[(\[]?\s*\ue000(?P<idx>\d+)\ue001"
-    r"|(?P<open>\\boxed\{\s*(?:\\text(?:bf)?\{|\\mathrm\{)?|\*\*|__|[(\[{])?\s*"
-    r"(?P<lab>[A-Z])\s*(?P<close>\}\}?|\*\*|__|[)\]}])?"
+    r"|(?P<open>\\boxed\s*\{\s*(?:\\text(?:bf)?\{|\\mathrm\{)?|\*\*|__|[(\[{«“])?\s*"
+    r"(?P<lab>[A-Z])\s*(?P<close>\}\}?|\*\*|__|[)\]}»”])?"
     r"(?=$|\s|[.,;:!?](?:\s|$)|[*_\"'$]))",
     re.I,
 )
@@ -233,17 +233,18 @@ _LETTER_RUN = re.compile(r"\**([A-Z]{2,10})\**(?=$|[\s.,;:!?)])")
 
 _NOT_SMILES_NEXT = r"(?![\w(\[=#@+\-*\\/%])"  # keeps `CC(C)C` from reading as (C)
 _STRUCTURED = (
-    re.compile(r"\\boxed\{\s*(?:\\text(?:bf)?\{|\\mathrm\{)?\s*([A-Za-z])\s*\}"),
+    re.compile(r"\\boxed\s*\{\s*(?:\\text(?:bf)?\{|\\mathrm\{)?\s*([A-Za-z])\s*[})]"),  # \boxed{D) 10^{59} J/K}
     re.compile(r"(?:\*\*|__)\s*[(\[]?\s*([A-Z])\s*[)\]]?\s*[.:]?\s*(?:\*\*|__)"),
     re.compile(r"(?<![\w\])=#@+\-*\\/%])[(\[]\s*([A-Z])\s*[)\]]" + _NOT_SMILES_NEXT),
     re.compile(r"(?i:\b(?:option|candidate|choice))\s*[:#]?\s*[(\[]?\s*([A-Z])" + _NOT_SMILES_NEXT),
     re.compile(r"(?<!\S)([A-Z])\)" + _NOT_SMILES_NEXT),
     re.compile(r"^(?:[ \t>#_-]|\*\*|\*[ \t])*[(\[]?([A-Z])[)\]]?(?:[ \t.:!_]|\*\*)*$", re.M),
+    re.compile(r"(?:\*\*|__)[ \t]*[(\[]?([A-Z])[)\]]" + _NOT_SMILES_NEXT),  # "…is **I) 1 m**."
 )
 # A letter after one of these words names a compound, reagent or step of the question
 # ("compound C", "gas **D**"), not a candidate.
 _NAMING_WORD = re.compile(
-    r"(?:compound|product|gas|reagent|reactant|substance|intermediate|salt|acid|base|solution|mixture"
+    r"\b(?:compound|product|gas|reagent|reactant|substance|intermediate|salt|acid|base|solution|mixture"
     r"|liquid|solid|element|species|molecule|isomer|structure|complex|catalyst|material|precipitate"
     r"|step|reaction|part|statement|tube|flask|sample|ion|peak|signal|соединение|продукт|вещество)"
     r"[ \t*_]*[(\[]?[ \t*_]*$",
@@ -539,7 +540,8 @@ def _leads_option(before: str) -> bool:
     before = before.rstrip(" \t*_")
     if not before or not (before[-1].isalnum() or before[-1] == "_"):
         return True
-    return before.rsplit(None, 1)[-1].lower() in _LEADS_OPTION
+    word = before.rsplit(None, 1)[-1]
+    return word.lower() in _LEADS_OPTION or any(c.isdigit() for c in word)  # "0.75 (J)": the value of option J
 
 
 _NAME_WINDOW = 200  # characters before a mention that can make it a name; bounds the work on long lines

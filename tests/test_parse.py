@@ -219,11 +219,18 @@ REAL_WORLD_CASES = [
     ("Thus, the correct option that matches all three products is:\n\n"
      "$$ D ) \\quad A = \\text{propyl}, \\quad B = \\text{methoxy} $$", "D", None),
     ("\\boxed{\\text{\\textbf{C}}}", "C", None),
+    ("Answer choice: $\\boxed {D}$", "D", None),
+    ("The order of magnitude is:\n\\[ \\boxed{D) 10^{59} \\, J/K} \\]", "D", None),
+    ("Answer: «B»", "B", None),
     # --- an option line given as the answer, without Answer:
     ("Option B is wrong; option C too.\n\n**A) 3-cyano-6-(dimethylamino)benzoic acid**", "A", None),
     ("Options B and D fail.\n\nThe incorrect statement is:\n\n**Option C: \"C is a flammable gas.\"**\n\n"
      "This is so because compound A burns.", "C", None),
     ("A fails, B fails.\nCorrect Answer: D) 4-methylcycloheptan-1-one", "D", None),
+    ("The closest option to the calculated value is **C) 1 m**.", "C", None),
+    ("After the coefficients, the final answer matches option **B**:\n  y[n] = 3^n", "B", None),
+    ("So the values are:\n- the propensity to consume is 0.75 (A).\n- the propensity to save is 0.25 (D).",
+     None, "ambiguous"),
     ("The product of the reaction will be:\n\nD) (1R,4R,5R)-2,2,4,5-tetramethylcyclohexan-1-ol", "D", None),
     ("The correct sequence of reagents is:\n\nB) 1. NaNH2, methyl chloride\n2. H2/Pd\n3. O3/(CH3)2S", "B", None),
     ("Final answers:\nA) A = cyclohexane-1,3,5-trione\nB) A = benzoquinone", None, "ambiguous"),

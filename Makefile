@@ -20,6 +20,8 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/molp2s demo
 
+# With Quarto on PATH, `molp2s report` renders through it and names this venv's Python in
+# QUARTO_PYTHON (Quarto would otherwise take python3 from PATH, not the venv, which is not activated).
 report: $(STAMP)
 	$(BIN)/molp2s report
 

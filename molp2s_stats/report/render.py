@@ -8,7 +8,9 @@ pages keep to exactly that, so both routes render the same sources.
 
 The fallback page is self-contained: nbconvert's ``basic`` template (the cells'
 outputs, no scripts, no CDN links) wrapped in a page with inline CSS and the site's
-navigation; charts arrive as inline SVG, tables as HTML with inline styles.
+navigation; charts arrive as inline SVG, tables as HTML with inline styles. Its ``<body>``
+carries the class ``molp2s-fallback``, to which styles.css scopes the rules for the page's
+frame (nav, main): under Quarto the same stylesheet leaves Quarto's navbar and grid alone.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +36,11 @@ from ..errors import UsageError
 _CELL = re.compile(r"^```\{python\}[^\n]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
 _OPTION = re.compile(r"^#\|\s*([\w-]+)\s*:\s*(.*?)\s*$")
 
+# Quarto's execution options that decide what of a cell reaches the page, with its defaults for
+# HTML (quarto-cli src/core/jupyter/tags.ts: a cell's own option wins over the page's and the
+# project's `execute`; src/resources/jupyter/notebook.py, cell_execute, for `eval`).
+EXECUTE_DEFAULTS = {"eval": True, "echo": True, "output": True, "include": True, "warning": True}
+
 
 class RenderError(RuntimeError):
     """A page could not be rendered: names the page and what went wrong."""
@@ -40,36 +48,126 @@ class RenderError(RuntimeError):
 
 @dataclass(frozen=True)
 class Page:
-    source: str  # the .qmd file name, relative to the project
-    text: str  # the navigation label
+    source: str  # the .qmd file, relative to the project
+    text: str  # its label: the navbar's text, else its title, else its file name
 
     @property
     def html_name(self) -> str:
-        return Path(self.source).with_suffix(".html").name
+        return Path(self.source).with_suffix(".html").as_posix()
+
+
+def navigation(project: Path, config: dict) -> list[tuple[str, str]]:
+    """The navbar's links, left then right: (href, text), a link without text named by its
+    page's title (quarto-cli src/project/types/website/website-navigation.ts: an item may be
+    a bare href, and its text falls back to the target's title)."""
+    navbar = config.get("website", {}).get("navbar", {}) or {}
+    entries = [{"href": e} if isinstance(e, str) else e
+               for side in ("left", "right") for e in navbar.get(side, []) or []]
+    links = []
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("href"):
+            target = project / entry["href"]
+            title = _front_matter(target.read_text()).get("title") if target.exists() else None
+            links.append((entry["href"], str(entry.get("text") or title or entry["href"])))
+    return links
+
+
+def _render_list(project: Path, config: dict) -> list[str]:
+    """The pages Quarto renders: ``project.render`` in its order (globs allowed, ``!`` excludes),
+    else every .qmd not under a folder or file named with ``_`` or ``.`` (quarto-cli
+    src/project/project-context.ts: the project's input files)."""
+    output_dir = config.get("project", {}).get("output-dir")
+    entries = config.get("project", {}).get("render")
+    if not entries:
+        found = sorted(p.relative_to(project) for p in project.rglob("*.qmd"))
+        return [p.as_posix() for p in found
+                if not any(part.startswith(("_", ".")) for part in p.parts) and
+                not (output_dir and p.parts[0] == Path(output_dir).name)]
+    chosen: list[str] = []
+    for entry in entries:
+        pattern = entry[1:] if entry.startswith("!") else entry
+        matches = sorted(p.relative_to(project).as_posix() for p in project.glob(pattern)) if any(
+            c in pattern for c in "*?[") else [pattern]
+        if entry.startswith("!"):
+            chosen = [c for c in chosen if c not in matches]
+        else:
+            chosen.extend(m for m in matches if m not in chosen)
+    return chosen
 
 
 def read_project(project: Path) -> tuple[dict, list[Page]]:
-    """``_quarto.yml`` and its pages, in navigation order."""
+    """``_quarto.yml`` and the pages it renders, in ``project.render`` order (the navbar only names them)."""
     config_file = project / "_quarto.yml"
     if not config_file.exists():
         raise FileNotFoundError(f"{project}: not a Quarto project (no _quarto.yml)")
-    config = yaml.safe_load(config_file.read_text())
-    entries = config.get("website", {}).get("navbar", {}).get("left", [])
-    pages = [Page(e["href"], e.get("text", e["href"])) for e in entries]
-    missing = [p.source for p in pages if not (project / p.source).exists()]
+    config = yaml.safe_load(config_file.read_text()) or {}
+    sources = _render_list(project, config)
+    missing = [s for s in sources if not (project / s).exists()]
     if missing:
         raise FileNotFoundError(f"{config_file}: pages listed but not found: {', '.join(missing)}")
+    labels = dict(navigation(project, config))
+    pages = []
+    for source in sources:
+        title = _front_matter((project / source).read_text()).get("title")
+        pages.append(Page(source, labels.get(source) or title or Path(source).stem))
     return config, pages
 
 
-def read_qmd(path: Path, *, echo: bool = False) -> nbformat.NotebookNode:
-    """A ``.qmd`` file as a notebook: front matter → metadata and a title cell, code cells tagged by their options."""
+def _front_matter(text: str) -> dict:
+    if not text.startswith("---\n"):
+        return {}
+    return yaml.safe_load(text[4:text.index("\n---", 4)]) or {}
+
+
+def page_execute(config: dict, front: dict) -> dict:
+    """The execution options a page runs with: Quarto's defaults, then the project's ``execute``,
+    then the page's (its ``execute`` and execute keys written at the top of its front matter)."""
+    options = dict(EXECUTE_DEFAULTS)
+    options.update(config.get("execute", {}) or {})
+    options.update({k: v for k, v in front.items() if k in EXECUTE_DEFAULTS})
+    options.update(front.get("execute", {}) or {})
+    return options
+
+
+def cell_options(source: str) -> dict:
+    """A cell's ``#|`` options, their values read as YAML (``false`` is False, ``"fenced"`` a string)."""
+    options = {}
+    for match in map(_OPTION.match, source.splitlines()):
+        if match:
+            try:
+                options[match.group(1)] = yaml.safe_load(match.group(2))
+            except yaml.YAMLError:
+                options[match.group(1)] = match.group(2)
+    return options
+
+
+def _shows(cell: dict, page: dict, key: str) -> bool:
+    # the cell's own option wins over the page's (tags.ts, shouldInclude); "fenced" echoes
+    return bool(cell[key] if key in cell else page[key])
+
+
+def _shows_warnings(cell: dict, page: dict) -> bool:
+    # tags.ts, includeWarnings: under a page-wide `output: false`, a cell that turns its output
+    # back on shows warnings only if it asks for them
+    if page.get("output") is False and cell.get("output") is not False:
+        return bool(cell.get("warning", False))
+    return _shows(cell, page, "warning")
+
+
+def read_qmd(path: Path, *, execute: dict | None = None) -> nbformat.NotebookNode:
+    """A ``.qmd`` file as a notebook: front matter → metadata and a title cell, code cells tagged
+    by the options Quarto reads (``execute``: the project's execute options).
+
+    Each code cell's ``#|`` lines leave its source (Quarto does not show them either) and its
+    metadata records what reaches the page: tags ``remove_input`` (``echo: false``),
+    ``remove_output`` (``output: false``), ``remove_cell`` (``include: false``), and
+    ``molp2s`` with ``label``, ``eval`` and ``warning``.
+    """
     text = path.read_text()
-    front: dict = {}
+    front = _front_matter(text)
     if text.startswith("---\n"):
-        end = text.index("\n---", 4)
-        front = yaml.safe_load(text[4:end]) or {}
-        text = text[end + 4:].lstrip("\n")
+        text = text[text.index("\n---", 4) + 4:].lstrip("\n")
+    page = page_execute({"execute": execute or {}}, front)
     cells = []
     if front.get("title"):
         cells.append(nbformat.v4.new_markdown_cell(f"# {front['title']}"))
@@ -79,10 +177,15 @@ def read_qmd(path: Path, *, echo: bool = False) -> nbformat.NotebookNode:
         if prose:
             cells.append(nbformat.v4.new_markdown_cell(prose))
         source = match.group(1).rstrip("\n")
-        options = {m.group(1): m.group(2) for m in map(_OPTION.match, source.splitlines()) if m}
-        cell = nbformat.v4.new_code_cell(source)
-        if options.get("echo", str(echo).lower()) == "false":
-            cell.metadata["tags"] = ["remove_input"]
+        options = cell_options(source)
+        code = "\n".join(line for line in source.splitlines() if not _OPTION.match(line)).strip("\n")
+        cell = nbformat.v4.new_code_cell(code)
+        tags = [tag for key, tag in (("echo", "remove_input"), ("output", "remove_output"), ("include", "remove_cell"))
+                if not _shows(options, page, key)]
+        if tags:
+            cell.metadata["tags"] = tags
+        cell.metadata["molp2s"] = {"label": options.get("label"), "eval": _shows(options, page, "eval"),
+                                   "warning": _shows_warnings(options, page)}
         cells.append(cell)
         position = match.end()
     rest = text[position:].strip()
@@ -92,6 +195,18 @@ def read_qmd(path: Path, *, echo: bool = False) -> nbformat.NotebookNode:
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     notebook.metadata["quarto"] = front
     return notebook
+
+
+def pandoc_identifier(text: str) -> str:
+    """The id pandoc gives a heading (its ``auto_identifiers``), which Quarto keeps: formatting
+    dropped, lower case, punctuation other than ``_-.`` removed, spaces to hyphens, everything
+    before the first letter dropped; ``section`` when nothing is left."""
+    text = re.sub(r"<[^>]+>|`", "", html.unescape(text)).lower()
+    kept = "".join(c if c.isalnum() or c in "_-." else (" " if c.isspace() else "") for c in text)
+    kept = re.sub(r"\s+", "-", kept.strip())
+    while kept and not kept[0].isalpha():
+        kept = kept[1:]
+    return kept or "section"
 
 
 @contextmanager
@@ -108,20 +223,55 @@ def _environment(values: dict[str, str]):
                 os.environ[key] = value
 
 
-def _page_html(title: str, body: str, pages: list[Page], current: Page, css: str, site_title: str) -> str:
-    marks = {p: ' class="current"' if p == current else "" for p in pages}
-    links = " ".join(f'<a href="{p.html_name}"{marks[p]}>{html.escape(p.text)}</a>' for p in pages)
+FALLBACK_CLASS = "molp2s-fallback"  # styles.css scopes the page-frame rules to it: Quarto draws its own frame
+
+
+def _page_html(title: str, body: str, links: list[tuple[str, str]], current: Page, css: str, site_title: str) -> str:
+    here = Path(current.source).parent
+    anchors = []
+    for href, text in links:
+        relative = os.path.relpath(Path(href).with_suffix(".html"), here).replace(os.sep, "/")
+        mark = ' class="current"' if href == current.source else ""
+        anchors.append(f'<a href="{html.escape(relative)}"{mark}>{html.escape(text)}</a>')
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{html.escape(title)} – {html.escape(site_title)}</title><style>{css}</style></head>"
-            f"<body><nav><strong>{html.escape(site_title)}</strong> {links}</nav><main>{body}</main></body></html>\n")
+            f"<body class=\"{FALLBACK_CLASS}\"><nav><strong>{html.escape(site_title)}</strong> {' '.join(anchors)}</nav>"
+            f"<main>{body}</main></body></html>\n")
+
+
+_HEADING = re.compile(r'<h([1-6]) id="[^"]*">(.*?)</h\1>', re.DOTALL)
+_CELL_ID = re.compile(r' id="cell-id=([^"]*)"')
+
+
+def _quarto_ids(body: str, labels: dict[str, str]) -> str:
+    """Give the page the ids Quarto gives it: headings pandoc's identifiers (a repeat gets
+    ``-1``, ``-2``), a labelled cell its label (quarto-cli src/core/jupyter/jupyter.ts writes
+    the label on the cell's div), other cells none; ``labels`` maps a cell's notebook id to its label."""
+    used: dict[str, int] = {}
+
+    def heading(match: re.Match) -> str:
+        level, inner = match.groups()
+        inner = re.sub(r'<a class="anchor-link"[^>]*>.*?</a>', "", inner, flags=re.DOTALL)
+        ident = pandoc_identifier(inner)
+        if ident in used:
+            used[ident] += 1
+            ident = f"{ident}-{used[ident]}"
+        else:
+            used[ident] = 0
+        return f'<h{level} id="{ident}">{inner}</h{level}>'
+
+    body = _HEADING.sub(heading, body)
+    return _CELL_ID.sub(lambda m: f' id="{html.escape(labels[m.group(1)])}"' if m.group(1) in labels else "", body)
 
 
 def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeout: int = 1200,
                         pages: list[str] | None = None, log=print, workers: int | None = None) -> list[Path]:
     """Execute each page on a Python kernel and write self-contained HTML into ``out``.
 
-    ``workers`` pages at a time (default: one per CPU core, at most two).
+    The pages are ``project.render``'s; each runs with the options Quarto would give it (the
+    project's and the page's ``execute``, each cell's own), in the project folder, on this
+    Python. ``workers`` pages at a time (default: one per CPU core, at most two).
     """
     from nbclient import NotebookClient
     from traitlets.config import Config
@@ -131,39 +281,47 @@ def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeou
 
     config, all_pages = read_project(project)
     chosen = [p for p in all_pages if pages is None or p.source in pages]
+    links = navigation(project, config)
     site_title = config.get("website", {}).get("title", "Report")
-    echo = bool(config.get("execute", {}).get("echo", True))
     css_files = config.get("format", {}).get("html", {}).get("css", [])
     css = "\n".join((project / name).read_text() for name in ([css_files] if isinstance(css_files, str) else css_files))
-    show_warnings = bool(config.get("execute", {}).get("warning", True))
     exporter = HTMLExporter(template_name="basic", exclude_input_prompt=True, exclude_output_prompt=True,
                             anchor_link_text="")
-    exporter.register_preprocessor(TagRemovePreprocessor(remove_input_tags={"remove_input"}, enabled=True), True)
+    exporter.register_preprocessor(TagRemovePreprocessor(
+        remove_input_tags={"remove_input"}, remove_all_outputs_tags={"remove_output"},
+        remove_cell_tags={"remove_cell"}, enabled=True), True)
     workers = workers or min(2, os.cpu_count() or 1)
     out.mkdir(parents=True, exist_ok=True)
 
     def render_page(page: Page, sockets: Path) -> Path:
         started = time.perf_counter()
-        notebook = read_qmd(project / page.source, echo=echo)
+        notebook = read_qmd(project / page.source, execute=config.get("execute"))
+        code = [c for c in notebook.cells if c.cell_type == "code"]
+        # `eval: false` cells are shown (if echoed) but not run: the kernel sees only the others
+        runnable = nbformat.v4.new_notebook(cells=[c for c in code if c.metadata["molp2s"]["eval"]],
+                                            metadata=notebook.metadata)
         try:
             # IPC sockets, not TCP: the kernel is local, and ipykernel warns about plain TCP. The
-            # socket path is absolute: the kernel runs in the project folder, not in ours.
+            # socket path is absolute: the kernel runs in the page's folder (as under Quarto), not in ours.
             # nbclient keeps owning the kernel manager (so it shuts the kernel down after the page)
-            config = Config()
-            config.KernelManager.transport = "ipc"
-            config.KernelManager.ip = str(sockets / "kernel")
-            NotebookClient(notebook, config=config, timeout=timeout, kernel_name="python3",
-                           resources={"metadata": {"path": str(project)}}).execute()
+            kernel_config = Config()
+            kernel_config.KernelManager.transport = "ipc"
+            kernel_config.KernelManager.ip = str(sockets / "kernel")
+            NotebookClient(runnable, config=kernel_config, timeout=timeout, kernel_name="python3",
+                           resources={"metadata": {"path": str((project / page.source).parent)}}).execute()
         except CellExecutionError as exc:
             raise RenderError(f"{project / page.source}: a cell failed: {exc.ename}: {exc.evalue}") from exc
-        if not show_warnings:  # Quarto's `warning: false`: stderr text stays out of the page
-            for cell in notebook.cells:
-                if cell.cell_type == "code":
-                    cell.outputs = [o for o in cell.outputs if not (o.output_type == "stream" and o.name == "stderr")]
+        labels = {}
+        for cell in code:
+            if not cell.metadata["molp2s"]["warning"]:  # Quarto's `warning: false`: stderr text stays out of the page
+                cell.outputs = [o for o in cell.outputs if not (o.output_type == "stream" and o.name == "stderr")]
+            if cell.metadata["molp2s"]["label"]:
+                labels[cell.id] = str(cell.metadata["molp2s"]["label"])
         body, _ = exporter.from_notebook_node(notebook)
         title = notebook.metadata["quarto"].get("title", page.text)
         target = out / page.html_name
-        target.write_text(_page_html(title, body, all_pages, page, css, site_title))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(_page_html(title, _quarto_ids(body, labels), links, page, css, site_title))
         log(f"rendered {page.source} → {target} ({time.perf_counter() - started:.0f} s)")
         return target
 
@@ -178,10 +336,32 @@ def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeou
             return list(pool.map(render_page, chosen, folders))
 
 
+PATH_VARIABLES = ("MOLP2S_DB", "MOLP2S_FIT", "MOLP2S_REPORT_TABLES")
+
+
+def quarto_environment(env: dict[str, str]) -> dict[str, str]:
+    """The environment ``quarto render`` runs with: ours, the paths absolute, and this Python.
+
+    Quarto starts each page's kernel in the page's folder (quarto-cli
+    src/resources/jupyter/notebook.py), so a relative path would point into reports/; and it
+    picks the kernel's Python from ``QUARTO_PYTHON``, else a conda ``python``, else ``python3``
+    on PATH, never from ``VIRTUAL_ENV`` (src/core/jupyter/capabilities.ts,
+    ``jupyterCapabilities``): ``QUARTO_PYTHON`` names the Python this package runs on, which
+    has the package and Jupyter. The post-render script runs on the same Python
+    (src/core/run/python.ts).
+    """
+    merged = {**os.environ, **env}
+    for name in PATH_VARIABLES:
+        if merged.get(name):
+            merged[name] = str(Path(merged[name]).expanduser().resolve())
+    merged["QUARTO_PYTHON"] = sys.executable
+    return merged
+
+
 def render_with_quarto(project: Path, out: Path, env: dict[str, str]) -> None:
-    """``quarto render`` with the same environment (where Quarto is installed)."""
+    """``quarto render`` with the same environment (where Quarto is installed), on this Python."""
     completed = subprocess.run(["quarto", "render", str(project), "--output-dir", str(out.resolve())],
-                               env={**os.environ, **env})
+                               env=quarto_environment(env))
     if completed.returncode != 0:
         raise RenderError(f"quarto render {project} failed with exit code {completed.returncode} (its output is above)")
 
@@ -191,7 +371,8 @@ def render_site(project: Path, out: Path, env: dict[str, str], *, engine: str = 
     if engine not in ("auto", "quarto", "jupyter"):
         raise UsageError("engine must be auto, quarto or jupyter")
     if engine == "quarto" or (engine == "auto" and shutil.which("quarto")):
-        # Quarto owns its output folder: tables go to reports/tables/ and arrive as a resource
+        # Quarto owns its output folder: the pages write tables/ in reports/, and the project's
+        # post-render script copies it into the site
         render_with_quarto(project, out, {k: v for k, v in env.items() if k != "MOLP2S_REPORT_TABLES"})
         return "quarto"
     render_with_jupyter(project, out, env, log=log)

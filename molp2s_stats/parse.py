@@ -254,7 +254,8 @@ _WHOLE_LABEL = re.compile(r"(?:\*\*|__)?\s*[(\[{]?\s*([A-Za-z])\s*[)\]}]?\s*(?:\
 
 # An answer line: "Answer: B", "**Final answer:** B", "> Answer - B", "Correct Answer: D) …", "Ответ: A".
 _ANSWER_LINE = re.compile(
-    rf"^[ \t>#*_-]*(?:(?:the\s+)?(?:final|correct|my|правильный|окончательный|итоговый|最终|正确)\s*)?{_ANSWER_WORD}\b[^\n]*$"
+    r"^[ \t>#*_-]*(?:(?:the\s+)?(?:final|correct|my|правильный|окончательный|итоговый|最终|正确)\s*)?"
+    rf"{_ANSWER_WORD}\b[^\n]*$"
     r"|^[^\n]*?(?-i:(?<=[a-z])Answer):[^\n]*$",
     re.I | re.M,
 )
@@ -276,7 +277,8 @@ _REFUSAL = re.compile(
     re.I,
 )
 # What a declared non-answer says in place of a letter: `Answer: None of the above`,
-# `Answer: N/A`, `Answer: Insufficient information`, `Answer: A = NaCN, B = H3O+`.
+# `Answer: N/A`, `Answer: Insufficient information` (letters used as names, `Answer: A = NaCN,
+# B = H3O+`, are _ASSIGNMENTS).
 _NON_ANSWER = re.compile(
     r"[\s*_:(\[]*(?:none\b|n/?a\b|not\s+applicable|no\s+(?:correct\s+|valid\s+)?(?:answer|option|choice)"
     r"|not\s+(?:listed|given|among)|cannot\b|can't\b|unable\b|undetermin|indetermin|unknown\b"

@@ -224,6 +224,16 @@ def _anthropic_line(custom_id, *, blocks, stop_reason="end_turn"):
     return line.model_dump(mode="json")
 
 
+def _parse_aside(text, family):
+    """What the loader keeps of a cut answer: the parser's label, or its reason for none."""
+    from molp2s_stats.parse import CandidateIndex, parse_answer
+    from tiny_benchmark import FAMILIES, SCAFFOLD, complete
+
+    parsed = parse_answer(text, CandidateIndex({label: (fragment, complete(SCAFFOLD, fragment))
+                                                for label, (fragment, _) in FAMILIES[family][1].items()}))
+    return {"choice": parsed.choice} if parsed.choice else {"reason": parsed.reason}
+
+
 def _load(tmp_path, bench, lines, name="results.jsonl"):
     results = tmp_path / name
     results.write_text("".join(json.dumps(line) + "\n" for line in lines))
@@ -251,8 +261,9 @@ def test_openai_answers_cut_at_the_limit_are_truncated_and_reasoning_is_never_th
     output, rows = _load(tmp_path, bench, lines)
     assert rows[SOURCE][1:3] == (None, "truncated")
     assert rows[SHUFFLED][1:3] == (None, "truncated")
-    assert rows[SHUFFLED][3]["truncated_parse"] == {"choice": "B"}  # what the parser read in the cut text
-    assert rows[SOURCE][3]["truncated_parse"] == {"reason": "no_answer"}
+    # what the parser reads in the cut text is kept aside (its rules are the parser's own)
+    assert rows[SHUFFLED][3]["truncated_parse"] == _parse_aside(rows[SHUFFLED][0], "F1")
+    assert rows[SOURCE][3]["truncated_parse"] == {"reason": "no_answer"}  # no text at all
     assert rows[SOURCE][3]["finish_reason"] == "length"
     assert rows[SOURCE][3]["usage"]["completion_tokens_details"]["reasoning_tokens"] == 2048
     response, choice, reason, meta = rows[P0]

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from molp2s_stats import store
 from molp2s_stats.cli import app
 
-from tiny_benchmark import task_id, write_benchmark
+from tiny_benchmark import FAMILIES, SCAFFOLD, complete, task_id, write_benchmark
 
 runner = CliRunner()
 
@@ -94,6 +94,15 @@ def test_a_broken_inspect_log_names_the_file(db, tmp_path):
     assert result.exit_code == 2 and "not a readable Inspect AI log" in result.output and str(bad) in result.output
 
 
+def _parse_aside(text, family):
+    """What the loader keeps of a cut answer: the parser's label, or its reason for none."""
+    from molp2s_stats.parse import CandidateIndex, parse_answer
+
+    parsed = parse_answer(text, CandidateIndex({label: (fragment, complete(SCAFFOLD, fragment))
+                                                for label, (fragment, _) in FAMILIES[family][1].items()}))
+    return {"choice": parsed.choice} if parsed.choice else {"reason": parsed.reason}
+
+
 def _inspect_outputs_log(folder, outputs, **task_options):
     """A real Inspect eval on the mock model with the given ModelOutputs, one sample per (task_id, output)."""
     from inspect_ai import Task, eval
@@ -129,7 +138,7 @@ def test_inspect_answers_cut_at_the_token_limit_are_truncated_and_reasoning_is_n
         db, "SELECT task_id, response, choice, invalid_reason, metadata FROM responses")}
     assert rows[task_id("F1", "source")][1:3] == (None, "truncated")
     assert rows[task_id("F1", "source")][3]["stop_reason"] == "max_tokens"
-    assert rows[task_id("F1", "source")][3]["truncated_parse"] == {"choice": "B"}
+    assert rows[task_id("F1", "source")][3]["truncated_parse"] == _parse_aside(rows[task_id("F1", "source")][0], "F1")
     assert rows[task_id("F2", "source")][1:3] == (None, "truncated")
     response, choice, reason, meta = rows[task_id("F3", "source")]
     assert (response, choice, reason) == ("Answer: B", "B", None)

@@ -327,6 +327,9 @@ def _cut_off(masked: str) -> bool:
     last = text[text.rfind("\n") + 1:]
     if _ENDS_SENTENCE.search(last) or _LONE_LABEL.fullmatch(last):
         return False
+    word = _strip_token(last.split()[-1])
+    if _looks_like_smiles(word) and _canonical(word) is not None:
+        return False  # "Answer: CCO" ends on a whole SMILES; "…4-methylc" does not parse
     return not (_ENDS_LABEL.search(last) and _ANSWER_WORD_RE.search(last))
 
 

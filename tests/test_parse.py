@@ -304,6 +304,9 @@ REAL_WORLD_CASES = [
                 + ["Comparing the remaining shifts, the value of the coupling constant for"]),
      None, "no_answer"),
     ("Answer: A\nThis needs a check.\nAnswer: B\nThe coupling fits B.", "B", None),  # finished: last wins
+    ("\n".join(["The shifts are weighed once more, step by step, with care and patience."] * 20
+                + ["Answer: `[*]CCC`", "No: the branch fits better.", "Answer: B", "the fragment being CC(C)C"]),
+     "B", None),  # ends on a whole SMILES, not cut off
     ("Answer: A) wrong.\nAnswer: B) closest.\nAnswer: C) wrong.\n" + "Checking the units again. " * 50
      + "\nThe closest option is:\n\nAnswer: B", "B", None),
     # --- a capital that opens a phrase is a word, not a label

@@ -195,7 +195,7 @@ def test_a_wrong_batch_format_is_refused_not_read_as_failures(tmp_path, bench, f
 
 # ------------------------------------------------------------ reasoning models: truncated answers, thinking
 
-SOURCE, SHUFFLED, P0 = task_id("F1", "source"), task_id("F1", "shuffled"), task_id("F1", "p0")
+SOURCE, SHUFFLED, P0, CF_B = (task_id("F1", k) for k in ("source", "shuffled", "p0", "cf-B"))
 
 
 def _openai_line(custom_id, *, content, finish_reason="stop", **message_extra):
@@ -257,8 +257,11 @@ def test_openai_answers_cut_at_the_limit_are_truncated_and_reasoning_is_never_th
         # an OpenAI-compatible server's reasoning_content names A; the answer names C
         _openai_line(P0, content="The dipole fits C best.\nAnswer: C",
                      reasoning_content="Maybe A? Answer: A. No, let me think again."),
+        # an answer line, then cut while second-guessing it: truncated all the same
+        _openai_line(CF_B, content="Answer: B\n\nThough the dipole of C, at 3.0 D, might", finish_reason="length"),
     ]
     output, rows = _load(tmp_path, bench, lines)
+    assert rows[CF_B][1:3] == (None, "truncated") and rows[CF_B][3]["truncated_parse"] == {"choice": "B"}
     assert rows[SOURCE][1:3] == (None, "truncated")
     assert rows[SHUFFLED][1:3] == (None, "truncated")
     # what the parser reads in the cut text is kept aside (its rules are the parser's own)
@@ -270,7 +273,7 @@ def test_openai_answers_cut_at_the_limit_are_truncated_and_reasoning_is_never_th
     assert (choice, reason) == ("C", None)
     assert "Maybe A" not in response and meta["reasoning_chars"] == len("Maybe A? Answer: A. No, let me think again.")
     assert "Maybe A" not in json.dumps(meta)  # its size is kept, not its text
-    assert "o3-2026-01-01: 2 of 3 answers truncated at the token limit" in output
+    assert "o3-2026-01-01: 3 of 4 answers truncated at the token limit" in output
     assert "--max-tokens" in output and "--reasoning-effort" in output
 
 

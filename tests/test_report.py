@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from html.parser import HTMLParser
 
 import polars as pl
 import pytest
@@ -26,11 +27,13 @@ def test_read_qmd_splits_front_matter_prose_and_cells(tmp_path):
     page = tmp_path / "page.qmd"
     page.write_text('---\ntitle: "A page"\n---\n\nSome prose.\n\n```{python}\n#| label: one\n#| echo: true\nx = 1\n```\n\n'
                     "Between.\n\n```{python}\ny = 2\n```\n")
-    notebook = render.read_qmd(page, echo=False)
+    notebook = render.read_qmd(page, execute={"echo": False})
     kinds = [(c.cell_type, c.source) for c in notebook.cells]
+    # the #| lines leave the source, as Quarto leaves them out of the page
     assert kinds == [("markdown", "# A page"), ("markdown", "Some prose."),
-                     ("code", "#| label: one\n#| echo: true\nx = 1"), ("markdown", "Between."), ("code", "y = 2")]
+                     ("code", "x = 1"), ("markdown", "Between."), ("code", "y = 2")]
     assert "tags" not in notebook.cells[2].metadata  # echo: true on the cell wins over the project's false
+    assert notebook.cells[2].metadata["molp2s"] == {"label": "one", "eval": True, "warning": True}
     assert notebook.cells[4].metadata["tags"] == ["remove_input"]
     assert notebook.metadata["quarto"] == {"title": "A page"}
 
@@ -38,22 +41,27 @@ def test_read_qmd_splits_front_matter_prose_and_cells(tmp_path):
 def test_project_lists_the_seven_pages():
     config, pages = render.read_project(REPORTS)
     assert [p.source for p in pages] == [f"{name}.qmd" for name in PAGES]
+    assert [p.source for p in pages] == config["project"]["render"]  # the render list, not the navbar
     assert config["project"]["type"] == "website"
-    assert config["format"]["html"]["embed-resources"] is True
+    # Quarto renders these pages in one-shot kernels; the fallback always does
+    assert config["execute"]["daemon"] is False
 
 
 def test_leaderboard_marks_gold_and_silver_and_keeps_the_baseline_unranked():
     metrics = pl.DataFrame({
-        "model": ["a", "b", "c", "a", "b", "c", "a"],
-        "channel": ["ir", "ir", "ir", "gap", "gap", "gap", "ir"],
-        "metric": ["pgr"] * 6 + ["random_baseline"],
-        "estimate": [10.0, 30.0, 20.0, 5.0, 5.0, 1.0, 25.0],
-        "conf_low": [1.0, 2.0, 3.0, 1.0, 1.0, 0.0, None],
-        "conf_high": [20.0, 40.0, 30.0, 9.0, 9.0, 2.0, None],
+        "model": ["a", "b", "c", "a", "b", "c"],
+        "channel": ["ir", "ir", "ir", "gap", "gap", "gap"],
+        "metric": ["pgr"] * 6,
+        "estimate": [10.0, 30.0, 20.0, 5.0, 5.0, 1.0],
+        "conf_low": [1.0, 2.0, 3.0, 1.0, 1.0, 0.0],
+        "conf_high": [20.0, 40.0, 30.0, 9.0, 9.0, 2.0],
+        "baseline": [25.0, 25.0, 25.0, 20.0, 20.0, 20.0],
     })
     table, tidy = tables.leaderboard_table(metrics, "pgr", title="t")
-    # the frame that is exported: numbers, one row per model × channel, the baseline's ir row last
-    assert tidy["model"].to_list() == ["a", "b", "c", "a", "b", "c", "random baseline"]
+    # the frame that is exported: numbers, one row per model × channel, the channels in the channel
+    # table's order (gap before ir), each closed by its baseline
+    assert tidy["model"].to_list() == ["a", "b", "c", "random baseline"] * 2
+    assert tidy["channel"].to_list() == ["gap"] * 4 + ["ir"] * 4
     assert tidy.schema["estimate"] == pl.Float64 and tidy.schema["conf_low"] == pl.Float64
     html = table.as_raw_html()
     # great-tables formats the cells: one decimal, the interval merged in; no interval for the baseline
@@ -155,6 +163,32 @@ def test_every_page_renders_with_its_tables_and_no_fetch(site, name):
     # self-contained: nothing is fetched at view time
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "the page fetches something"
     assert "<script" not in page
+
+
+class _Ids(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.ids.extend(v for k, v in attrs if k == "id")
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_no_heading_or_cell_id_appears_twice_on_a_page(site, name):
+    """Cells carry their labels as ids and headings pandoc's identifiers, as under Quarto: each of
+    those ids is on the page once, clashing neither with another nor with an id inside a table.
+    (great-tables itself repeats ids such as `title` across the tables of one page; not checked here.)"""
+    page = (site / f"{name}.html").read_text()
+    parser = _Ids()
+    parser.feed(page)
+    text = (REPORTS / f"{name}.qmd").read_text()
+    labels = {str(render.cell_options(cell)["label"]) for cell in render._CELL.findall(text)
+              if "label" in render.cell_options(cell)}
+    headings = set(re.findall(r'<h[1-6] id="([^"]+)"', page))
+    assert labels and labels <= set(parser.ids)
+    repeated = sorted(i for i in labels | headings if parser.ids.count(i) > 1)
+    assert repeated == []
 
 
 def test_pages_hold_what_they_promise(site):

@@ -5,7 +5,8 @@ Runs ``parse.parse_answer`` over every completion in ``benchmarks/data/parse_cor
 (real model outputs to chemistry multiple-choice questions, with one engineer's reading of each; see the
 README beside it) and prints the agreement, every wrong letter (the parser names a letter the reading
 does not, or a letter where the reading is invalid) and the misses by answer style. Figures are given
-for the whole corpus and for the held-out part the rules were not adjusted on.
+for the whole corpus and for each split: ``tune`` (the rules were adjusted on its misses), ``holdout``
+(read with it, never tuned on) and ``late`` (read after the rules were written).
 
     .venv/bin/python benchmarks/bench_parse.py [--show-misses]
 
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--show-misses", action="store_true", help="print the tail of every missed completion")
-    parser.add_argument("--list", choices=("all", "tune", "holdout"), default="all", help="whose misses to list")
+    parser.add_argument("--list", choices=("all", "tune", "holdout", "late"), default="all", help="whose misses to list")
     args = parser.parse_args(argv)
 
     items = read_corpus(args.corpus)
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     models = {item["model"] for item in items}
     print(f"corpus {args.corpus.name}: {len(items)} completions, {len(models)} models, parsed in {elapsed:.2f} s")
     share, wrong = summarise("all", results)
-    for split in ("tune", "holdout"):
+    for split in ("tune", "holdout", "late"):
         summarise(split, [(item, got) for item, got in results if item["split"] == split])
 
     print("misses by answer style (missed / items):")

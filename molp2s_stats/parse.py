@@ -316,11 +316,17 @@ _ENDS_SENTENCE = re.compile(r"[.!?)\]}*_\"'`$:;\ue001]\Z")
 _LONE_LABEL = re.compile(r"\W*[A-Za-z]\W*")
 _ENDS_LABEL = re.compile(r"\b[A-Za-z]\Z")
 _ANSWER_WORD_RE = re.compile(rf"\b{_ANSWER_WORD}\b", re.I)
+_LABEL_AFTER = re.compile(r"(?<![\w(])[(\[]?[A-Z](?:[)\]]|\b(?![-'’]))")
 _CUT_MIN = 1000  # characters: a reply shorter than about 250 tokens was not stopped by a token limit
 
 
-def _cut_off(masked: str) -> bool:
-    """Whether the reply stops mid-sentence, as one cut at its token limit does."""
+def _cut_off(masked: str, *, answering: bool = False) -> bool:
+    """Whether the reply stops mid-sentence, as one cut at its token limit does.
+
+    ``masked`` still has its LaTeX (``$$`` closes a display). With ``answering``, a last line
+    that names a label after an answer word counts as finished ("Final answer: B) 220-240"): the
+    reply was giving its answer when it ended.
+    """
     if len(masked) < _CUT_MIN:
         return False
     text = masked.rstrip()
@@ -330,7 +336,10 @@ def _cut_off(masked: str) -> bool:
     word = _strip_token(last.split()[-1])
     if _looks_like_smiles(word) and _canonical(word) is not None:
         return False  # "Answer: CCO" ends on a whole SMILES; "…4-methylc" does not parse
-    return not (_ENDS_LABEL.search(last) and _ANSWER_WORD_RE.search(last))
+    if (answer := _ANSWER_WORD_RE.search(last)) and (
+            _ENDS_LABEL.search(last) or (answering and _LABEL_AFTER.search(last, answer.end()))):
+        return False
+    return True
 
 
 def _looks_like_smiles(token: str) -> bool:
@@ -452,7 +461,7 @@ def _declared_non_answer(line: str, masked: str) -> ParsedAnswer | None:
     return ParsedAnswer(None, "refusal" if refused else "no_answer")
 
 
-def _last_answer_line(masked: str, spans, candidates: CandidateIndex) -> ParsedAnswer | None:
+def _last_answer_line(masked: str, spans, candidates: CandidateIndex, *, cut: bool = False) -> ParsedAnswer | None:
     """The verdict of the last ``Answer:`` line that names a candidate, or None.
 
     A line that names no valid candidate (``Answer: (see above)``) does not decide, nor
@@ -473,7 +482,7 @@ def _last_answer_line(masked: str, spans, candidates: CandidateIndex) -> ParsedA
         if any(isinstance(e, frozenset) for e in evidence):
             if _DISOWNED.search(line.group()):
                 return ParsedAnswer(None, "refusal")
-            return _unsettled(masked, line, spans, candidates) or _resolve(evidence)
+            return (cut and _unsettled(masked, line, spans, candidates)) or _resolve(evidence)
         declared = _declared_non_answer(line.group(), masked)
         # "Final Answer: A = H3O+, B = HCl\n\nThus, option C is correct." names C after all
         if declared is not None and not any(isinstance(e, frozenset)
@@ -483,13 +492,11 @@ def _last_answer_line(masked: str, spans, candidates: CandidateIndex) -> ParsedA
 
 
 def _unsettled(masked: str, last: re.Match[str], spans, candidates: CandidateIndex) -> ParsedAnswer | None:
-    """``ambiguous`` for a reply cut off mid-sentence after answer lines that disagree, else None.
+    """``ambiguous`` for a reply (one cut off mid-sentence) whose answer lines disagree, else None.
 
     A model that loops ("Answer: A … Answer: B … Answer: A …") until its tokens run out never
     settled; its last answer line is only where the loop happened to stop.
     """
-    if not _cut_off(masked):
-        return None
     named = set()
     for line in _ANSWER_LINE.finditer(masked, 0, last.end()):
         final, plain = _marker_evidence(line.group(), spans, candidates)
@@ -630,6 +637,8 @@ def parse_answer(text: str | None, candidates: CandidateIndex) -> ParsedAnswer:
     text = text.replace(_PH_OPEN, "").replace(_PH_CLOSE, "")  # no forged placeholders
     text = _tags_as_answer_lines(_strip_reasoning(text))
     masked, spans = _mask_code(text)
+    cut = _cut_off(masked)  # judged before LaTeX goes: a closing $$ ends a finished reply
+    answering_cut = _cut_off(masked, answering=True)
     masked = _plain_latex(masked)
     stripped = masked.strip()
     if not stripped:
@@ -637,7 +646,7 @@ def parse_answer(text: str | None, candidates: CandidateIndex) -> ParsedAnswer:
     if whole := _WHOLE_LABEL.fullmatch(stripped):
         return _resolve([candidates._label(whole.group(1))])
 
-    if (decided := _last_answer_line(masked, spans, candidates)) is not None:
+    if (decided := _last_answer_line(masked, spans, candidates, cut=cut)) is not None:
         return decided
 
     final, plain = _marker_evidence(masked, spans, candidates)
@@ -661,7 +670,8 @@ def parse_answer(text: str | None, candidates: CandidateIndex) -> ParsedAnswer:
     if not spans and _TOKEN.fullmatch(stripped) and _looks_like_smiles(token):
         evidence.append(candidates._smiles(token))  # a response that is only a SMILES
     result = _resolve(evidence)
-    if result.reason == "ambiguous" and _cut_off(masked):
-        # cut off mid-sentence while still weighing the options it mentions: it never answered
+    if result.reason != "no_answer" and answering_cut:
+        # cut off mid-sentence before any answer line, marker or introduced option: the options
+        # it mentions ("close to option B, but let's check…") are its reasoning, not an answer
         return ParsedAnswer(None, "no_answer")
     return result

@@ -303,6 +303,9 @@ REAL_WORLD_CASES = [
     ("\n".join(["(A) or (B) might fit, so the options are weighed again, step by step, with care."] * 20
                 + ["Comparing the remaining shifts, the value of the coupling constant for"]),
      None, "no_answer"),
+    ("\n".join(["The pH is computed again from the dissociation constant, step by step, with care."] * 20
+                + ["This value is close to option B, but let's check the equivalence point as well.",
+                   "At the equivalence point the concentration of acetate is"]), None, "no_answer"),
     ("Answer: A\nThis needs a check.\nAnswer: B\nThe coupling fits B.", "B", None),  # finished: last wins
     ("\n".join(["The shifts are weighed once more, step by step, with care and patience."] * 20
                 + ["Answer: `[*]CCC`", "No: the branch fits better.", "Answer: B", "the fragment being CC(C)C"]),
@@ -484,7 +487,7 @@ def test_corpus_is_well_formed():
     for item in items:
         assert set(item) == keys, item["id"]
         assert item["licence"] in {"MIT", "Apache-2.0", "CC-BY-4.0"}
-        assert len(item["commit"]) == 40 and item["split"] in {"tune", "holdout"}
+        assert len(item["commit"]) == 40 and item["split"] in {"tune", "holdout", "late"}
         assert item["labels"] == sorted(set(item["labels"])) and item["text"]
         # exactly one of a letter among the options and an invalid reason the parser gives
         if item["expected_choice"] is not None:

@@ -32,6 +32,7 @@ power = lazy_import("molp2s_stats.power")
 prompts = lazy_import("molp2s_stats.prompts")
 simulate = lazy_import("molp2s_stats.simulate")
 stability = lazy_import("molp2s_stats.stability")
+subsample = lazy_import("molp2s_stats.subsample")
 store = lazy_import("molp2s_stats.store")
 ingest = lazy_import("molp2s_stats.ingest")
 
@@ -175,6 +176,9 @@ def prompts_command(
     thinking_budget: Annotated[Optional[int], typer.Option("--thinking-budget", help=(
         "anthropic-batch: extended thinking with this budget_tokens (at least 1024, below --max-tokens)."))] = None,
     max_peaks: Annotated[int, typer.Option("--max-peaks", help="IR and Raman: the strongest peaks shown.")] = DEFAULT_MAX_PEAKS,
+    families: Annotated[Optional[Path], typer.Option("--families", help=(
+        "Only these families' tasks: a CSV, JSONL or Parquet file with a family_id column "
+        "(as `molp2s plan` writes it)."))] = None,
 ) -> None:
     """Write every task as the messages a model reads: a system message and a user prompt.
 
@@ -201,6 +205,9 @@ def prompts_command(
     else:
         tables = ingest.read_benchmark(benchmark or DEFAULT_BENCHMARK)
     _known_channels(channel, ["none", *tables["channels"].sort("position")["channel"]])  # refuses unknown ones
+    if families is not None:
+        wanted = subsample.read_family_list(families, known=tables["tasks"]["family_id"].unique().to_list())
+        tables = {**tables, "tasks": tables["tasks"].filter(pl.col("family_id").is_in(wanted))}
     rendered = prompts.render_prompts(tables, channels=channel, conditions=condition, max_peaks=max_peaks)
     if rendered.height == 0:
         raise UsageError("no task matches the given --channel and --condition")
@@ -243,6 +250,77 @@ def metrics_command(
     if note := metrics.partial_note(metrics.read_partial_models(con)):
         typer.echo(note, err=True)
     emit(result, fmt, out, title="Metrics (rates in %, differences in pp)")
+
+
+@command("plan")
+def plan_command(
+    out: Annotated[Path, typer.Option("--out", help="CSV of the chosen families (one row per family, column family_id).")],
+    db: DbOption = Path(DEFAULT_DB),
+    fraction: Annotated[Optional[float], typer.Option("--fraction", help="Share of the cohorts' families to evaluate, e.g. 0.15.")] = None,
+    families: Annotated[Optional[int], typer.Option("--families", help="Number of families to evaluate (instead of --fraction).")] = None,
+    channel: ChannelsOption = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random draw within each stratum; recorded in the plan.")] = 0,
+) -> None:
+    """Choose the families a new model is to answer, and say what that buys before anything is spent.
+
+    The families are a stratified random sample: the models already answered in full say where a
+    model's outcome is hard to predict from theirs, and those families get more of the budget. The
+    plan is recorded in the database, so that `molp2s estimate` can weigh each answered family by
+    its chance of being chosen. Prints the requests the plan costs and the expected 95% half-width
+    of each channel's PGR, at this budget and at others beside it.
+
+    Example: molp2s plan --db runs.duckdb --fraction 0.15 --seed 1 --out plan.csv
+    then: molp2s prompts --db runs.duckdb --families plan.csv --format openai-batch --model NEW --out requests.jsonl
+    """
+    con = _open(db, read_only=False)
+    plan = subsample.plan_from_db(con, fraction=fraction, families=families,
+                                  channels=_known_channels(channel, metrics.read_channels_and_models(con)[0]),
+                                  seed=seed)
+    subsample.save_plan(con, plan)
+    con.close()
+    chosen = plan.families.filter("selected")
+    chosen.select("family_id", "stratum", "inclusion_probability").write_csv(out)
+    strata = int(plan.families["stratum"].max())
+    typer.echo(f"{plan.plan_id}: {chosen.height} of {plan.families.height} families "
+               f"({chosen.height / plan.families.height:.0%}) in {strata} strata, seed {seed}; "
+               f"{plan.requests:,} requests (their tasks in {len(plan.channels)} channels and P0); wrote {out}")
+    typer.echo("expected 95% half-width of each channel's PGR (pp), for a model like the complete ones:")
+    wide = (plan.budgets.with_columns(pl.format("{} families ({}%)", "families", (pl.col("fraction") * 100).round(0)
+                                                .cast(pl.Int64)).alias("budget"))
+            .pivot(on="budget", index="channel", values="half_width", maintain_order=True))
+    emit(wide.with_columns(pl.col(pl.Float64).round(1)), None, None)
+    requests = plan.budgets.unique("families", maintain_order=True)
+    typer.echo("requests: " + ", ".join(f"{f} families {r:,}" for f, r in requests.select("families", "requests").iter_rows()))
+
+
+@command("estimate")
+def estimate_command(
+    model: Annotated[str, typer.Option("--model", help="The partial model (answered on a plan's families).")],
+    db: DbOption = Path(DEFAULT_DB),
+    plan: Annotated[Optional[str], typer.Option("--plan", help="Plan id (as `molp2s plan` printed it); default: the recorded plan that holds the model's families.")] = None,
+    metric: Annotated[Optional[list[str]], typer.Option("--metric", help=f"One of: {', '.join(METRICS)}; repeat for several. Default: all.")] = None,
+    seed: SeedOption = 0,
+    conf_level: LevelOption = 0.95,
+    fmt: FormatOption = None,
+    out: OutOption = None,
+) -> None:
+    """A partial model's every metric over the complete cohort: the value it would have had if it had
+    answered everything, with a family-level interval (same rows as `molp2s metrics`).
+
+    The complete models predict the families it did not answer; its answered families, weighed by
+    the inverse of their chance of being planned, correct that prediction (the AIPW estimator), so the
+    estimate stays consistent when the prediction is poor, and the interval says how well it did.
+    `method` names the estimator, `n` counts the families answered.
+
+    Example: molp2s estimate --db runs.duckdb --model new-model --format csv --out estimate.csv
+    """
+    con = _open(db)
+    result, note = subsample.estimate_from_db(con, model, plan_id=plan,
+                                              metrics=tuple(metric) if metric else metrics.METRICS,
+                                              conf_level=conf_level, seed=seed)
+    if note:
+        typer.echo(f"note: {note}", err=True)
+    emit(result, fmt, out, title=f"Estimated metrics of {model} (rates in %, differences in pp)")
 
 
 @command("explanations")

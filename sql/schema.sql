@@ -96,3 +96,28 @@ CREATE TABLE IF NOT EXISTS responses (
     file_id        INTEGER NOT NULL,
     line           BIGINT NOT NULL     -- line (JSONL) or row (CSV, Parquet) in that file
 );
+
+-- Plans made by `molp2s plan`: which families a new model is to answer. Every family of
+-- the plan's cohorts has a row (selected or not), with its stratum, so that `molp2s
+-- estimate` can weigh each answered family by the inverse of its inclusion probability.
+CREATE TABLE IF NOT EXISTS plans (
+    plan_id      VARCHAR PRIMARY KEY,
+    created_at   TIMESTAMP NOT NULL,
+    seed         BIGINT NOT NULL,
+    families     INTEGER NOT NULL,     -- families selected
+    channels     VARCHAR[] NOT NULL,   -- channels whose cohorts the plan covers
+    models       VARCHAR[] NOT NULL,   -- complete models whose answers shaped the strata
+    neyman_share DOUBLE NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS plan_families (
+    plan_id               VARCHAR NOT NULL,
+    family_id             VARCHAR NOT NULL,
+    stratum               INTEGER NOT NULL,
+    stratum_families      INTEGER NOT NULL,
+    stratum_sampled       INTEGER NOT NULL,
+    inclusion_probability DOUBLE NOT NULL,
+    selected              BOOLEAN NOT NULL,
+    spread                DOUBLE NOT NULL,  -- how badly the complete models predict one another here
+    PRIMARY KEY (plan_id, family_id)
+);

@@ -1,0 +1,204 @@
+#!/usr/bin/env python
+"""Benchmark: how well does a plan of 10%, 15% or 30% of the families estimate a model's PGR?
+
+Each complete model is held out in turn (leave one model out), and, reported apart, the
+strongest one (highest mean PGR): the others are the complete models, `molp2s plan`'s design
+is drawn from them, and the held-out model's answers on the planned families go to `molp2s
+estimate`'s estimator. Printed per data set, budget and channel, over the held-out models
+and seeds: the mean absolute error against the model's full-benchmark PGR, the coverage of
+the 95% intervals, the mean half-width against the half-width `plan` predicted, and the
+mean squared error against that of a plain random sample of as many families (its
+estimate Σa/Σb over the sample, with a family-bootstrap interval), the baseline to beat.
+
+Data sets: ``default``, the embedded data's simulated models, and ``disagree``, a simulator
+of this script's own in which each model finds its own families hard (a model × family
+effect as large as the shared family difficulty), with a strong, a chance-level and a
+ceiling model among them and cohorts of unequal size.
+
+    .venv/bin/python benchmarks/bench_adaptive.py [--seeds 20] [--data default,disagree]
+        [--budgets 0.10,0.15,0.30] [--out benchmarks/results/adaptive.csv]
+
+Rows are appended to ``--out`` as each (data, model, budget, seed) finishes and skipped when
+already there, so an interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from molp2s_stats import metrics, resample, subsample
+
+SCHEMA = {"data": pl.String, "held_out": pl.String, "strongest": pl.Boolean, "budget": pl.Float64,
+          "families": pl.Int64, "seed": pl.Int64, "channel": pl.String, "truth": pl.Float64,
+          "estimate": pl.Float64, "conf_low": pl.Float64, "conf_high": pl.Float64, "predicted_half_width": pl.Float64,
+          "random_estimate": pl.Float64, "random_half_width": pl.Float64, "method": pl.String}
+
+
+# ---------------------------------------------------------------------------- data sets
+
+
+def default_outcomes() -> pl.DataFrame:
+    """family_outcomes of the embedded data (the database `make report` builds)."""
+    from molp2s_stats import store
+    from molp2s_stats.defaults import load_default_data
+
+    with tempfile.TemporaryDirectory() as tmp:
+        con = store.connect(Path(tmp) / "default.duckdb")
+        load_default_data(con)
+        outcomes = con.sql("SELECT * FROM family_outcomes").pl()
+        con.close()
+    return outcomes
+
+
+def disagreeing_outcomes(seed: int = 7, families: int = 300, channels: int = 6) -> pl.DataFrame:
+    """family_outcomes of models that disagree about which families are hard.
+
+    Logit of a right answer: skill_m − d_f − e_mf (+ reliance_mc on source tasks), d_f ~ N(0, 1)
+    shared, e_mf ~ N(0, 1) the model's own; cf answers follow the properties with probability
+    responsiveness_mc, else are drawn as a shuffled answer. Channel c's cohort holds a random
+    share of the families (90% down to 40%), so the cohorts are unequal.
+    """
+    rng = np.random.default_rng(seed)
+    skills = {"strong": 2.5, "good": 1.2, "mid": 0.4, "weak": -0.6, "chance": -6.0, "ceiling": 6.0, "mixed": 0.8}
+    d = rng.normal(0, 1, families)
+    k = rng.integers(3, 7, families)
+    shares = np.linspace(0.9, 0.4, channels)
+    rows = []
+    own = {m: rng.normal(0, 1, families) for m in skills}
+    for c in range(channels):
+        cohort = rng.random(families) < shares[c]
+        for m, skill in skills.items():
+            reliance, responsive = rng.uniform(0.0, 1.5), rng.uniform(0.1, 0.8)
+            for f in np.flatnonzero(cohort):
+                base = skill - d[f] - own[m][f]
+                p = 1 / (1 + np.exp(-base))
+                p_src = 1 / (1 + np.exp(-(base + reliance)))
+                guess = 1 / k[f]
+                y = lambda q: float(rng.random() < max(q, guess))  # noqa: E731
+                cf = k[f] - 1
+                follow = rng.random(cf) < responsive
+                persist = ~follow & (rng.random(cf) < p)
+                other = ~follow & ~persist
+                rows.append((m, f"c{c}", f"F{f:03d}", y(p), y(p_src), y(p), int(cf), float(follow.sum()),
+                             float(follow.mean()), float(persist.mean()), float(other.mean()), int(k[f])))
+    return pl.DataFrame(rows, orient="row", schema=[
+        "model", "channel", "family_id", "y_p0", "y_source", "y_shuffled", "cf_tasks", "cf_correct", "cf_flip",
+        "cf_persist", "cf_other", "n_candidates"])
+
+
+# ------------------------------------------------------------------------------ one run
+
+
+def run(outcomes: pl.DataFrame, held: str, budget: float, seed: int, known, truths: dict) -> list[tuple]:
+    complete = sorted(m for m in outcomes["model"].unique() if m != held)
+    channels = [c for c in outcomes["channel"].unique(maintain_order=True)]
+    others = outcomes.filter(pl.col("model") != held)
+    members = subsample.universe(others, channels)
+    n = max(2, round(budget * len(members)))
+    plan = subsample.make_plan(others, models=complete, channels=channels, families=n, seed=seed, known=known)
+    predicted = dict(subsample.predicted_half_widths(known, members, plan["spread"].to_numpy(), [n])
+                     .select("channel", "half_width").iter_rows())
+    chosen = set(plan.filter("selected")["family_id"])
+    seen = outcomes.filter((pl.col("model") != held) | pl.col("family_id").is_in(chosen))
+    estimate = subsample.estimate_model(seen, plan, model=held, complete=complete, channels=channels,
+                                        metrics=("pgr",))
+    # the baseline: as many families drawn at random, the plain ratio and its family bootstrap
+    rng = resample.rng_for(seed, f"random-sample-{held}")
+    sample = set(rng.choice(members, size=n, replace=False).tolist())
+    rows = []
+    for row in estimate.iter_rows(named=True):
+        channel = row["channel"]
+        data = subsample.channel_data(outcomes, channel, [held], ("pgr",))
+        mask = np.array([f in sample for f in data.families])
+        a, b = data.a["pgr"][mask], data.b["pgr"][mask]
+        plain = a.sum() / b.sum() * 100 if b.sum() > 0 else np.nan
+        low, high, *_ = resample.bootstrap_ratio(a, b, draws=500, seed=seed, key=channel, conf_level=0.95)
+        rows.append((held, budget, n, seed, channel, truths[(held, channel)], row["estimate"], row["conf_low"],
+                     row["conf_high"], predicted.get(channel), plain, (high[0] - low[0]) * 50, row["method"]))
+    return rows
+
+
+def summarise(results: pl.DataFrame) -> pl.DataFrame:
+    return (results.with_columns(
+        error=pl.col("estimate") - pl.col("truth"), random_error=pl.col("random_estimate") - pl.col("truth"),
+        covered=(pl.col("conf_low") <= pl.col("truth")) & (pl.col("truth") <= pl.col("conf_high")),
+        half_width=(pl.col("conf_high") - pl.col("conf_low")) / 2)
+        .group_by("data", "budget", "channel", maintain_order=True)
+        .agg(runs=pl.len(), mae=pl.col("error").abs().mean(), coverage=pl.col("covered").mean() * 100,
+             half_width=pl.col("half_width").mean(), predicted=pl.col("predicted_half_width").mean(),
+             random_half_width=pl.col("random_half_width").mean(),
+             mse_ratio=(pl.col("error") ** 2).mean() / (pl.col("random_error") ** 2).mean())
+        .with_columns(predicted_over_realised=pl.col("predicted") / pl.col("half_width")))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--data", default="default,disagree")
+    parser.add_argument("--budgets", default="0.10,0.15,0.30")
+    parser.add_argument("--models", type=int, default=0, help="hold out only the first N models (0: all)")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/adaptive.csv"))
+    args = parser.parse_args(argv)
+    budgets = [float(b) for b in args.budgets.split(",")]
+    done = pl.read_csv(args.out, schema=SCHEMA) if args.out.exists() else pl.DataFrame(schema=SCHEMA)
+    keys = set(done.select("data", "held_out", "budget", "seed").iter_rows())
+    for name in args.data.split(","):
+        outcomes = {"default": default_outcomes, "disagree": disagreeing_outcomes}[name]()
+        models = sorted(outcomes["model"].unique())
+        full = metrics.compute_metrics(outcomes, draws=0, metrics=("pgr",))
+        truths = {(m, c): e for m, c, e in full.select("model", "channel", "estimate").iter_rows()}
+        mean_pgr = full.group_by("model").agg(pl.col("estimate").mean()).sort("estimate", descending=True)
+        strongest = mean_pgr["model"][0]
+        held_out = models[:args.models] if args.models else models
+        if strongest not in held_out:
+            held_out.append(strongest)
+        for held in held_out:
+            complete = [m for m in models if m != held]
+            others = outcomes.filter(pl.col("model") != held)
+            channels = others["channel"].unique(maintain_order=True).to_list()
+            known = None
+            for budget in budgets:
+                for seed in range(args.seeds):
+                    if (name, held, budget, seed) in keys:
+                        continue
+                    known = known or subsample.predictability(others, complete, channels)
+                    started = time.perf_counter()
+                    rows = run(outcomes, held, budget, seed, known, truths)
+                    frame = pl.DataFrame([(name, r[0], r[0] == strongest, *r[1:]) for r in rows], schema=SCHEMA,
+                                         orient="row")
+                    args.out.parent.mkdir(parents=True, exist_ok=True)
+                    with open(args.out, "a", encoding="utf-8") as handle:
+                        handle.write(frame.write_csv(include_header=handle.tell() == 0))
+                    print(f"{name} {held} {budget:.0%} seed {seed}: {time.perf_counter() - started:.1f} s",
+                          file=sys.stderr)
+    results = pl.read_csv(args.out, schema=SCHEMA)
+    pl.Config.set_tbl_rows(200)
+    pl.Config.set_tbl_cols(20)
+    pl.Config.set_tbl_width_chars(200)
+    for label, part in (("leave one model out", results),
+                        ("strongest model held out", results.filter("strongest"))):
+        table = summarise(part).with_columns(pl.col(pl.Float64).round(2))
+        print(f"\n{label}: per data set, budget and channel (PGR, pp; coverage in %)")
+        print(table)
+        overall = (summarise(part).group_by("data", "budget", maintain_order=True)
+                   .agg(pl.col("coverage").min().alias("coverage_min"), pl.col("coverage").mean(),
+                        pl.col("mse_ratio").median().alias("mse_ratio_median"),
+                        pl.col("mse_ratio").max().alias("mse_ratio_max"),
+                        (pl.col("half_width") / pl.col("random_half_width")).mean().alias("half_width_vs_random"),
+                        pl.col("predicted_over_realised").min().alias("predicted_over_realised_min"),
+                        pl.col("predicted_over_realised").max().alias("predicted_over_realised_max"))
+                   .with_columns(pl.col(pl.Float64).round(3)))
+        print(f"\n{label}: summary over channels")
+        print(overall)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

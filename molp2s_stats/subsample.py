@@ -1,0 +1,682 @@
+"""Evaluate a new model on a fraction of the benchmark: plan which families it answers, then
+estimate every metric it would have had on the whole cohort, with a family-level interval.
+
+The design is a stratified random sample of families. The models already answered in full
+(the complete models) say, family by family, how predictable a model's outcome is from
+theirs: each is predicted in turn from the others, and the families whose outcomes the
+others predict badly form the strata that get more of the budget (Neyman allocation, blended
+with proportional allocation so that a new model unlike the others is not starved of
+families that looked predictable). Within a stratum every family has the same chance.
+
+The estimate is the augmented inverse-probability-weighted (AIPW) estimator of survey
+sampling, in its regression form (generalised regression, Särndal, Swensson and Wretman
+1992, ch. 6): a family's outcome is predicted from the complete models' outcomes on it (its
+difficulty in this channel, and pooled over every channel and condition), the prediction is
+summed over every cohort family, and the sampled families' prediction errors, weighted by
+the inverse of their inclusion probability, correct it. The correction keeps the estimate
+consistent when the prediction is poor (a new model stronger than every complete one, say);
+a good prediction only narrows the interval. A metric is a ratio of sums (``metrics``), so
+its variance is that of the linearised residual ``(a − â) − θ (b − b̂)`` under the stratified
+design, with each stratum's finite-population correction.
+
+statsmodels' survey tools do not cover regression estimators with a stratified design, and
+no library in the stack does; the few lines below follow the textbook formulas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from . import resample, units
+from .errors import UsageError
+from .metrics import METRICS, RESULT_SCHEMA, metric_components, random_baselines
+
+#: The metrics whose predictability decides the strata: the paper's headline figures.
+PLAN_METRICS = ("pgr", "reliance_margin")
+#: Share of the budget allocated by Neyman's rule; the rest goes proportionally to stratum size.
+NEYMAN_SHARE = 0.5
+MIN_PER_STRATUM = 2  # a stratum's variance needs two sampled families
+MAX_STRATA = 6
+FAMILIES_PER_STRATUM = 8  # at least this many sampled families per stratum, on average
+#: ``method`` of an estimate: the AIPW estimator with the complete models' prediction, or, where the
+#: complete models say the prediction would not pay, the inverse-probability-weighted sample alone.
+METHOD, METHOD_WITHOUT_PREDICTION = "aipw_stratified", "weighted_stratified"
+
+
+# ----------------------------------------------------------------------------- the data
+
+
+@dataclass(frozen=True)
+class ChannelData:
+    """One channel's cohort families and, per metric, the (families, models) matrices of a_f and b_f."""
+
+    channel: str
+    families: list[str]
+    models: list[str]
+    a: dict[str, np.ndarray]
+    b: dict[str, np.ndarray]
+
+
+def channel_data(outcomes: pl.DataFrame, channel: str, models: list[str], metrics: tuple[str, ...],
+                 families: list[str] | None = None) -> ChannelData:
+    """a_f and b_f of each metric for these models on the channel's families (default: every family
+    with a row); a model without a row for a family gets NaN there."""
+    part = outcomes.filter(pl.col("channel") == channel)
+    if families is None:
+        families = sorted(part["family_id"].unique().to_list())
+    exprs = [e.alias(f"{m}:{side}") for m in metrics for side, e in zip(("a", "b"), metric_components(m))]
+    values = part.select("model", "family_id", *exprs)
+    index = pl.DataFrame({"family_id": families})
+    a, b = {}, {}
+    for metric in metrics:
+        for side, store in (("a", a), ("b", b)):
+            column = f"{metric}:{side}"
+            wide = index.join(values.pivot(on="model", index="family_id", values=column), on="family_id", how="left",
+                              maintain_order="left")
+            store[metric] = np.column_stack([
+                wide[m].cast(pl.Float64).to_numpy() if m in wide.columns else np.full(len(families), np.nan)
+                for m in models]) if models else np.empty((len(families), 0))
+    return ChannelData(channel, families, list(models), a, b)
+
+
+def pooled_difficulty(outcomes: pl.DataFrame, models: list[str], families: list[str]) -> np.ndarray:
+    """(families, models): each model's mean correctness on the family over every channel and
+    condition (P0, source, shuffled, cf), a less noisy reading of how hard the family is than any
+    one channel's. NaN where a model has no row for the family."""
+    frame = (outcomes.filter(pl.col("model").is_in(models))
+             .with_columns((pl.col("cf_correct") / pl.col("cf_tasks").cast(pl.Float64)).alias("y_cf"))
+             .group_by("family_id", "model")
+             .agg(pl.mean_horizontal("y_p0", "y_source", "y_shuffled", "y_cf").mean().alias("difficulty")))
+    wide = pl.DataFrame({"family_id": families}).join(
+        frame.pivot(on="model", index="family_id", values="difficulty"), on="family_id", how="left",
+        maintain_order="left")
+    return np.column_stack([wide[m].cast(pl.Float64).to_numpy() if m in wide.columns
+                            else np.full(len(families), np.nan) for m in models])
+
+
+def _others_mean(values: np.ndarray, others: list[int]) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.nanmean(values[:, others], axis=1) if others else np.full(len(values), np.nan)
+
+
+PREDICTORS = ("own", "pooled")
+
+
+def _design_matrix(own: np.ndarray, pooled: np.ndarray) -> np.ndarray:
+    """Intercept, the complete models' mean of the quantity itself, and the pooled difficulty."""
+    columns = [np.ones_like(own)]
+    if "own" in PREDICTORS:
+        columns.append(own)
+    if "pooled" in PREDICTORS:
+        columns.append(pooled)
+    return np.column_stack(columns)
+
+
+def _fit(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Weighted least squares coefficients (minimum-norm where the design is singular: a constant
+    predictor on the sample, say)."""
+    sw = np.sqrt(w)
+    beta, *_ = np.linalg.lstsq(x * sw[:, None], y * sw, rcond=None)
+    return beta
+
+
+# --------------------------------------------------------------------------- the design
+
+
+@dataclass(frozen=True)
+class Predictability:
+    """What the complete models say about how predictable a model is from the others.
+
+    ``spread``: per family, the squared linearised residuals of the plan metrics, each channel
+    × metric scaled to a mean of 1 so that every one weighs the same, averaged. ``residuals``:
+    per channel, the (families, models) residuals of PGR, from which `plan` predicts its
+    intervals; ``totals``: per channel, each complete model's Σ b of PGR.
+    """
+
+    families: list[str]
+    spread: np.ndarray
+    residuals: dict[str, tuple[list[str], np.ndarray]]
+    totals: dict[str, np.ndarray]
+
+
+def predictability(outcomes: pl.DataFrame, models: list[str], channels: list[str]) -> Predictability:
+    """Each complete model in turn predicted from the rest by the estimator's own regression.
+
+    With fewer than two complete models there is nothing to learn from: every family gets
+    spread 1 and the residuals are each model's own deviations from its mean (a plain
+    random sample's).
+    """
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    residuals, totals = {}, {}
+    for channel in channels:
+        data = channel_data(outcomes, channel, models, PLAN_METRICS)
+        pool = pooled_difficulty(outcomes, models, data.families)
+        for metric in PLAN_METRICS:
+            residual = _leave_one_model_out(data.a[metric], data.b[metric], pool)
+            if metric == "pgr":
+                residuals[channel] = (data.families, residual)
+                totals[channel] = np.nansum(data.b[metric], axis=0)
+            scale = np.nanmean(residual ** 2) if np.isfinite(residual).any() else np.nan
+            if len(models) < 2 or not np.isfinite(scale) or scale <= 0:
+                continue
+            per_family = np.nanmean(residual ** 2, axis=1) / scale
+            for family, value in zip(data.families, per_family):
+                if np.isfinite(value):
+                    sums[family] = sums.get(family, 0.0) + value
+                    counts[family] = counts.get(family, 0) + 1
+    families = universe(outcomes, channels)
+    return Predictability(families, np.array([sums[f] / counts[f] if counts.get(f) else 1.0 for f in families]),
+                          residuals, totals)
+
+
+def _leave_one_model_out(a: np.ndarray, b: np.ndarray, pooled: np.ndarray) -> np.ndarray:
+    """(families, models) linearised residuals of each model predicted from the others: their mean
+    of the quantity and their pooled difficulty (``pooled``, families × models), never its own."""
+    n_families, n_models = a.shape
+    out = np.full((n_families, n_models), np.nan)
+    for j in range(n_models):
+        others = [k for k in range(n_models) if k != j]
+        pool = _others_mean(pooled, others)
+        ok = np.isfinite(a[:, j]) & np.isfinite(b[:, j]) & np.isfinite(pool)
+        if ok.sum() < 4:
+            continue
+        theta = a[ok, j].sum() / b[ok, j].sum() if b[ok, j].sum() > 0 else 0.0
+        residual = np.zeros(ok.sum())
+        for values, sign in ((a, 1.0), (b, -theta)):
+            if others:
+                x = _design_matrix(_others_mean(values, others)[ok], pool[ok])
+            else:  # one complete model: no one to predict it from, a plain sample's deviations
+                x = np.ones((ok.sum(), 1))
+            beta = _fit(x, values[ok, j], np.ones(ok.sum()))
+            residual += sign * (values[ok, j] - x @ beta)
+        out[ok, j] = residual
+    return out
+
+
+def allocate(sizes: np.ndarray, spreads: np.ndarray, n: int, *, neyman_share: float | None = None) -> np.ndarray:
+    """Families to sample per stratum: ``n`` split between Neyman's rule (∝ N_h S_h) and
+    proportional allocation (∝ N_h), at least ``MIN_PER_STRATUM`` and at most N_h each, by
+    largest remainders.
+
+    >>> allocate(np.array([10, 10, 10]), np.array([0.1, 1.0, 2.0]), 9).tolist()
+    [2, 3, 4]
+    """
+    sizes = np.asarray(sizes, dtype=int)
+    neyman_share = NEYMAN_SHARE if neyman_share is None else neyman_share
+    if n > sizes.sum():
+        raise UsageError(f"cannot sample {n} families from {sizes.sum()}")
+    neyman = sizes * spreads
+    weights = (1 - neyman_share) * sizes / sizes.sum()
+    weights = weights + (neyman_share * neyman / neyman.sum() if neyman.sum() > 0 else neyman_share * sizes / sizes.sum())
+    floor = np.minimum(sizes, MIN_PER_STRATUM)
+    # the ideal shares, with strata held at their bounds where the shares overstep them and the
+    # rest of the budget spread over the others in proportion (a stratum of N_h < n_h is all taken)
+    ideal = np.zeros(len(sizes))
+    free = np.ones(len(sizes), dtype=bool)
+    while True:
+        budget = n - ideal[~free].sum()
+        ideal[free] = budget * weights[free] / weights[free].sum() if weights[free].sum() > 0 else 0.0
+        low, high = free & (ideal < floor), free & (ideal > sizes)
+        if not (low.any() or high.any()):
+            break
+        ideal[low], ideal[high] = floor[low], sizes[high]
+        free &= ~(low | high)
+        if not free.any():
+            break
+    counts = np.clip(np.floor(ideal).astype(int), floor, sizes)
+    while counts.sum() < n:  # largest remainders first, where there is room
+        room = counts < sizes
+        counts[int(np.argmax(np.where(room, ideal - counts, -np.inf)))] += 1
+    while counts.sum() > n:
+        over = counts > floor
+        counts[int(np.argmin(np.where(over, ideal - counts, np.inf)))] -= 1
+    return counts
+
+
+def strata_count(n: int, families: int) -> int:
+    """As many strata as keep ``FAMILIES_PER_STRATUM`` sampled families in each, up to ``MAX_STRATA``."""
+    return int(max(1, min(MAX_STRATA, n // FAMILIES_PER_STRATUM, families // MIN_PER_STRATUM)))
+
+
+@dataclass(frozen=True)
+class Design:
+    """Strata of every family and families to sample per stratum, for a budget of ``n`` families."""
+
+    families: list[str]
+    stratum: np.ndarray  # 1-based, rising with spread
+    sizes: np.ndarray  # N_h
+    counts: np.ndarray  # n_h
+
+    def frame(self, selected: np.ndarray, spread: np.ndarray) -> pl.DataFrame:
+        return pl.DataFrame({
+            "family_id": self.families, "stratum": self.stratum,
+            "stratum_families": self.sizes[self.stratum - 1], "stratum_sampled": self.counts[self.stratum - 1],
+            "inclusion_probability": self.counts[self.stratum - 1] / self.sizes[self.stratum - 1],
+            "selected": selected, "spread": spread,
+        }, schema_overrides={"stratum": pl.Int32, "stratum_families": pl.Int32, "stratum_sampled": pl.Int32})
+
+
+def design(families: list[str], spread: np.ndarray, n: int, strata: int | None = None) -> Design:
+    """Equal-sized strata of rising spread (``strata`` of them; default as many as keep enough
+    sampled families in each), and the budget split between them by `allocate`."""
+    if not 1 <= n <= len(families):
+        raise UsageError(f"a plan needs between 1 and {len(families)} families (the cohorts'), not {n}")
+    h = strata_count(n, len(families)) if strata is None else strata
+    stratum = np.empty(len(families), dtype=int)
+    for s, members in enumerate(np.array_split(np.argsort(spread, kind="stable"), h)):
+        stratum[members] = s + 1
+    sizes = np.bincount(stratum, minlength=h + 1)[1:]
+    spreads = np.array([np.sqrt(spread[stratum == s + 1].mean()) for s in range(h)])
+    return Design(list(families), stratum, sizes, allocate(sizes, spreads, n))
+
+
+def select(plan: Design, seed: int) -> np.ndarray:
+    """A simple random sample of n_h families in each stratum, from the seed's own stream."""
+    rng = resample.rng_for(seed, "plan")
+    selected = np.zeros(len(plan.families), dtype=bool)
+    for s, count in enumerate(plan.counts):
+        members = np.flatnonzero(plan.stratum == s + 1)
+        selected[rng.choice(members, size=count, replace=False)] = True
+    return selected
+
+
+def universe(outcomes: pl.DataFrame, channels: list[str]) -> list[str]:
+    """The families a plan draws from: those in the cohort of any of its channels."""
+    return sorted(outcomes.filter(pl.col("channel").is_in(channels))["family_id"].unique().to_list())
+
+
+def make_plan(outcomes: pl.DataFrame, *, models: list[str], channels: list[str], families: int,
+              seed: int = 0, known: Predictability | None = None) -> pl.DataFrame:
+    """The stratified design and its sample: one row per family of the channels' cohorts, ``family_id,
+    stratum, stratum_families, stratum_sampled, inclusion_probability, selected, spread``."""
+    known = known or predictability(outcomes, models, channels)
+    members = universe(outcomes, channels)
+    lookup = dict(zip(known.families, known.spread))
+    spread = np.array([lookup.get(f, 1.0) for f in members])
+    plan = design(members, spread, families, choose_strata(known, members, spread, families))
+    return plan.frame(select(plan, seed), spread)
+
+
+def choose_strata(known: Predictability, members: list[str], spread: np.ndarray, n: int) -> int:
+    """Stratify only where the complete models say it pays: the predicted variance of PGR, averaged
+    over channels, must fall by more than the strata cost (re-weighting each channel's families by
+    its stratum counts adds about H/n of variance). Otherwise one stratum: a simple random sample."""
+    h = strata_count(n, len(members))
+    if h == 1:
+        return 1
+    widths = predicted_half_widths(known, members, spread, [n], strata_options=(1, h))
+    mean = widths.group_by("strata").agg((pl.col("half_width") ** 2).mean())
+    variance = dict(mean.iter_rows())
+    return h if variance.get(h, np.inf) < variance.get(1, np.inf) * (1 - h / n) else 1
+
+
+def predicted_half_widths(known: Predictability, members: list[str], spread: np.ndarray, budgets: list[int],
+                          conf_level: float = 0.95, strata_options: tuple[int | None, ...] | None = None
+                          ) -> pl.DataFrame:
+    """The 95% half-width (pp) of each channel's PGR that the estimate should have at each budget.
+
+    For each complete model, its residuals when predicted from the others (`predictability`) under
+    the stratified design of that budget (each stratum's families in the channel's cohort sampled in
+    proportion), the variance of a stratified mean with finite-population correction; the root mean
+    over the complete models. This is what a new model like the complete ones would get.
+    """
+    rows = []
+    for n, strata in ((n, h) for n in budgets
+                      for h in (strata_options or (choose_strata(known, members, spread, n),))):
+        plan = design(members, spread, n, strata)
+        stratum_of = dict(zip(plan.families, plan.stratum))
+        for channel, (families, residual) in known.residuals.items():
+            strata = np.array([stratum_of.get(f, 0) for f in families])
+            variances = []
+            for j in range(residual.shape[1]):
+                total = known.totals[channel][j]
+                if not total > 0:
+                    continue
+                variance = 0.0
+                for s in range(1, len(plan.sizes) + 1):
+                    u = residual[(strata == s) & np.isfinite(residual[:, j]), j]
+                    big_n = len(u)
+                    expected = plan.counts[s - 1] * big_n / plan.sizes[s - 1]
+                    if big_n >= 2 and expected > 0:
+                        n_h = max(expected, 1.0)
+                        variance += big_n ** 2 * max(0.0, 1 - n_h / big_n) * u.var(ddof=1) / n_h
+                variances.append(variance / total ** 2)
+            sampled = n * len(families) / len(members)
+            df = max(1, round(sampled) - len(plan.sizes) - 3)
+            half = stats.t.ppf(0.5 + conf_level / 2, df) * np.sqrt(np.mean(variances)) if variances else np.nan
+            rows.append((n, len(plan.sizes), channel, units.percent(half)))
+    return pl.DataFrame(rows, schema={"families": pl.Int64, "strata": pl.Int64, "channel": pl.String,
+                                      "half_width": pl.Float64}, orient="row")
+
+
+# ------------------------------------------------------------------------- the estimate
+
+
+@dataclass(frozen=True)
+class Estimate:
+    estimate: float
+    se: float
+    df: int
+    n: int
+    predicted: bool = False  # the complete models' prediction entered
+
+
+def _collapse(stratum: np.ndarray, sampled: np.ndarray) -> np.ndarray:
+    """Merge strata with fewer than two sampled families into their neighbour (strata are ordered)."""
+    labels = sorted(set(stratum.tolist()))
+    groups: list[list[int]] = []
+    for label in labels:
+        if groups and (sampled & np.isin(stratum, groups[-1])).sum() < MIN_PER_STRATUM:
+            groups[-1].append(label)
+        else:
+            groups.append([label])
+    if len(groups) > 1 and (sampled & np.isin(stratum, groups[-1])).sum() < MIN_PER_STRATUM:
+        groups[-2].extend(groups.pop())
+    out = np.empty_like(stratum)
+    for g, members in enumerate(groups):
+        out[np.isin(stratum, members)] = g
+    return out
+
+
+def regression_pays(a: np.ndarray, b: np.ndarray, pooled: np.ndarray, sampled: int) -> bool:
+    # a, b, pooled: (families, complete models)
+    """Whether predicting from the complete models narrows the interval, judged on the complete
+    models alone (each predicted from the others) so that the choice cannot bias the estimate: the
+    residual variance must fall by more than fitting the prediction's extra coefficients costs
+    (about their number over the sampled families)."""
+    if a.shape[1] < 2 or sampled < 8:
+        return False
+    regressed = _leave_one_model_out(a, b, pooled)
+    plain = np.column_stack([
+        a[:, j] - (np.nansum(a[:, j]) / np.nansum(b[:, j]) if np.nansum(b[:, j]) > 0 else 0.0) * b[:, j]
+        for j in range(a.shape[1])])
+    ok = np.isfinite(regressed) & np.isfinite(plain)
+    if ok.sum() < 8:
+        return False
+    gain = 1 - np.var(regressed[ok]) / max(np.var(plain[ok]), 1e-12)
+    extra = len(PREDICTORS) * (1 if _known_denominator(b) else 2)
+    return bool(gain > extra / sampled)
+
+
+def aipw_ratio(a: np.ndarray, b: np.ndarray, sampled: np.ndarray, stratum: np.ndarray,
+               predict_a: np.ndarray, predict_b: np.ndarray | None, pooled: np.ndarray,
+               regress: bool = True) -> Estimate:
+    """The AIPW (regression) estimate of Σ a / Σ b over every family and its standard error.
+
+    ``a`` and ``b`` hold the new model's values where ``sampled``; ``predict_*`` the complete models'
+    mean of each, ``pooled`` their pooled difficulty, for every family; ``predict_b`` None when b_f is
+    known for every family (it does not depend on the answers: PGR's "has a cf task", say), and ``b``
+    then holds it everywhere.
+    """
+    stratum = _collapse(stratum, sampled)
+    n = int(sampled.sum())
+    sizes = np.bincount(stratum)
+    taken = np.bincount(stratum, weights=sampled.astype(float))
+    w = (sizes / np.where(taken > 0, taken, 1))[stratum]
+    fitted = {}
+    totals = {}
+    for name, values, predictor in (("a", a, predict_a), ("b", b, predict_b)):
+        if predictor is None:
+            fitted[name] = values
+            totals[name] = values.sum()
+            continue
+        x = _design_matrix(predictor, pooled) if regress else np.ones((len(values), 1))
+        beta = _fit(x[sampled], values[sampled], w[sampled])
+        prediction = x @ beta
+        fitted[name] = prediction
+        totals[name] = prediction.sum() + (w[sampled] * (values[sampled] - prediction[sampled])).sum()
+    if totals["b"] <= 0:
+        return Estimate(np.nan, np.nan, 0, n)
+    theta = totals["a"] / totals["b"]
+    u = (a - fitted["a"]) - theta * (b - fitted["b"])
+    variance = 0.0
+    for s in range(len(sizes)):
+        members = sampled & (stratum == s)
+        n_h, big_n = members.sum(), sizes[s]
+        if n_h >= 2 and big_n > n_h:
+            variance += big_n ** 2 * (1 - n_h / big_n) * u[members].var(ddof=1) / n_h
+    parameters = 1 + sum(p is not None for p in (predict_a, predict_b)) * (len(PREDICTORS) if regress else 0)
+    df = max(1, n - len(sizes) - parameters)
+    return Estimate(float(theta), float(np.sqrt(variance) / totals["b"]), df, n, regress)
+
+
+def _known_denominator(b: np.ndarray) -> bool:
+    """b_f the same for every complete model on every family: it does not depend on the answers."""
+    return bool(b.size) and bool(np.all(np.isfinite(b))) and bool(np.all(b == b[:, :1]))
+
+
+_LIMITS = {"reliance_margin": (-1.0, 1.0)}  # a difference of two rates; the others are rates
+
+
+def estimate_model(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: str, complete: list[str],
+                   channels: list[str], metrics: tuple[str, ...] = METRICS, conf_level: float = 0.95,
+                   seed: int = 0, draws: int = 0) -> pl.DataFrame:
+    """Every metric of a partial model over the complete cohort, as the rows of ``metrics``.
+
+    ``plan`` is the design (`make_plan`'s frame, every cohort family with its stratum); None reads
+    the families the model answered as a simple random sample of the cohort. ``n`` counts the
+    cohort families the model answered; ``method`` names the estimator.
+    """
+    resample.check_options(draws=max(draws, 1), conf_level=conf_level)
+    rows = []
+    baselines = random_baselines(outcomes.filter(pl.col("model").is_in(complete)), metrics)
+    for channel in channels:
+        families = sorted(outcomes.filter((pl.col("channel") == channel) & pl.col("model").is_in(complete))
+                          ["family_id"].unique().to_list())
+        data = channel_data(outcomes, channel, [*complete, model], metrics, families)
+        if plan is not None:
+            strata = dict(plan.select("family_id", "stratum").iter_rows())
+            stratum = np.array([strata.get(f, 0) for f in families])
+        else:
+            stratum = np.zeros(len(families), dtype=int)
+        pooled = pooled_difficulty(outcomes, complete, families)
+        with np.errstate(invalid="ignore"):
+            pool = np.nan_to_num(np.nanmean(pooled, axis=1), nan=0.5)
+        for metric in metrics:
+            a_all, b_all = data.a[metric], data.b[metric]
+            a, b = a_all[:, -1], b_all[:, -1]
+            sampled = np.isfinite(a) & np.isfinite(b)
+            known = _known_denominator(b_all[:, :-1])
+            b_use = b_all[:, 0] if known else np.where(sampled, b, 0.0)
+            regress = regression_pays(a_all[:, :-1], b_all[:, :-1], pooled, int(sampled.sum()))
+            result = (aipw_ratio(np.where(sampled, a, 0.0), b_use, sampled, stratum,
+                                 np.nanmean(a_all[:, :-1], axis=1), None if known else np.nanmean(b_all[:, :-1], axis=1),
+                                 pool, regress)
+                      if sampled.sum() >= 2 else Estimate(np.nan, np.nan, 0, int(sampled.sum())))
+            low, high = _interval(result, conf_level, _LIMITS.get(metric, (0.0, 1.0)))
+            rows.append((model, channel, metric, result.estimate, low, high, conf_level, result.n,
+                         METHOD if result.predicted else METHOD_WITHOUT_PREDICTION, draws, 0, seed, "wrong", None))
+    frame = pl.DataFrame(rows, schema=RESULT_SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None))
+    frame = frame.drop("baseline").join(baselines, on=["channel", "metric"], how="left", maintain_order="left")
+    return units.percent_columns(frame.select(list(RESULT_SCHEMA)), ("estimate", "conf_low", "conf_high", "baseline"))
+
+
+def _interval(result: Estimate, conf_level: float, limits: tuple[float, float]) -> tuple[float, float]:
+    if not np.isfinite(result.se):
+        return np.nan, np.nan
+    half = stats.t.ppf(0.5 + conf_level / 2, result.df) * result.se
+    return max(limits[0], result.estimate - half), min(limits[1], result.estimate + half)
+
+
+# ---------------------------------------------------------------------- the database
+
+
+def complete_models(con) -> list[str]:
+    """The models answered in full: the ones a plan learns from and an estimate predicts with."""
+    return con.sql("SELECT model FROM model_coverage WHERE NOT partial ORDER BY model").pl()["model"].to_list()
+
+
+def _cohort_outcomes(con, models: list[str]) -> tuple[pl.DataFrame, list[str]]:
+    from .metrics import read_family_outcomes
+
+    outcomes, channels, _ = read_family_outcomes(con)
+    present = set(outcomes["channel"].unique().to_list())
+    return outcomes, [c for c in channels if c in present]
+
+
+def tasks_per_family(con, families: list[str], channels: list[str]) -> dict[str, int]:
+    """Requests a family costs: its P0 task and its tasks in the channels (bundles included)."""
+    rows = con.execute(
+        """SELECT family_id, count(*) FROM stg_tasks
+           WHERE list_contains($families, family_id) AND (channel = 'none' OR list_contains($channels, channel))
+           GROUP BY family_id""", {"families": families, "channels": channels}).fetchall()
+    return dict(rows)
+
+
+#: Budgets printed beside the one asked for, as fractions of the plan's families.
+OTHER_FRACTIONS = (0.05, 0.10, 0.15, 0.30, 0.50)
+
+
+@dataclass(frozen=True)
+class Plan:
+    plan_id: str
+    families: pl.DataFrame  # make_plan's frame
+    channels: list[str]
+    models: list[str]
+    seed: int
+    requests: int
+    budgets: pl.DataFrame  # families, fraction, requests, channel, half_width
+
+
+def plan_from_db(con, *, fraction: float | None = None, families: int | None = None,
+                 channels: list[str] | None = None, seed: int = 0) -> Plan:
+    """Choose the families a new model answers, from the complete models in the database, and
+    predict each channel's PGR half-width at that budget and at a few others."""
+    if (fraction is None) == (families is None):
+        raise UsageError("give --fraction or --families (one of them)")
+    models = complete_models(con)
+    outcomes, all_channels = _cohort_outcomes(con, models)
+    outcomes = outcomes.filter(pl.col("model").is_in(models))
+    channels = [c for c in all_channels if c in channels] if channels else all_channels
+    if not channels:
+        raise UsageError("no channel with a cohort to plan for")
+    members = universe(outcomes, channels)
+    if fraction is not None:
+        if not 0 < fraction <= 1:
+            raise UsageError(f"--fraction must be in (0, 1], got {fraction}")
+        families = max(1, round(fraction * len(members)))
+    known = predictability(outcomes, models, channels)
+    frame = make_plan(outcomes, models=models, channels=channels, families=families, seed=seed, known=known)
+    chosen = frame.filter("selected")["family_id"].to_list()
+    cost = tasks_per_family(con, members, channels)
+    per_family = np.mean([cost.get(f, 0) for f in members])
+    budgets = sorted({families, *(max(2, round(f * len(members))) for f in OTHER_FRACTIONS)} - {0})
+    budgets = [b for b in budgets if b <= len(members)]
+    widths = predicted_half_widths(known, members, frame["spread"].to_numpy(), budgets).with_columns(
+        (pl.col("families") / len(members)).alias("fraction"),
+        pl.when(pl.col("families") == families).then(sum(cost.get(f, 0) for f in chosen))
+        .otherwise((pl.col("families") * per_family).round().cast(pl.Int64)).alias("requests"))
+    plan_id = f"plan-{seed}-{families}-" + _digest(chosen, channels, models)
+    return Plan(plan_id, frame, channels, models, seed, sum(cost.get(f, 0) for f in chosen),
+                widths.select("families", "fraction", "requests", "strata", "channel", "half_width"))
+
+
+def _digest(*parts) -> str:
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def save_plan(con, plan: Plan) -> None:
+    """Record the plan (every family, selected or not, with its stratum): `estimate` reads it back."""
+    from .store import transaction
+
+    with transaction(con):
+        con.execute("DELETE FROM plan_families WHERE plan_id = $id", {"id": plan.plan_id})
+        con.execute("DELETE FROM plans WHERE plan_id = $id", {"id": plan.plan_id})
+        con.execute("INSERT INTO plans VALUES ($id, now(), $seed, $n, $channels, $models, $share)",
+                    {"id": plan.plan_id, "seed": plan.seed, "n": int(plan.families["selected"].sum()),
+                     "channels": plan.channels, "models": plan.models, "share": NEYMAN_SHARE})
+        rows = plan.families.with_columns(pl.lit(plan.plan_id).alias("plan_id")).select(
+            "plan_id", "family_id", "stratum", "stratum_families", "stratum_sampled", "inclusion_probability",
+            "selected", "spread")
+        con.register("new_plan_families", rows.to_arrow())
+        con.execute("INSERT INTO plan_families SELECT * FROM new_plan_families")
+        con.unregister("new_plan_families")
+
+
+def find_plan(con, model: str, plan_id: str | None = None) -> tuple[str | None, pl.DataFrame | None, str | None]:
+    """The plan a partial model was run on: ``plan_id`` if given, else the recorded plan whose selected
+    families hold most of the families the model answered. Returns (plan id, its families, a note
+    for the user or None)."""
+    answered = con.execute("SELECT family_id FROM family_coverage WHERE model = $m GROUP BY family_id "
+                           "HAVING sum(answered_tasks) > 0", {"m": model}).fetchall()
+    answered = {row[0] for row in answered}
+    plans = con.execute("SELECT plan_id FROM plans ORDER BY created_at DESC").fetchall()
+    if plan_id is not None and plan_id not in {p[0] for p in plans}:
+        raise UsageError(f"no plan {plan_id!r} in the database (plans: {', '.join(p[0] for p in plans) or 'none'})")
+    best, best_overlap = plan_id, -1
+    for (candidate,) in plans if plan_id is None else [(plan_id,)]:
+        chosen = {row[0] for row in con.execute(
+            "SELECT family_id FROM plan_families WHERE plan_id = $id AND selected", {"id": candidate}).fetchall()}
+        overlap = len(chosen & answered)
+        if overlap > best_overlap:
+            best, best_overlap = candidate, overlap
+    if best is None or best_overlap <= 0:
+        return None, None, (f"no recorded plan covers {model}'s families: they are read as a simple random sample "
+                            "of the cohort (run `molp2s plan` before the model, to weigh its families by design)")
+    frame = con.sql(f"SELECT * FROM plan_families WHERE plan_id = '{best}'").pl()
+    chosen = set(frame.filter("selected")["family_id"])
+    notes = []
+    if extra := len(answered - chosen):
+        notes.append(f"{extra} answered families are outside plan {best} and are left out")
+    if missing := len(chosen - answered):
+        notes.append(f"{missing} planned families have no answer from {model}: read as missing at random "
+                     "within their stratum")
+    return best, frame, "; ".join(notes) or None
+
+
+def estimate_from_db(con, model: str, *, plan_id: str | None = None, metrics: tuple[str, ...] = METRICS,
+                     conf_level: float = 0.95, seed: int = 0) -> tuple[pl.DataFrame, str | None]:
+    """Every metric of a partial model over the complete cohort (`estimate_model`), with the plan
+    it was run on found in the database; returns the rows and a note for the user (or None)."""
+    coverage = con.sql("SELECT * FROM model_coverage").pl()
+    if model not in coverage["model"].to_list():
+        raise UsageError(f"no model {model!r} in the database (models: {', '.join(coverage['model'])})")
+    complete = complete_models(con)
+    if model in complete:
+        raise UsageError(f"{model} answered every family: `molp2s metrics` gives its figures directly")
+    if not complete:
+        raise UsageError("no complete model in the database to estimate against")
+    outcomes, channels = _cohort_outcomes(con, complete)
+    found, plan, note = find_plan(con, model, plan_id)
+    if plan is not None:
+        chosen = set(plan.filter("selected")["family_id"])
+        outcomes = outcomes.filter((pl.col("model") != model) | pl.col("family_id").is_in(chosen))
+    outcomes = outcomes.filter(pl.col("model").is_in([*complete, model]))
+    result = estimate_model(outcomes, plan, model=model, complete=complete, channels=channels, metrics=metrics,
+                            conf_level=conf_level, seed=seed)
+    return result, note
+
+
+def read_family_list(path, *, known: list[str]) -> list[str]:
+    """The ``family_id`` column of a CSV, JSONL or Parquet file (a plan), every id checked
+    against the benchmark's families; errors name the file and the row."""
+    from pathlib import Path
+
+    from .ingest.errors import InputError
+
+    path = Path(path)
+    readers = {".csv": pl.read_csv, ".jsonl": pl.read_ndjson, ".ndjson": pl.read_ndjson, ".parquet": pl.read_parquet}
+    if path.suffix not in readers:
+        raise UsageError(f"{path}: a family list is a .csv, .jsonl or .parquet file")
+    if not path.exists():
+        raise UsageError(f"{path}: no such file")
+    try:
+        frame = readers[path.suffix](path, **({"infer_schema_length": 0} if path.suffix == ".csv" else {}))
+    except Exception as exc:  # polars raises several types on malformed files
+        raise InputError(path, f"cannot read the file ({exc})") from exc
+    if "family_id" not in frame.columns:
+        raise InputError(path, f"no family_id column (columns: {', '.join(frame.columns)})")
+    ids = frame["family_id"].cast(pl.String)
+    known_set = set(known)
+    for row, family in enumerate(ids.to_list(), start=2 if path.suffix == ".csv" else 1):
+        if family is None or family not in known_set:
+            raise InputError(path, f"family_id {family!r} is not a family of the benchmark", where=f"row {row}")
+    return list(dict.fromkeys(ids.to_list()))

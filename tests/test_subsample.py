@@ -1,0 +1,155 @@
+"""Plans and estimates for a model run on a fraction of the benchmark (molp2s_stats.subsample)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from molp2s_stats import store, subsample
+from molp2s_stats.cli import app
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=6), st.data())
+def test_allocation_spends_the_budget_within_each_stratum(sizes, data):
+    sizes = np.array(sizes)
+    n = data.draw(st.integers(min(sizes.sum(), 2 * len(sizes)), sizes.sum()))
+    spreads = np.array(data.draw(st.lists(st.floats(0.0, 5.0), min_size=len(sizes), max_size=len(sizes))))
+    counts = subsample.allocate(sizes, spreads, int(n))
+    assert counts.sum() == n
+    assert (counts <= sizes).all() and (counts >= np.minimum(sizes, subsample.MIN_PER_STRATUM)).all()
+
+
+def test_a_one_stratum_estimate_is_the_sample_mean_with_the_finite_population_correction():
+    """Ten families, four answered (a = 1, 0, 1, 1), b = 1 known everywhere, no prediction:
+    estimate 3/4; variance (1 − 4/10) · s² / 4 with s² = var(1, 0, 1, 1) = 1/4, so se = √(0.6/16)."""
+    a = np.array([1, 0, 1, 1, 0, 0, 0, 0, 0, 0], dtype=float)
+    sampled = np.array([True] * 4 + [False] * 6)
+    result = subsample.aipw_ratio(a, np.ones(10), sampled, np.zeros(10, dtype=int), np.zeros(10), None,
+                                  np.zeros(10), regress=False)
+    assert result.estimate == pytest.approx(0.75)
+    assert result.se == pytest.approx(math.sqrt(0.6 * 0.25 / 4))
+    assert result.n == 4 and not result.predicted
+
+
+def test_a_stratified_estimate_weighs_each_stratum_by_its_size():
+    """Stratum 0: 8 families, 2 answered (1, 1); stratum 1: 2 families, both answered (0, 0).
+    Â = 8/2 · 2 + 2/2 · 0 = 8 of B = 10; stratum 1 is answered in full and adds no variance;
+    stratum 0's residuals u = a − 0.8 are equal, so its variance is 0 too."""
+    a = np.array([1, 1, 0, 0, 0, 0, 0, 0, 0, 0], dtype=float)
+    sampled = np.array([True, True, True, True] + [False] * 6)
+    stratum = np.array([0, 0, 1, 1, 0, 0, 0, 0, 0, 0])
+    result = subsample.aipw_ratio(a, np.ones(10), sampled, stratum, np.zeros(10), None, np.zeros(10), regress=False)
+    assert result.estimate == pytest.approx(0.8) and result.se == pytest.approx(0.0)
+
+
+def _population(rng, families=400, models=5):
+    """Per-family outcomes of complete models and a new model that share a family difficulty."""
+    d = rng.normal(0, 1.5, families)
+    p = 1 / (1 + np.exp(-(rng.normal(0, 0.5, models + 1)[None, :] - d[:, None])))
+    return (rng.random((families, models + 1)) < p).astype(float), d
+
+
+def test_the_estimate_is_unbiased_and_its_interval_covers_over_repeated_plans():
+    """Over 300 plans of 15% (a strong shared difficulty, so the prediction pays), the mean error is
+    within Monte Carlo error of 0 and the 95% intervals cover the full value about 95% of the time."""
+    rng = np.random.default_rng(3)
+    y, difficulty = _population(rng)
+    truth = y[:, -1].mean()
+    pooled = y[:, :-1].mean(axis=1)
+    errors, covered, predicted = [], [], []
+    for _ in range(300):
+        sampled = np.zeros(len(y), dtype=bool)
+        sampled[rng.choice(len(y), 60, replace=False)] = True
+        result = subsample.aipw_ratio(np.where(sampled, y[:, -1], 0.0), np.ones(len(y)), sampled,
+                                      np.zeros(len(y), dtype=int), pooled, None, pooled, regress=True)
+        half = 1.96 * result.se
+        errors.append(result.estimate - truth)
+        covered.append(abs(result.estimate - truth) <= half)
+        predicted.append(result.predicted)
+    errors = np.array(errors)
+    assert all(predicted)
+    assert abs(errors.mean()) < 3 * errors.std() / math.sqrt(len(errors))
+    assert 0.90 <= np.mean(covered) <= 0.99
+
+
+def test_the_prediction_is_used_only_where_the_complete_models_say_it_pays():
+    rng = np.random.default_rng(4)
+    y, _ = _population(rng)
+    complete = y[:, :-1]
+    assert subsample.regression_pays(complete, np.ones_like(complete), complete, sampled=60)
+    noise = (rng.random(complete.shape) < 0.5).astype(float)  # families do not differ: nothing to predict
+    assert not subsample.regression_pays(noise, np.ones_like(noise), noise, sampled=60)
+
+
+# ------------------------------------------------------------------ end to end, the CLI
+
+
+@pytest.fixture(scope="module")
+def simulated_db(tmp_path_factory):
+    from molp2s_stats import simulate
+
+    from simulated_benchmark import write_simulated
+
+    root = tmp_path_factory.mktemp("subsample")
+    models = tuple(simulate.SimulatedModel(f"sim-{i}", skill, {"*": 1.0}, {"*": 0.5}, invalid=0.0, raw_text_share=0.0)
+                   for i, skill in enumerate((-0.5, 0.0, 0.5, 1.0)))
+    db, _ = write_simulated(root, families=60, channels=("dipole_norm", "gap"), models=models, seed=11)
+    return root, db
+
+
+def test_plan_prompts_load_and_estimate_from_the_command_line(simulated_db, tmp_path):
+    root, db = simulated_db
+    copy = tmp_path / "runs.duckdb"
+    copy.write_bytes(db.read_bytes())
+    runner = CliRunner()
+    plan_file = tmp_path / "plan.csv"
+    result = runner.invoke(app, ["plan", "--db", str(copy), "--fraction", "0.3", "--seed", "2", "--out", str(plan_file)])
+    assert result.exit_code == 0, result.output
+    assert "18 of 60 families" in result.output and "requests" in result.output and "dipole_norm" in result.output
+    planned = pl.read_csv(plan_file)
+    assert planned.columns[0] == "family_id" and planned.height == 18
+
+    # the planned prompts: exactly those families' tasks
+    prompts_file = tmp_path / "prompts.jsonl"
+    result = runner.invoke(app, ["prompts", "--db", str(copy), "--families", str(plan_file), "--out", str(prompts_file)])
+    assert result.exit_code == 0, result.output
+    con = store.connect(copy, read_only=True)
+    tasks = con.sql("SELECT task_id, family_id FROM tasks").pl()
+    con.close()
+    exported = pl.read_ndjson(prompts_file).join(tasks, on="task_id")
+    assert set(exported["family_id"]) == set(planned["family_id"])
+    assert exported.height == tasks.filter(pl.col("family_id").is_in(planned["family_id"].to_list())).height
+
+    # a new model answers them as sim-2 does, under its own name
+    answers = pl.read_parquet(root / "responses" / "sim-2.parquet").join(tasks, on="task_id").filter(
+        pl.col("family_id").is_in(planned["family_id"].to_list())).drop("family_id").with_columns(
+        pl.lit("new").alias("model"))
+    answers.write_parquet(tmp_path / "new.parquet")
+    assert runner.invoke(app, ["load", "--db", str(copy), str(tmp_path / "new.parquet")]).exit_code == 0
+
+    result = runner.invoke(app, ["estimate", "--db", str(copy), "--model", "new", "--metric", "pgr",
+                                 "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    estimate = pl.read_csv(result.stdout.encode())
+    full = runner.invoke(app, ["metrics", "--db", str(copy), "--metric", "pgr", "--bootstrap", "0", "--format", "csv"])
+    truth = pl.read_csv(full.stdout.encode()).filter(pl.col("model") == "sim-2")
+    joined = estimate.join(truth.select("channel", pl.col("estimate").alias("truth")), on="channel")
+    assert joined.height == 2 and set(joined["method"]) <= {subsample.METHOD, subsample.METHOD_WITHOUT_PREDICTION}
+    assert (joined["conf_low"] <= joined["truth"]).all() and (joined["truth"] <= joined["conf_high"]).all()
+    assert (joined["n"] < truth["n"]).all()  # it answered part of each cohort
+
+
+def test_estimate_refuses_a_complete_model_and_an_unknown_one(simulated_db):
+    _, db = simulated_db
+    runner = CliRunner()
+    result = runner.invoke(app, ["estimate", "--db", str(db), "--model", "sim-1"])
+    assert result.exit_code != 0 and "answered every family" in result.output
+    result = runner.invoke(app, ["estimate", "--db", str(db), "--model", "nobody"])
+    assert result.exit_code != 0 and "no model 'nobody'" in result.output

@@ -680,3 +680,26 @@ def read_family_list(path, *, known: list[str]) -> list[str]:
         if family is None or family not in known_set:
             raise InputError(path, f"family_id {family!r} is not a family of the benchmark", where=f"row {row}")
     return list(dict.fromkeys(ids.to_list()))
+
+
+#: The ``method`` values of estimated rows: a leaderboard marks them.
+ESTIMATED_METHODS = (METHOD, METHOD_WITHOUT_PREDICTION)
+
+
+def with_estimates(con, result: pl.DataFrame, metrics: tuple[str, ...]) -> tuple[pl.DataFrame, list[str]]:
+    """``metrics``' rows with each partial model's rows replaced by its estimate over the complete
+    cohort (what a leaderboard shows for it), and the notes the estimates gave."""
+    from .metrics import read_partial_models
+
+    notes = []
+    for model in read_partial_models(con)["model"].to_list():
+        try:
+            estimate, note = estimate_from_db(con, model, metrics=metrics)
+        except UsageError as exc:  # no complete model to estimate against: its plain rows stay
+            notes.append(f"{model}: not estimated ({exc})")
+            continue
+        if note:
+            notes.append(f"{model}: {note}")
+        result = pl.concat([result.filter(pl.col("model") != model),
+                            estimate.select(result.columns).filter(pl.col("metric").is_in(list(metrics)))])
+    return result, notes

@@ -24,6 +24,8 @@ TINY = {
                         "--samplers", "nutpie", "--process", "1", "--budget", "0"], "whole process"),
     "bench_fit_shapes.py": (["--seeds", "1", "--shapes", "small-study", "--budget", "0", "--out", "{tmp}/shapes.csv"],
                             "all shapes"),
+    "bench_adaptive.py": (["--seeds", "1", "--data", "disagree", "--budgets", "0.15", "--models", "1",
+                           "--out", "{tmp}/adaptive.csv"], "summary over channels"),
     "bench_sbc.py": (["--replicates", "2", "--draws", "60", "--out", "{tmp}/ranks.csv", "--figure", "{tmp}/ranks.svg"],
                      "family_channel_sd"),
 }

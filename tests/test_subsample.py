@@ -145,6 +145,20 @@ def test_plan_prompts_load_and_estimate_from_the_command_line(simulated_db, tmp_
     assert (joined["conf_low"] <= joined["truth"]).all() and (joined["truth"] <= joined["conf_high"]).all()
     assert (joined["n"] < truth["n"]).all()  # it answered part of each cohort
 
+    # the leaderboard shows the estimate, marked, and the partial model never shrinks the cohort
+    from molp2s_stats import metrics
+    from molp2s_stats.report import tables
+
+    con = store.connect(copy, read_only=True)
+    result, notes = subsample.with_estimates(con, metrics.metrics_from_db(con, metrics=("pgr",), draws=0), ("pgr",))
+    assert metrics.read_partial_models(con).row(0) == ("new", 18, 60)
+    con.close()
+    new_rows = result.filter(pl.col("model") == "new")
+    assert set(new_rows["method"]) <= set(subsample.ESTIMATED_METHODS) and new_rows["conf_low"].is_not_null().all()
+    html = tables.leaderboard_table(result, "pgr", title="PGR")[0].as_raw_html()
+    assert "new (estimated)" in html and "planned fraction of the families" in html
+    assert notes == []
+
 
 def test_estimate_refuses_a_complete_model_and_an_unknown_one(simulated_db):
     _, db = simulated_db

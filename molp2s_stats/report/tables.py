@@ -18,6 +18,7 @@ from great_tables import GT, loc, style
 
 from ..glossary import column_label
 from ..metrics import BASELINE, channel_names, in_channel_order, read_channel_table, with_random_baseline
+from ..subsample import ESTIMATED_METHODS
 
 
 GOLD, SILVER = "#f4d35e", "#d9d9d9"
@@ -120,7 +121,9 @@ def leaderboard_table(metrics: pl.DataFrame, metric: str, *, title: str, subtitl
     order, names, groups = model_order(tidy["model"].unique(maintain_order=True).to_list(), models)
     grouped = any(groups.get(m) for m in order)
     wide = _interval_grid(tidy, rows=("model", order), columns=("channel", channels))
-    labels = [names.get(m) or m for m in order]
+    # rows of a model run on part of the benchmark carry the estimate over the whole cohort
+    estimated = set(tidy.filter(pl.col("method").is_in(ESTIMATED_METHODS))["model"]) if "method" in tidy.columns else set()
+    labels = [f"{names.get(m) or m} (estimated)" if m in estimated else names.get(m) or m for m in order]
     extra = {"label": labels}
     if grouped:
         extra["group"] = [groups.get(m) or ("" if m == BASELINE else "Other models") for m in order]
@@ -136,6 +139,11 @@ def leaderboard_table(metrics: pl.DataFrame, metric: str, *, title: str, subtitl
     if BASELINE in order:
         table = table.tab_style(style=style.text(style="italic", color="#555555"),
                                 locations=loc.body(rows=[order.index(BASELINE)]))
+    if estimated:
+        table = table.tab_source_note(
+            "Estimated: the model answered a planned fraction of the families; its row is the estimate over the "
+            "whole cohort (the AIPW estimator, from its answers and the complete models' outcomes), with a 95% "
+            "design-based interval.")
     return table.tab_source_note(f"Gold: best per column; silver: second. {interval_note}"), tidy
 
 

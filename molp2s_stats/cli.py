@@ -298,6 +298,7 @@ def estimate_command(
     model: Annotated[str, typer.Option("--model", help="The partial model (answered on a plan's families).")],
     db: DbOption = Path(DEFAULT_DB),
     plan: Annotated[Optional[str], typer.Option("--plan", help="Plan id (as `molp2s plan` printed it); default: the recorded plan that holds the model's families.")] = None,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates of the answered families within their strata for the interval (0: the design-based variance, exact for this estimator up to its linearisation).")] = 0,
     metric: Annotated[Optional[list[str]], typer.Option("--metric", help=f"One of: {', '.join(METRICS)}; repeat for several. Default: all.")] = None,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
@@ -317,7 +318,7 @@ def estimate_command(
     con = _open(db)
     result, note = subsample.estimate_from_db(con, model, plan_id=plan,
                                               metrics=tuple(metric) if metric else metrics.METRICS,
-                                              conf_level=conf_level, seed=seed)
+                                              conf_level=conf_level, seed=seed, draws=bootstrap)
     if note:
         typer.echo(f"note: {note}", err=True)
     emit(result, fmt, out, title=f"Estimated metrics of {model} (rates in %, differences in pp)")

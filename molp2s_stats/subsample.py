@@ -405,19 +405,22 @@ def regression_pays(a: np.ndarray, b: np.ndarray, pooled: np.ndarray, sampled: i
 
 def aipw_ratio(a: np.ndarray, b: np.ndarray, sampled: np.ndarray, stratum: np.ndarray,
                predict_a: np.ndarray, predict_b: np.ndarray | None, pooled: np.ndarray,
-               regress: bool = True) -> Estimate:
+               regress: bool = True, multiplicity: np.ndarray | None = None) -> Estimate:
     """The AIPW (regression) estimate of Σ a / Σ b over every family and its standard error.
 
     ``a`` and ``b`` hold the new model's values where ``sampled``; ``predict_*`` the complete models'
     mean of each, ``pooled`` their pooled difficulty, for every family; ``predict_b`` None when b_f is
     known for every family (it does not depend on the answers: PGR's "has a cf task", say), and ``b``
-    then holds it everywhere.
+    then holds it everywhere. ``multiplicity`` (per family, summing to n_h in each stratum) is a
+    bootstrap replicate's draw of the sampled families; the standard error is then not computed.
     """
     stratum = _collapse(stratum, sampled)
     n = int(sampled.sum())
     sizes = np.bincount(stratum)
     taken = np.bincount(stratum, weights=sampled.astype(float))
     w = (sizes / np.where(taken > 0, taken, 1))[stratum]
+    if multiplicity is not None:
+        w = w * multiplicity
     fitted = {}
     totals = {}
     for name, values, predictor in (("a", a, predict_a), ("b", b, predict_b)):
@@ -433,6 +436,8 @@ def aipw_ratio(a: np.ndarray, b: np.ndarray, sampled: np.ndarray, stratum: np.nd
     if totals["b"] <= 0:
         return Estimate(np.nan, np.nan, 0, n)
     theta = totals["a"] / totals["b"]
+    if multiplicity is not None:
+        return Estimate(float(theta), np.nan, 0, n, regress)
     u = (a - fitted["a"]) - theta * (b - fitted["b"])
     variance = 0.0
     for s in range(len(sizes)):
@@ -443,6 +448,28 @@ def aipw_ratio(a: np.ndarray, b: np.ndarray, sampled: np.ndarray, stratum: np.nd
     parameters = 1 + sum(p is not None for p in (predict_a, predict_b)) * (len(PREDICTORS) if regress else 0)
     df = max(1, n - len(sizes) - parameters)
     return Estimate(float(theta), float(np.sqrt(variance) / totals["b"]), df, n, regress)
+
+
+def bootstrap_interval(args: tuple, estimate: float, *, draws: int, rng: np.random.Generator,
+                       conf_level: float) -> tuple[float, float, int]:
+    """Percentile interval of a stratified bootstrap of the sampled families, the prediction refitted
+    in each replicate; each replicate's deviation is scaled by √(1 − n/N), the finite-population
+    correction the with-replacement bootstrap lacks. ``args`` are `aipw_ratio`'s. Returns (low, high,
+    replicates undefined)."""
+    a, b, sampled, stratum, *rest = args
+    collapsed = _collapse(stratum, sampled)
+    groups = [np.flatnonzero(sampled & (collapsed == s)) for s in range(collapsed.max() + 1)]
+    correction = np.sqrt(max(0.0, 1 - sampled.sum() / len(sampled)))
+    replicates = np.full(draws, np.nan)
+    for r in range(draws):
+        multiplicity = np.zeros(len(a))
+        for members in groups:
+            if len(members):
+                np.add.at(multiplicity, rng.choice(members, size=len(members)), 1.0)
+        theta = aipw_ratio(a, b, sampled, stratum, *rest, multiplicity=multiplicity).estimate
+        replicates[r] = estimate + correction * (theta - estimate)
+    low, high, undefined = resample.percentile_interval(replicates[:, None], conf_level)
+    return float(low[0]), float(high[0]), int(undefined[0])
 
 
 def _known_denominator(b: np.ndarray) -> bool:
@@ -484,13 +511,20 @@ def estimate_model(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: 
             known = _known_denominator(b_all[:, :-1])
             b_use = b_all[:, 0] if known else np.where(sampled, b, 0.0)
             regress = regression_pays(a_all[:, :-1], b_all[:, :-1], pooled, int(sampled.sum()))
-            result = (aipw_ratio(np.where(sampled, a, 0.0), b_use, sampled, stratum,
-                                 np.nanmean(a_all[:, :-1], axis=1), None if known else np.nanmean(b_all[:, :-1], axis=1),
-                                 pool, regress)
-                      if sampled.sum() >= 2 else Estimate(np.nan, np.nan, 0, int(sampled.sum())))
-            low, high = _interval(result, conf_level, _LIMITS.get(metric, (0.0, 1.0)))
+            args = (np.where(sampled, a, 0.0), b_use, sampled, stratum, np.nanmean(a_all[:, :-1], axis=1),
+                    None if known else np.nanmean(b_all[:, :-1], axis=1), pool, regress)
+            result = aipw_ratio(*args) if sampled.sum() >= 2 else Estimate(np.nan, np.nan, 0, int(sampled.sum()))
+            limits = _LIMITS.get(metric, (0.0, 1.0))
+            undefined = 0
+            if draws and np.isfinite(result.estimate):
+                low, high, undefined = bootstrap_interval(args, result.estimate, draws=draws, conf_level=conf_level,
+                                                          rng=resample.rng_for(seed, f"{model}:{channel}:{metric}"))
+                low, high = max(limits[0], low), min(limits[1], high)
+            else:
+                low, high = _interval(result, conf_level, limits)
+            method = METHOD if result.predicted else METHOD_WITHOUT_PREDICTION
             rows.append((model, channel, metric, result.estimate, low, high, conf_level, result.n,
-                         METHOD if result.predicted else METHOD_WITHOUT_PREDICTION, draws, 0, seed, "wrong", None))
+                         f"{method}_bootstrap" if draws else method, draws, undefined, seed, "wrong", None))
     frame = pl.DataFrame(rows, schema=RESULT_SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None))
     frame = frame.drop("baseline").join(baselines, on=["channel", "metric"], how="left", maintain_order="left")
     return units.percent_columns(frame.select(list(RESULT_SCHEMA)), ("estimate", "conf_low", "conf_high", "baseline"))
@@ -633,7 +667,7 @@ def find_plan(con, model: str, plan_id: str | None = None) -> tuple[str | None, 
 
 
 def estimate_from_db(con, model: str, *, plan_id: str | None = None, metrics: tuple[str, ...] = METRICS,
-                     conf_level: float = 0.95, seed: int = 0) -> tuple[pl.DataFrame, str | None]:
+                     conf_level: float = 0.95, seed: int = 0, draws: int = 0) -> tuple[pl.DataFrame, str | None]:
     """Every metric of a partial model over the complete cohort (`estimate_model`), with the plan
     it was run on found in the database; returns the rows and a note for the user (or None)."""
     coverage = con.sql("SELECT * FROM model_coverage").pl()
@@ -651,7 +685,7 @@ def estimate_from_db(con, model: str, *, plan_id: str | None = None, metrics: tu
         outcomes = outcomes.filter((pl.col("model") != model) | pl.col("family_id").is_in(chosen))
     outcomes = outcomes.filter(pl.col("model").is_in([*complete, model]))
     result = estimate_model(outcomes, plan, model=model, complete=complete, channels=channels, metrics=metrics,
-                            conf_level=conf_level, seed=seed)
+                            conf_level=conf_level, seed=seed, draws=draws)
     return result, note
 
 
@@ -683,7 +717,7 @@ def read_family_list(path, *, known: list[str]) -> list[str]:
 
 
 #: The ``method`` values of estimated rows: a leaderboard marks them.
-ESTIMATED_METHODS = (METHOD, METHOD_WITHOUT_PREDICTION)
+ESTIMATED_METHODS = (METHOD, METHOD_WITHOUT_PREDICTION, f"{METHOD}_bootstrap", f"{METHOD_WITHOUT_PREDICTION}_bootstrap")
 
 
 def with_estimates(con, result: pl.DataFrame, metrics: tuple[str, ...]) -> tuple[pl.DataFrame, list[str]]:

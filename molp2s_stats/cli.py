@@ -282,8 +282,11 @@ def plan_command(
     chosen.select("family_id", "stratum", "inclusion_probability").write_csv(out)
     strata = int(plan.families["stratum"].max())
     typer.echo(f"{plan.plan_id}: {chosen.height} of {plan.families.height} families "
-               f"({chosen.height / plan.families.height:.0%}) in {strata} strata, seed {seed}; "
-               f"{plan.requests:,} requests (their tasks in {len(plan.channels)} channels and P0); wrote {out}")
+               f"({chosen.height / plan.families.height:.0%}) in {strata} {'stratum' if strata == 1 else 'strata'}, "
+               f"seed {seed}; {plan.requests:,} requests (their tasks in {len(plan.channels)} channels and P0); "
+               f"wrote {out}")
+    only = "".join(f" --channel {c}" for c in plan.channels) if channel else ""
+    typer.echo(f"export their prompts with: molp2s prompts --db {db} --families {out}{only} --format … --out …")
     typer.echo("expected 95% half-width of each channel's PGR (pp), for a model like the complete ones:")
     wide = (plan.budgets.with_columns(pl.format("{} families ({}%)", "families", (pl.col("fraction") * 100).round(0)
                                                 .cast(pl.Int64)).alias("budget"))

@@ -228,9 +228,11 @@ COLUMNS: dict[str, str] = {
     "in_cohort": "the family is in the channel's cohort (input-validated and completely covered)",
     "answered_tasks": "of the tasks the channel reads for the family, those the model has a response to",
     "missing_tasks": "of the tasks the channel reads for the family, those the model has no response to",
-    "families_answered": "families the model has at least one response for",
-    "partial": "the model was run on part of the benchmark: some family has no response from it; it is scored "
-               "on the cohort families it answered in full and never shrinks the cohort",
+    "answered_property_tasks": "of the channel's own tasks for the family (all but P0), those the model has a "
+                               "response to",
+    "families_answered": "families the model has a response for in some channel (P0 tasks aside)",
+    "partial": "the model was run on part of the benchmark: some family × channel has no response from it (P0 "
+               "aside); it is scored on the cohort families it answered in full and never shrinks the cohort",
     "defines_cohort": "the model's coverage decides which families are complete: every complete model (every "
                       "model, when none is complete)",
 }

@@ -42,6 +42,9 @@ NEYMAN_SHARE = 0.5
 MIN_PER_STRATUM = 2  # a stratum's variance needs two sampled families
 MAX_STRATA = 6
 FAMILIES_PER_STRATUM = 8  # at least this many sampled families per stratum, on average
+#: A prediction or a stratification is used only where the complete models say it gains this many
+#: times what it costs (its extra coefficients or strata over the sampled families).
+SAFETY = 2.0
 #: ``method`` of an estimate: the AIPW estimator with the complete models' prediction, or, where the
 #: complete models say the prediction would not pay, the inverse-probability-weighted sample alone.
 METHOD, METHOD_WITHOUT_PREDICTION = "aipw_stratified", "weighted_stratified"
@@ -181,7 +184,7 @@ def _leave_one_model_out(a: np.ndarray, b: np.ndarray, pooled: np.ndarray) -> np
     out = np.full((n_families, n_models), np.nan)
     for j in range(n_models):
         others = [k for k in range(n_models) if k != j]
-        pool = _others_mean(pooled, others)
+        pool = _others_mean(pooled, others) if others else np.zeros(n_families)
         ok = np.isfinite(a[:, j]) & np.isfinite(b[:, j]) & np.isfinite(pool)
         if ok.sum() < 4:
             continue
@@ -312,7 +315,7 @@ def choose_strata(known: Predictability, members: list[str], spread: np.ndarray,
     widths = predicted_half_widths(known, members, spread, [n], strata_options=(1, h))
     mean = widths.group_by("strata").agg((pl.col("half_width") ** 2).mean())
     variance = dict(mean.iter_rows())
-    return h if variance.get(h, np.inf) < variance.get(1, np.inf) * (1 - h / n) else 1
+    return h if variance.get(h, np.inf) < variance.get(1, np.inf) * (1 - SAFETY * h / n) else 1
 
 
 def predicted_half_widths(known: Predictability, members: list[str], spread: np.ndarray, budgets: list[int],
@@ -366,16 +369,17 @@ class Estimate:
     predicted: bool = False  # the complete models' prediction entered
 
 
-def _collapse(stratum: np.ndarray, sampled: np.ndarray) -> np.ndarray:
-    """Merge strata with fewer than two sampled families into their neighbour (strata are ordered)."""
+def _collapse(stratum: np.ndarray, sampled: np.ndarray, minimum: int) -> np.ndarray:
+    """Merge strata with fewer than ``minimum`` sampled families into their neighbour (strata are
+    ordered by spread, so neighbours are alike); labels 0, 1, … of the groups."""
     labels = sorted(set(stratum.tolist()))
     groups: list[list[int]] = []
     for label in labels:
-        if groups and (sampled & np.isin(stratum, groups[-1])).sum() < MIN_PER_STRATUM:
+        if groups and (sampled & np.isin(stratum, groups[-1])).sum() < minimum:
             groups[-1].append(label)
         else:
             groups.append([label])
-    if len(groups) > 1 and (sampled & np.isin(stratum, groups[-1])).sum() < MIN_PER_STRATUM:
+    if len(groups) > 1 and (sampled & np.isin(stratum, groups[-1])).sum() < minimum:
         groups[-2].extend(groups.pop())
     out = np.empty_like(stratum)
     for g, members in enumerate(groups):
@@ -383,7 +387,19 @@ def _collapse(stratum: np.ndarray, sampled: np.ndarray) -> np.ndarray:
     return out
 
 
-def regression_pays(a: np.ndarray, b: np.ndarray, pooled: np.ndarray, sampled: int) -> bool:
+def _design_weights(stratum: np.ndarray, sampled: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each family's weight N_h / n_h in its stratum (a stratum none of whose families was answered
+    borrows its neighbour's sample, the one approximation), and the groups the variance is computed
+    over: strata with fewer than two answered families merged into a neighbour (the collapsed-strata
+    variance, which errs on the wide side)."""
+    weighting = _collapse(stratum, sampled, 1)
+    sizes = np.bincount(weighting)
+    taken = np.bincount(weighting, weights=sampled.astype(float))
+    w = (sizes / np.where(taken > 0, taken, 1))[weighting]
+    return w, _collapse(weighting, sampled, MIN_PER_STRATUM)
+
+
+def regression_pays(a: np.ndarray, b: np.ndarray, pooled: np.ndarray, sampled: int, known: bool = True) -> bool:
     # a, b, pooled: (families, complete models)
     """Whether predicting from the complete models narrows the interval, judged on the complete
     models alone (each predicted from the others) so that the choice cannot bias the estimate: the
@@ -399,8 +415,10 @@ def regression_pays(a: np.ndarray, b: np.ndarray, pooled: np.ndarray, sampled: i
     if ok.sum() < 8:
         return False
     gain = 1 - np.var(regressed[ok]) / max(np.var(plain[ok]), 1e-12)
-    extra = len(PREDICTORS) * (1 if _known_denominator(b) else 2)
-    return bool(gain > extra / sampled)
+    extra = len(PREDICTORS) * (1 if known else 2)
+    # twice the break-even: the complete models' gain is an estimate too, and a new model may
+    # follow them less closely than they follow one another
+    return bool(gain > SAFETY * extra / sampled)
 
 
 def aipw_ratio(a: np.ndarray, b: np.ndarray, sampled: np.ndarray, stratum: np.ndarray,
@@ -414,11 +432,8 @@ def aipw_ratio(a: np.ndarray, b: np.ndarray, sampled: np.ndarray, stratum: np.nd
     then holds it everywhere. ``multiplicity`` (per family, summing to n_h in each stratum) is a
     bootstrap replicate's draw of the sampled families; the standard error is then not computed.
     """
-    stratum = _collapse(stratum, sampled)
     n = int(sampled.sum())
-    sizes = np.bincount(stratum)
-    taken = np.bincount(stratum, weights=sampled.astype(float))
-    w = (sizes / np.where(taken > 0, taken, 1))[stratum]
+    w, groups = _design_weights(stratum, sampled)
     if multiplicity is not None:
         w = w * multiplicity
     fitted = {}
@@ -438,43 +453,49 @@ def aipw_ratio(a: np.ndarray, b: np.ndarray, sampled: np.ndarray, stratum: np.nd
     theta = totals["a"] / totals["b"]
     if multiplicity is not None:
         return Estimate(float(theta), np.nan, 0, n, regress)
-    u = (a - fitted["a"]) - theta * (b - fitted["b"])
+    # the stratified variance of the weighted linearised residuals, z = w u: per group
+    # (1 − n_g/N_g) · n_g/(n_g − 1) · Σ (z − z̄)², which for one stratum of equal weights N/n
+    # is the textbook N²(1 − n/N) s²_u / n
+    z = w * ((a - fitted["a"]) - theta * (b - fitted["b"]))
     variance = 0.0
-    for s in range(len(sizes)):
-        members = sampled & (stratum == s)
-        n_h, big_n = members.sum(), sizes[s]
-        if n_h >= 2 and big_n > n_h:
-            variance += big_n ** 2 * (1 - n_h / big_n) * u[members].var(ddof=1) / n_h
+    for g in range(groups.max() + 1):
+        members = sampled & (groups == g)
+        n_g, big_n = int(members.sum()), int((groups == g).sum())
+        if n_g >= 2 and big_n > n_g:
+            variance += (1 - n_g / big_n) * n_g / (n_g - 1) * ((z[members] - z[members].mean()) ** 2).sum()
     parameters = 1 + sum(p is not None for p in (predict_a, predict_b)) * (len(PREDICTORS) if regress else 0)
-    df = max(1, n - len(sizes) - parameters)
+    df = max(1, n - int(groups.max() + 1) - parameters)
     return Estimate(float(theta), float(np.sqrt(variance) / totals["b"]), df, n, regress)
 
 
 def bootstrap_interval(args: tuple, estimate: float, *, draws: int, rng: np.random.Generator,
                        conf_level: float) -> tuple[float, float, int]:
-    """Percentile interval of a stratified bootstrap of the sampled families, the prediction refitted
-    in each replicate; each replicate's deviation is scaled by √(1 − n/N), the finite-population
-    correction the with-replacement bootstrap lacks. ``args`` are `aipw_ratio`'s. Returns (low, high,
-    replicates undefined)."""
+    """Percentile interval of the rescaled bootstrap of Rao and Wu (1988): in each group of the
+    variance (`_design_weights`) n_g − 1 of the n_g answered families are drawn with replacement
+    and each weight is rescaled by 1 − λ + λ · n_g/(n_g − 1) · (times drawn), λ = √(1 − n_g/N_g),
+    which carries each group's finite-population correction; the prediction is refitted in every
+    replicate. ``args`` are `aipw_ratio`'s. Returns (low, high, replicates undefined)."""
     a, b, sampled, stratum, *rest = args
-    collapsed = _collapse(stratum, sampled)
-    groups = [np.flatnonzero(sampled & (collapsed == s)) for s in range(collapsed.max() + 1)]
-    correction = np.sqrt(max(0.0, 1 - sampled.sum() / len(sampled)))
+    _, groups = _design_weights(stratum, sampled)
+    members = [np.flatnonzero(sampled & (groups == g)) for g in range(groups.max() + 1)]
+    scale = [np.sqrt(max(0.0, 1 - len(m) / (groups == g).sum())) for g, m in enumerate(members)]
     replicates = np.full(draws, np.nan)
     for r in range(draws):
-        multiplicity = np.zeros(len(a))
-        for members in groups:
-            if len(members):
-                np.add.at(multiplicity, rng.choice(members, size=len(members)), 1.0)
-        theta = aipw_ratio(a, b, sampled, stratum, *rest, multiplicity=multiplicity).estimate
-        replicates[r] = estimate + correction * (theta - estimate)
+        multiplicity = np.ones(len(a))
+        for chosen, lam in zip(members, scale):
+            if len(chosen) < 2:
+                continue
+            drawn = np.bincount(rng.integers(0, len(chosen), len(chosen) - 1), minlength=len(chosen))
+            multiplicity[chosen] = 1 - lam + lam * len(chosen) / (len(chosen) - 1) * drawn
+        replicates[r] = aipw_ratio(a, b, sampled, stratum, *rest, multiplicity=multiplicity).estimate
     low, high, undefined = resample.percentile_interval(replicates[:, None], conf_level)
     return float(low[0]), float(high[0]), int(undefined[0])
 
 
-def _known_denominator(b: np.ndarray) -> bool:
-    """b_f the same for every complete model on every family: it does not depend on the answers."""
-    return bool(b.size) and bool(np.all(np.isfinite(b))) and bool(np.all(b == b[:, :1]))
+#: Metrics whose b_f does not depend on the answers (1, "has a cf task", the number of cf
+#: tasks): known for every cohort family, so the estimate divides by the true Σ b.
+KNOWN_DENOMINATORS = frozenset({"acc_p0", "acc_source", "acc_shuffled", "reliance_margin", "cf_accuracy", "pgr",
+                                "random_baseline"})
 
 
 _LIMITS = {"reliance_margin": (-1.0, 1.0)}  # a difference of two rates; the others are rates
@@ -489,7 +510,10 @@ def estimate_model(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: 
     the families the model answered as a simple random sample of the cohort. ``n`` counts the
     cohort families the model answered; ``method`` names the estimator.
     """
-    resample.check_options(draws=max(draws, 1), conf_level=conf_level)
+    resample.check_options(draws=draws, conf_level=conf_level)
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown:
+        raise UsageError(f"unknown metric(s) {unknown}; choose from {', '.join(METRICS)}")
     rows = []
     baselines = random_baselines(outcomes.filter(pl.col("model").is_in(complete)), metrics)
     for channel in channels:
@@ -508,9 +532,9 @@ def estimate_model(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: 
             a_all, b_all = data.a[metric], data.b[metric]
             a, b = a_all[:, -1], b_all[:, -1]
             sampled = np.isfinite(a) & np.isfinite(b)
-            known = _known_denominator(b_all[:, :-1])
+            known = metric in KNOWN_DENOMINATORS
             b_use = b_all[:, 0] if known else np.where(sampled, b, 0.0)
-            regress = regression_pays(a_all[:, :-1], b_all[:, :-1], pooled, int(sampled.sum()))
+            regress = regression_pays(a_all[:, :-1], b_all[:, :-1], pooled, int(sampled.sum()), known)
             args = (np.where(sampled, a, 0.0), b_use, sampled, stratum, np.nanmean(a_all[:, :-1], axis=1),
                     None if known else np.nanmean(b_all[:, :-1], axis=1), pool, regress)
             result = aipw_ratio(*args) if sampled.sum() >= 2 else Estimate(np.nan, np.nan, 0, int(sampled.sum()))
@@ -523,8 +547,10 @@ def estimate_model(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: 
             else:
                 low, high = _interval(result, conf_level, limits)
             method = METHOD if result.predicted else METHOD_WITHOUT_PREDICTION
+            booted = bool(draws) and np.isfinite(result.estimate)
             rows.append((model, channel, metric, result.estimate, low, high, conf_level, result.n,
-                         f"{method}_bootstrap" if draws else method, draws, undefined, seed, "wrong", None))
+                         f"{method}_bootstrap" if booted else method, draws if booted else 0, undefined, seed,
+                         "wrong", None))
     frame = pl.DataFrame(rows, schema=RESULT_SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None))
     frame = frame.drop("baseline").join(baselines, on=["channel", "metric"], how="left", maintain_order="left")
     return units.percent_columns(frame.select(list(RESULT_SCHEMA)), ("estimate", "conf_low", "conf_high", "baseline"))
@@ -545,7 +571,7 @@ def complete_models(con) -> list[str]:
     return con.sql("SELECT model FROM model_coverage WHERE NOT partial ORDER BY model").pl()["model"].to_list()
 
 
-def _cohort_outcomes(con, models: list[str]) -> tuple[pl.DataFrame, list[str]]:
+def _cohort_outcomes(con) -> tuple[pl.DataFrame, list[str]]:
     from .metrics import read_family_outcomes
 
     outcomes, channels, _ = read_family_outcomes(con)
@@ -584,7 +610,9 @@ def plan_from_db(con, *, fraction: float | None = None, families: int | None = N
     if (fraction is None) == (families is None):
         raise UsageError("give --fraction or --families (one of them)")
     models = complete_models(con)
-    outcomes, all_channels = _cohort_outcomes(con, models)
+    if not models:
+        raise UsageError("no complete model in the database: a plan learns from models that answered every family")
+    outcomes, all_channels = _cohort_outcomes(con)
     outcomes = outcomes.filter(pl.col("model").is_in(models))
     channels = [c for c in all_channels if c in channels] if channels else all_channels
     if not channels:
@@ -593,7 +621,9 @@ def plan_from_db(con, *, fraction: float | None = None, families: int | None = N
     if fraction is not None:
         if not 0 < fraction <= 1:
             raise UsageError(f"--fraction must be in (0, 1], got {fraction}")
-        families = max(1, round(fraction * len(members)))
+        families = max(MIN_PER_STRATUM, round(fraction * len(members)))
+    if families < MIN_PER_STRATUM:
+        raise UsageError(f"a plan needs at least {MIN_PER_STRATUM} families for an interval, not {families}")
     known = predictability(outcomes, models, channels)
     frame = make_plan(outcomes, models=models, channels=channels, families=families, seed=seed, known=known)
     chosen = frame.filter("selected")["family_id"].to_list()
@@ -655,7 +685,7 @@ def find_plan(con, model: str, plan_id: str | None = None) -> tuple[str | None, 
     if best is None or best_overlap <= 0:
         return None, None, (f"no recorded plan covers {model}'s families: they are read as a simple random sample "
                             "of the cohort (run `molp2s plan` before the model, to weigh its families by design)")
-    frame = con.sql(f"SELECT * FROM plan_families WHERE plan_id = '{best}'").pl()
+    frame = con.sql("SELECT * FROM plan_families WHERE plan_id = $id", params={"id": best}).pl()
     chosen = set(frame.filter("selected")["family_id"])
     notes = []
     if extra := len(answered - chosen):
@@ -678,11 +708,17 @@ def estimate_from_db(con, model: str, *, plan_id: str | None = None, metrics: tu
         raise UsageError(f"{model} answered every family: `molp2s metrics` gives its figures directly")
     if not complete:
         raise UsageError("no complete model in the database to estimate against")
-    outcomes, channels = _cohort_outcomes(con, complete)
+    outcomes, channels = _cohort_outcomes(con)
     found, plan, note = find_plan(con, model, plan_id)
     if plan is not None:
         chosen = set(plan.filter("selected")["family_id"])
         outcomes = outcomes.filter((pl.col("model") != model) | pl.col("family_id").is_in(chosen))
+        # only the plan's channels: elsewhere a cohort holds families the plan could never draw
+        planned = con.execute("SELECT channels FROM plans WHERE plan_id = $id", {"id": found}).fetchall()[0][0]
+        if left := [c for c in channels if c not in planned]:
+            note = "; ".join(filter(None, [note, f"plan {found} covers {', '.join(planned)}: "
+                                                 f"{len(left)} other channel(s) not estimated"]))
+        channels = [c for c in channels if c in planned]
     outcomes = outcomes.filter(pl.col("model").is_in([*complete, model]))
     result = estimate_model(outcomes, plan, model=model, complete=complete, channels=channels, metrics=metrics,
                             conf_level=conf_level, seed=seed, draws=draws)

@@ -43,8 +43,9 @@ def test_a_partial_model_never_shrinks_the_cohort(loaded):
     con = loaded({"p": {"F1": None, "F2": None, "F4": {"p0"}}})
     assert _cohort(con) == ["F1", "F2", "F4"]
     coverage = {r["model"]: r for r in con.sql("SELECT * FROM model_coverage").pl().iter_rows(named=True)}
+    # F4's P0 task alone (listed under every channel) does not count as running the family
     assert (coverage["p"]["partial"], coverage["p"]["families_answered"], coverage["p"]["families_total"]) == (
-        True, 3, 5)
+        True, 2, 5)
     assert not coverage["m1"]["partial"] and coverage["m1"]["defines_cohort"] and not coverage["p"]["defines_cohort"]
 
 
@@ -85,3 +86,11 @@ def test_metrics_command_names_the_partial_models(loaded, tmp_path):
     assert result.exit_code == 0, result.output
     assert "partial models" in result.stderr and "p (2 of 5 families)" in result.stderr
     assert "partial" not in result.stdout  # the table itself stays tidy
+
+
+def test_a_model_run_on_p0_only_is_partial_and_leaves_the_cohort_alone(loaded):
+    # answers every family's P0 task (listed under every channel) and nothing else
+    con = loaded({"p": {f: {"p0"} for f in ("F1", "F2", "F3", "F4", "F5")}})
+    assert _cohort(con) == ["F1", "F2", "F4"]
+    row = con.sql("SELECT partial, defines_cohort, families_answered FROM model_coverage WHERE model = 'p'").pl()
+    assert row.row(0) == (True, False, 0)

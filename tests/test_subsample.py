@@ -192,3 +192,41 @@ def test_the_bootstrap_interval_agrees_with_the_design_based_one():
                                                         conf_level=0.95)
     assert undefined == 0 and low < point.estimate < high
     assert (high - low) / 2 == pytest.approx(1.96 * point.se, rel=0.25)
+
+
+def test_strata_with_one_answered_family_keep_their_own_weight():
+    """Three strata of 100 families sampled 20, 2 and 1; only the third holds right answers (a third
+    of all). Each stratum keeps N_h / n_h, so the estimate is unbiased over repeated samples (merging
+    the small strata for the weights would give about 0.22)."""
+    rng = np.random.default_rng(5)
+    stratum = np.repeat([1, 2, 3], 100)
+    a = (stratum == 3).astype(float)
+    estimates = []
+    for _ in range(400):
+        sampled = np.zeros(300, dtype=bool)
+        for s, n in ((1, 20), (2, 2), (3, 1)):
+            sampled[rng.choice(np.flatnonzero(stratum == s), n, replace=False)] = True
+        estimates.append(subsample.aipw_ratio(np.where(sampled, a, 0.0), np.ones(300), sampled, stratum,
+                                              np.zeros(300), None, np.zeros(300), regress=False).estimate)
+    assert np.mean(estimates) == pytest.approx(1 / 3, abs=1e-9)
+
+
+def test_with_one_complete_model_the_plan_still_predicts_an_interval(simulated_db, tmp_path):
+    """No other model to predict it from: the plan's half-widths are a random sample's, not zero."""
+    _, db = simulated_db
+    con = store.connect(db, read_only=True)
+    from molp2s_stats import metrics
+
+    outcomes = metrics.read_family_outcomes(con)[0].filter(pl.col("model") == "sim-1")
+    con.close()
+    channels = ["dipole_norm", "gap"]
+    known = subsample.predictability(outcomes, ["sim-1"], channels)
+    members = subsample.universe(outcomes, channels)
+    widths = subsample.predicted_half_widths(known, members, np.ones(len(members)), [20])
+    assert (widths["half_width"] > 1).all()
+
+
+def test_cfr_divides_by_the_new_models_own_right_sources():
+    """CFR's b_f is y(source): never taken from the complete models, even when there is one."""
+    assert "cfr" not in subsample.KNOWN_DENOMINATORS and "persist" not in subsample.KNOWN_DENOMINATORS
+    assert {"pgr", "reliance_margin", "acc_source", "cf_accuracy"} <= subsample.KNOWN_DENOMINATORS

@@ -177,8 +177,8 @@ class _Ids(HTMLParser):
 @pytest.mark.parametrize("name", PAGES)
 def test_no_heading_or_cell_id_appears_twice_on_a_page(site, name):
     """Cells carry their labels as ids and headings pandoc's identifiers, as under Quarto: each of
-    those ids is on the page once, clashing neither with another nor with an id inside a table.
-    (great-tables itself repeats ids such as `title` across the tables of one page; not checked here.)"""
+    those ids is on the page once, clashing neither with another nor with an id inside a table;
+    and every table's own ids (great-tables' title, column ids) are under its own name."""
     page = (site / f"{name}.html").read_text()
     parser = _Ids()
     parser.feed(page)
@@ -189,6 +189,9 @@ def test_no_heading_or_cell_id_appears_twice_on_a_page(site, name):
     assert labels and labels <= set(parser.ids)
     repeated = sorted(i for i in labels | headings if parser.ids.count(i) > 1)
     assert repeated == []
+    tables_ids = [i for i in parser.ids if i.startswith("table-")]
+    assert sorted({i for i in tables_ids if tables_ids.count(i) > 1}) == []
+    assert "title" not in parser.ids  # great-tables' bare id, once per table before
 
 
 def test_pages_hold_what_they_promise(site):

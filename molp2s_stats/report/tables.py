@@ -329,5 +329,8 @@ def show(frame: pl.DataFrame, table: GT, name: str):
     from IPython.display import HTML
 
     save(frame, table, name)
+    # great-tables names its elements (title, column ids) under the table's id: one id per
+    # table keeps them unique on a page of several tables
+    html = table.with_id(f"table-{name}").as_raw_html()
     # a table wider than the page scrolls inside its box instead of widening the page
-    return HTML(f"<div class='table-scroll'>{table.as_raw_html()}</div>")
+    return HTML(f"<div class='table-scroll'>{html}</div>")

@@ -310,6 +310,8 @@ _INTRO = re.compile(
 # word the letter abbreviates it ("Debye (D)", "butanenitrile (B)").
 _LEADS_OPTION = frozenset("but or and is are be so thus hence therefore then choose pick select option answer choice "
                           "candidate fragment substituent".split())
+# Concessive words: a letter after them is granted in passing ("though (B) was considered").
+_CONCEDES = frozenset("though although albeit whereas while even".split())
 # How a finished reply's last line ends: a full stop, bracket or markup; or a label, alone on the
 # line or closing an answer line ("Answer: B").
 _ENDS_SENTENCE = re.compile(r"[.!?)\]}*_\"'`$:;\ue001]\Z")
@@ -547,13 +549,20 @@ def _option_label(line: str) -> str | None:
     return None if others else label
 
 
-def _leads_option(before: str) -> bool:
-    """Whether the text before "(B)" on its line lets it name an option: nothing, punctuation, a function word."""
+def _leads_option(before: str, letter: str) -> bool:
+    """Whether the text before "(B)" on its line lets it name an option: nothing, punctuation, a
+    function word, or any word the letter cannot abbreviate. Only a word that starts with the letter
+    makes it an abbreviation ("Debye (D)", "butanenitrile (B)"): "Either (A) or (B)" names two options,
+    and dropping one of them would turn a hedge into the other letter."""
     before = before.rstrip(" \t*_")
     if not before or not (before[-1].isalnum() or before[-1] == "_"):
         return True
     word = before.rsplit(None, 1)[-1]
-    return word.lower() in _LEADS_OPTION or any(c.isdigit() for c in word)  # "0.75 (J)": the value of option J
+    if word.lower() in _LEADS_OPTION or any(c.isdigit() for c in word):  # "0.75 (J)": the value of option J
+        return True
+    if word.lower() in _CONCEDES:  # "…, though (B) was considered": a side remark, not a choice
+        return False
+    return not word.lstrip("*_([").lower().startswith(letter.lower())
 
 
 _NAME_WINDOW = 200  # characters before a mention that can make it a name; bounds the work on long lines
@@ -566,7 +575,7 @@ def _names_something(masked: str, m: re.Match[str]) -> bool:
     before = masked[max(window, masked.rfind("\n", window, m.start()) + 1):m.start()]
     if _NAMING_WORD.search(before[-40:]):
         return True
-    if m.re is _STRUCTURED[2] and not _leads_option(before):
+    if m.re is _STRUCTURED[2] and not _leads_option(before, m.group(1)):
         return True
     # "K)" closing "(85 K)" is a unit inside a parenthesis, not option K
     return m.re is _STRUCTURED[4] and before.count("(") > before.count(")")

@@ -515,3 +515,23 @@ def test_long_pathological_replies_parse_in_time(text):
     started = time.perf_counter()
     _assert_well_formed(parse_answer(text, BASIC), BASIC)
     assert time.perf_counter() - started < 10
+
+
+@pytest.mark.parametrize("text", [
+    "Either (A) or (B), hard to say.", "Either (B) or (C).", "Perhaps (A), perhaps (C).",
+])
+def test_a_hedge_between_two_letters_is_ambiguous_not_the_second(text):
+    """A letter in parentheses abbreviates the word before it only when that word starts with it
+    ("Debye (D)"): "Either (A)" names option A, so the hedge names two."""
+    assert parse_answer(text, BASIC) == ParsedAnswer(None, "ambiguous")
+
+
+def test_the_simulators_invalid_texts_name_no_candidate():
+    from molp2s_stats.simulate import INVALID_TEXTS
+
+    for text in INVALID_TEXTS:
+        assert parse_answer(text, BASIC).choice is None, text
+
+
+def test_a_word_the_letter_abbreviates_is_not_an_option():
+    assert parse_answer("The dipole in Debye (D) is 2.1; the answer is (B).", BASIC) == ParsedAnswer("B", None)

@@ -189,8 +189,9 @@ def main(argv: list[str] | None = None) -> int:
                     frame = pl.DataFrame([(name, r[0], r[0] == strongest, *r[1:]) for r in rows], schema=SCHEMA,
                                          orient="row")
                     args.out.parent.mkdir(parents=True, exist_ok=True)
-                    with open(args.out, "a", encoding="utf-8") as handle:
-                        handle.write(frame.write_csv(include_header=handle.tell() == 0))
+                    with open(args.out, "a", encoding="utf-8") as handle:  # 4 decimals of pp: ample, and small
+                        handle.write(frame.with_columns(pl.col(pl.Float64).round(4))
+                                     .write_csv(include_header=handle.tell() == 0))
                     print(f"{name} {held} {budget:.0%} seed {seed}: {time.perf_counter() - started:.1f} s",
                           file=sys.stderr)
     results = pl.read_csv(args.out, schema=SCHEMA)

@@ -288,8 +288,10 @@ def plan_command(
     only = "".join(f" --channel {c}" for c in plan.channels) if channel else ""
     typer.echo(f"export their prompts with: molp2s prompts --db {db} --families {out}{only} --format … --out …")
     typer.echo("expected 95% half-width of each channel's PGR (pp), for a model like the complete ones:")
-    wide = (plan.budgets.with_columns(pl.format("{} families ({}%)", "families", (pl.col("fraction") * 100).round(0)
-                                                .cast(pl.Int64)).alias("budget"))
+    from .units import percent_column
+
+    shown = plan.budgets.with_columns(percent_column("fraction", "percent").round(0).cast(pl.Int64))
+    wide = (shown.with_columns(pl.format("{} families ({}%)", "families", "percent").alias("budget"))
             .pivot(on="budget", index="channel", values="half_width", maintain_order=True))
     emit(wide.with_columns(pl.col(pl.Float64).round(1)), None, None)
     requests = plan.budgets.unique("families", maintain_order=True)

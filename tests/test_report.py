@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from html.parser import HTMLParser
 
 import polars as pl
 import pytest
@@ -19,6 +18,7 @@ from molp2s_stats.defaults import REPORTS
 from molp2s_stats.report import render, tables
 
 from simulated_benchmark import write_simulated
+from test_quarto_route import element_ids
 
 PAGES = ("index", "leaderboard", "reliance", "comparisons", "stability", "posterior", "data")
 
@@ -165,14 +165,6 @@ def test_every_page_renders_with_its_tables_and_no_fetch(site, name):
     assert "<script" not in page
 
 
-class _Ids(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.ids: list[str] = []
-
-    def handle_starttag(self, tag, attrs):
-        self.ids.extend(v for k, v in attrs if k == "id")
-
 
 @pytest.mark.parametrize("name", PAGES)
 def test_no_heading_or_cell_id_appears_twice_on_a_page(site, name):
@@ -180,18 +172,17 @@ def test_no_heading_or_cell_id_appears_twice_on_a_page(site, name):
     those ids is on the page once, clashing neither with another nor with an id inside a table;
     and every table's own ids (great-tables' title, column ids) are under its own name."""
     page = (site / f"{name}.html").read_text()
-    parser = _Ids()
-    parser.feed(page)
+    ids = element_ids(page)
     text = (REPORTS / f"{name}.qmd").read_text()
     labels = {str(render.cell_options(cell)["label"]) for cell in render._CELL.findall(text)
               if "label" in render.cell_options(cell)}
     headings = set(re.findall(r'<h[1-6] id="([^"]+)"', page))
-    assert labels and labels <= set(parser.ids)
-    repeated = sorted(i for i in labels | headings if parser.ids.count(i) > 1)
+    assert labels and labels <= set(ids)
+    repeated = sorted(i for i in labels | headings if ids.count(i) > 1)
     assert repeated == []
-    tables_ids = [i for i in parser.ids if i.startswith("table-")]
+    tables_ids = [i for i in ids if i.startswith("table-")]
     assert sorted({i for i in tables_ids if tables_ids.count(i) > 1}) == []
-    assert "title" not in parser.ids  # great-tables' bare id, once per table before
+    assert "title" not in ids  # great-tables' bare id, once per table before
 
 
 def test_pages_hold_what_they_promise(site):

@@ -187,26 +187,29 @@ def model_transitions(
     wide = task_outcomes.pivot(on="model", index=["task_id", "family_id"], values="y").sort("task_id")
     families = sorted(wide["family_id"].unique().to_list())
     family_index = wide["family_id"].replace_strict({f: i for i, f in enumerate(families)}, return_dtype=pl.Int64).to_numpy()
-    task_counts = np.bincount(family_index, minlength=len(families)).astype(float)
-    rows, diffs = [], []
+    rows, diffs, counts = [], [], []
     for a_name, b_name in pairs:
         for name in (a_name, b_name):
             if name not in wide.columns:
                 raise UsageError(f"model {name!r} has no outcomes in channel {channel!r}, condition {condition!r}")
-        a = wide[a_name].to_numpy()
-        b = wide[b_name].to_numpy()
+        a = wide[a_name].cast(pl.Float64).to_numpy()
+        b = wide[b_name].cast(pl.Float64).to_numpy()
+        # the tasks both answered: a model run on part of the benchmark is compared where it ran
+        both = ~np.isnan(a) & ~np.isnan(b)
+        a, b, index = a[both], b[both], family_index[both]
         tasks = len(a)
         share = lambda v: float(v.sum() / tasks) if tasks else float("nan")  # noqa: E731
         rows.append({"channel": channel, "condition": condition, "model_a": a_name, "model_b": b_name,
-                     "tasks": tasks, "families": len(families),
+                     "tasks": tasks, "families": len(np.unique(index)),
                      "both_correct": share(a * b), "a_only": share(a * (1 - b)),
                      "b_only": share((1 - a) * b), "both_wrong": share((1 - a) * (1 - b)),
                      "net": share(b - a), "p_value": mcnemar_exact(a, b)})
-        diffs.append(np.bincount(family_index, weights=b - a, minlength=len(families)))
+        diffs.append(np.bincount(index, weights=b - a, minlength=len(families)))
+        counts.append(np.bincount(index, minlength=len(families)).astype(float))
     if not rows:
         return pl.DataFrame(schema=TRANSITION_SCHEMA)
     diff_matrix = np.column_stack(diffs)
-    counts = np.repeat(task_counts[:, None], len(rows), axis=1)
+    counts = np.column_stack(counts)
     low, high, undefined, method, used = resample.bootstrap_ratio(
         diff_matrix, counts, draws=draws, seed=seed, key=f"{channel}:{condition}", conf_level=conf_level)
     adjusted = pg.multicomp([row["p_value"] for row in rows], method="holm")[1]

@@ -94,3 +94,14 @@ def test_a_model_run_on_p0_only_is_partial_and_leaves_the_cohort_alone(loaded):
     assert _cohort(con) == ["F1", "F2", "F4"]
     row = con.sql("SELECT partial, defines_cohort, families_answered FROM model_coverage WHERE model = 'p'").pl()
     assert row.row(0) == (True, False, 0)
+
+
+def test_model_transitions_pair_a_partial_model_on_the_tasks_it_answered(loaded):
+    from molp2s_stats import compare
+
+    con = loaded({"p": {"F1": None, "F2": None}})  # answers as m1 does, on F1 and F2 only
+    outcomes = compare.read_condition_outcomes(con, channels=["dipole_norm"], condition="source")
+    row = compare.model_transitions(outcomes, channel="dipole_norm", condition="source", pairs=[("m1", "p")],
+                                    draws=0).row(0, named=True)
+    # F1 and F2's source tasks, both right for both: nothing differs
+    assert (row["tasks"], row["families"], row["both_correct"], row["net"]) == (2, 2, 100.0, 0.0)

@@ -19,8 +19,8 @@ a good prediction only narrows the interval. A metric is a ratio of sums (``metr
 its variance is that of the linearised residual ``(a − â) − θ (b − b̂)`` under the stratified
 design, with each stratum's finite-population correction.
 
-statsmodels' survey tools do not cover regression estimators with a stratified design, and
-no library in the stack does; the few lines below follow the textbook formulas.
+No library in the stack (scipy, pingouin, arviz) has survey estimators for a stratified design,
+so the lines below follow the textbook formulas (Cochran 1977, ch. 5–6; Särndal et al. 1992).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ effect as large as the shared family difficulty), with a strong, a chance-level 
 ceiling model among them and cohorts of unequal size.
 
     .venv/bin/python benchmarks/bench_adaptive.py [--seeds 20] [--data default,disagree]
-        [--budgets 0.10,0.15,0.30] [--out benchmarks/results/adaptive.csv]
+        [--budgets 0.10,0.15,0.30] [--models N | --only-strongest] [--out benchmarks/results/adaptive.csv]
 
 Rows are appended to ``--out`` as each (data, model, budget, seed) finishes and skipped when
 already there, so an interrupted run resumes where it stopped.
@@ -186,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", default="default,disagree")
     parser.add_argument("--budgets", default="0.10,0.15,0.30")
     parser.add_argument("--models", type=int, default=0, help="hold out only the first N models (0: all)")
+    parser.add_argument("--only-strongest", action="store_true", help="hold out the strongest model alone")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/adaptive.csv"))
     args = parser.parse_args(argv)
     budgets = [float(b) for b in args.budgets.split(",")]
@@ -198,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         truths = {(m, c): e for m, c, e in full.select("model", "channel", "estimate").iter_rows()}
         mean_pgr = full.group_by("model").agg(pl.col("estimate").mean()).sort("estimate", descending=True)
         strongest = mean_pgr["model"][0]
-        held_out = models[:args.models] if args.models else models
+        held_out = [] if args.only_strongest else models[:args.models] if args.models else models
         if strongest not in held_out:
             held_out.append(strongest)
         for held in held_out:

@@ -293,8 +293,8 @@ def _fields_table(frame: pl.DataFrame, *, title: str, subtitle: str | None, deci
             return "—"
         if dtype == pl.Boolean:
             return "yes" if value else "no"
-        if dtype.is_float():
-            return f"{value:,.{decimals}f}"
+        if dtype.is_float():  # an ESS or a log density needs no third decimal beside an R-hat that does
+            return f"{value:,.{decimals if abs(value) < 100 else min(decimals, 1)}f}"
         if dtype.is_integer():
             return str(value) if column == "seed" else f"{value:,}"
         return str(value)

@@ -669,22 +669,25 @@ def find_plan(con, model: str, plan_id: str | None = None) -> tuple[str | None, 
     """The plan a partial model was run on: ``plan_id`` if given, else the recorded plan whose selected
     families hold most of the families the model answered. Returns (plan id, its families, a note
     for the user or None)."""
-    answered = con.execute("SELECT family_id FROM family_coverage WHERE model = $m GROUP BY family_id "
-                           "HAVING sum(answered_tasks) > 0", {"m": model}).fetchall()
-    answered = {row[0] for row in answered}
-    plans = con.execute("SELECT plan_id FROM plans ORDER BY created_at DESC").fetchall()
-    if plan_id is not None and plan_id not in {p[0] for p in plans}:
-        raise UsageError(f"no plan {plan_id!r} in the database (plans: {', '.join(p[0] for p in plans) or 'none'})")
-    best, best_overlap = plan_id, -1
-    for (candidate,) in plans if plan_id is None else [(plan_id,)]:
-        chosen = {row[0] for row in con.execute(
-            "SELECT family_id FROM plan_families WHERE plan_id = $id AND selected", {"id": candidate}).fetchall()}
-        overlap = len(chosen & answered)
-        if overlap > best_overlap:
-            best, best_overlap = candidate, overlap
-    if best is None or best_overlap <= 0:
+    plans = [row[0] for row in con.execute("SELECT plan_id FROM plans ORDER BY created_at DESC").fetchall()]
+    if plan_id is not None and plan_id not in plans:
+        raise UsageError(f"no plan {plan_id!r} in the database (plans: {', '.join(plans) or 'none'})")
+    # the plan whose chosen families hold most of the model's, the newest among equals
+    found = con.execute(
+        """WITH answered AS (SELECT DISTINCT family_id FROM family_coverage WHERE model = $m AND answered_tasks > 0)
+           SELECT f.plan_id, count(a.family_id) AS overlap
+           FROM plan_families AS f JOIN plans AS p USING (plan_id)
+           LEFT JOIN answered AS a ON a.family_id = f.family_id AND f.selected
+           WHERE $id IS NULL OR f.plan_id = $id
+           GROUP BY f.plan_id, p.created_at ORDER BY overlap DESC, p.created_at DESC LIMIT 1""",
+        {"m": model, "id": plan_id}).fetchall()
+    if not found or found[0][1] == 0:
         return None, None, (f"no recorded plan covers {model}'s families: they are read as a simple random sample "
                             "of the cohort (run `molp2s plan` before the model, to weigh its families by design)")
+    best = found[0][0]
+    answered = {row[0] for row in con.execute(
+        "SELECT DISTINCT family_id FROM family_coverage WHERE model = $m AND answered_tasks > 0", {"m": model}
+    ).fetchall()}
     frame = con.sql("SELECT * FROM plan_families WHERE plan_id = $id", params={"id": best}).pl()
     chosen = set(frame.filter("selected")["family_id"])
     notes = []

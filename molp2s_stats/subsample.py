@@ -729,30 +729,23 @@ def estimate_from_db(con, model: str, *, plan_id: str | None = None, metrics: tu
 
 
 def read_family_list(path, *, known: list[str]) -> list[str]:
-    """The ``family_id`` column of a CSV, JSONL or Parquet file (a plan), every id checked
-    against the benchmark's families; errors name the file and the row."""
+    """The ``family_id`` column of a CSV, JSONL or Parquet file (a plan), read as the benchmark's
+    tables are and every id checked against the benchmark's families; errors name the file and
+    the row."""
     from pathlib import Path
 
+    from .ingest.benchmark import read_table
     from .ingest.errors import InputError
 
     path = Path(path)
-    readers = {".csv": pl.read_csv, ".jsonl": pl.read_ndjson, ".ndjson": pl.read_ndjson, ".parquet": pl.read_parquet}
-    if path.suffix not in readers:
-        raise UsageError(f"{path}: a family list is a .csv, .jsonl or .parquet file")
     if not path.exists():
         raise UsageError(f"{path}: no such file")
-    try:
-        frame = readers[path.suffix](path, **({"infer_schema_length": 0} if path.suffix == ".csv" else {}))
-    except Exception as exc:  # polars raises several types on malformed files
-        raise InputError(path, f"cannot read the file ({exc})") from exc
-    if "family_id" not in frame.columns:
-        raise InputError(path, f"no family_id column (columns: {', '.join(frame.columns)})")
-    ids = frame["family_id"].cast(pl.String)
+    frame = read_table(path, "family list", spec={"family_id": ("id", True)})
     known_set = set(known)
-    for row, family in enumerate(ids.to_list(), start=2 if path.suffix == ".csv" else 1):
-        if family is None or family not in known_set:
-            raise InputError(path, f"family_id {family!r} is not a family of the benchmark", where=f"row {row}")
-    return list(dict.fromkeys(ids.to_list()))
+    for family, where in frame.select("family_id", "_where").iter_rows():
+        if family not in known_set:
+            raise InputError(path, f"family_id {family!r} is not a family of the benchmark", where=where)
+    return list(dict.fromkeys(frame["family_id"].to_list()))
 
 
 #: The ``method`` values of estimated rows: a leaderboard marks them.

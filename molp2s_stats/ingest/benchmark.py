@@ -139,12 +139,14 @@ def _normalise(path: Path, where: str, column: str, kind: str, value: Any, from_
     return json.dumps(value)
 
 
-def read_table(path: Path, table: str, *, optional: tuple[str, ...] = ()) -> pl.DataFrame:
+def read_table(path: Path, table: str, *, optional: tuple[str, ...] = (),
+               spec: dict[str, tuple[str, bool]] | None = None) -> pl.DataFrame:
     """One benchmark table, typed and checked cell by cell, with a ``_where`` column.
 
-    ``optional`` names required columns whose cells may still be empty (null).
+    ``optional`` names required columns whose cells may still be empty (null); ``spec`` reads a
+    table that is not the benchmark's (a plan's family list) by the same rules.
     """
-    spec = TABLES[table]
+    spec = spec if spec is not None else TABLES[table]
     from_text = file_format(path) == "csv"
     rows = []
     for where, record in _records(path):

@@ -489,7 +489,9 @@ def write_prompts(prompts: pl.DataFrame, out, *, fmt: str = "jsonl", model: str 
         lines = batch_requests(prompts, api=api, model=model or "", max_tokens=max_tokens,
                                reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
         out.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
-        limit = lines[0]["params"]["max_tokens"] if api == "anthropic" else lines[0]["body"]["max_completion_tokens"]
+        # the limit the lines were written with, from the same rule (an empty export has no first line to read)
+        limit = max_tokens if max_tokens is not None else default_max_tokens(
+            api=api, reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
         manifest = {"format": fmt, "template": TEMPLATE, "model": model, "max_tokens": limit,
                     "max_tokens_default": (MAX_TOKENS_RULES[max_tokens_rule(
                         api=api, reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)]

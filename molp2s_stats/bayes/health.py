@@ -65,6 +65,11 @@ def gate(idata: az.InferenceData) -> dict:
     return row
 
 
+def _recorded_attempts(attrs) -> list[dict] | None:
+    """The attempts a fit recorded (one dict per attempt), or None for a fit saved before it did."""
+    return json.loads(attrs["attempts"]) if "attempts" in attrs else None
+
+
 def recorded_gate(idata: az.InferenceData) -> dict | None:
     """The gate's figures the fit recorded for the draws it saved (its final attempt), if it recorded them.
 
@@ -72,9 +77,10 @@ def recorded_gate(idata: az.InferenceData) -> dict | None:
     (``gate``) takes seconds at paper size and agrees to well within the Monte Carlo error.
     """
     attrs = idata.posterior.attrs
-    if "attempts" not in attrs or "final_attempt" not in attrs:
+    recorded = _recorded_attempts(attrs)
+    if recorded is None or "final_attempt" not in attrs:
         return None
-    final = json.loads(attrs["attempts"])[int(attrs["final_attempt"]) - 1]
+    final = recorded[int(attrs["final_attempt"]) - 1]
     return {key: final[key] for key in GATE_COLUMNS}
 
 
@@ -87,7 +93,7 @@ def diagnostics(idata: az.InferenceData) -> pl.DataFrame:
         # draws in all, as everywhere; per chain beside it
         "draws": int(idata.posterior.sizes["draw"] * idata.posterior.sizes["chain"]),
         "draws_per_chain": int(idata.posterior.sizes["draw"]), "chains": int(idata.posterior.sizes["chain"]),
-        "seed": int(attrs.get("seed", 0)), "attempts": len(json.loads(attrs.get("attempts", "[0]")))}
+        "seed": int(attrs.get("seed", 0)), "attempts": len(_recorded_attempts(attrs) or [0])}
     for key in LOO_COLUMNS:
         row[key] = float(attrs[key]) if key in attrs else None
     return pl.DataFrame([row], schema=DIAGNOSTICS_SCHEMA)
@@ -102,9 +108,8 @@ def attempts(idata: az.InferenceData) -> pl.DataFrame:
     the LOO comparison. A fit saved before attempts were recorded has one row, its own.
     """
     attrs = idata.posterior.attrs
-    if "attempts" in attrs:
-        rows = json.loads(attrs["attempts"])
-    else:
+    rows = _recorded_attempts(attrs)
+    if rows is None:
         final = diagnostics(idata).row(0, named=True)
         rows = [{"attempt": 1, "action": "first run", "seed": final["seed"],
                  "chains": final["chains"], "tune": int(attrs.get("tune", 0)), "draws_per_chain": final["draws_per_chain"],

@@ -64,21 +64,14 @@ def replicate(cells: predictive.Cells, number: int, *, seed: int = 0, draws: int
     idata = bayes_fit.fit(data, draws=draws, chains=chains, seed=int(rng.integers(2**31)), budget=budget)
     seconds = time.perf_counter() - started
     row = health.diagnostics(idata).row(0, named=True)
-    post = idata.posterior
-
-    def flat(name):
-        values = post[name].values
-        return values.reshape(-1, *values.shape[2:]).astype(np.float64)
-
-    total = post.sizes["chain"] * post.sizes["draw"]
-    keep = np.linspace(0, total - 1, RANKED_DRAWS).round().astype(int)
-    fitted = _quantity_draws(flat("cell")[keep], flat("family_sd")[keep], flat("family_z")[keep],
-                             flat("family_channel_sd")[keep], flat("family_channel_z")[keep], data)
+    names = ("cell", "family_sd", "family_z", "family_channel_sd", "family_channel_z")
+    thinned = posterior.thinned_draws(idata, names, RANKED_DRAWS)
+    fitted = _quantity_draws(*(thinned[name] for name in names), data)
     true = _quantity_draws(truth["cell"], truth["family_sd"], truth["family_z"], truth["family_channel_sd"],
                            truth["family_channel_z"], data)
     rows = [(number, quantity, model, channel, int((fitted[key] < true[key][0]).sum()), RANKED_DRAWS,
              bool(row["passed"]), int(row["attempts"]), seconds, seed)
-            for key in fitted for quantity, model, channel in [key]]
+            for key in fitted for quantity, model, channel in [key]]  # key = (quantity, model, channel)
     return pl.DataFrame(rows, schema=RANK_SCHEMA, orient="row")
 
 

@@ -36,6 +36,14 @@ def _draws(idata: az.InferenceData, name: str) -> np.ndarray:
     return values.reshape(-1, *values.shape[2:])
 
 
+def thinned_draws(idata: az.InferenceData, names: tuple[str, ...], number: int) -> dict[str, np.ndarray]:
+    """``number`` posterior draws of each variable, evenly spaced over the stacked chains, as float64
+    (what the model checks and the calibration read; a draw repeats when there are fewer)."""
+    total = idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"]
+    keep = np.linspace(0, total - 1, number).round().astype(int)
+    return {name: _draws(idata, name)[keep].astype(np.float64) for name in names}
+
+
 def probability_draws(idata: az.InferenceData) -> dict[str, dict[str, np.ndarray]]:
     """Per channel: reliance and responsiveness draws, arrays of shape (draws, models), as proportions."""
     post = idata.posterior

@@ -36,6 +36,7 @@ from scipy.special import expit
 from .. import units
 from .data import MODELLED_CONDITIONS, ModelData
 from .model import PRIOR_MEAN_SD, SPREAD_SCALE, prior_centre
+from .posterior import thinned_draws
 
 CONF_LEVEL = 0.95
 REPLICATES = 400  # draws used for the checks: p-values to ±0.025 and the interval's ends to a few tenths of a pp
@@ -278,13 +279,11 @@ def posterior_predictive(idata: az.InferenceData, *, replicates: int = REPLICATE
     Accuracy in %, family spread in pp (the standard deviation of shares in %).
     """
     cells = Cells.from_fit(idata)
-    post = idata.posterior
-    total = post.sizes["chain"] * post.sizes["draw"]
-    chosen = np.linspace(0, total - 1, min(replicates, total)).round().astype(int)
-    parameters = {name: post[name].values.reshape(total, *post[name].shape[2:])[chosen].astype(np.float64)
-                  for name in ("cell", "p0_mean", "family_sd", "family_z", "family_channel_sd", "family_channel_z")}
+    total = idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"]
+    parameters = thinned_draws(idata, ("cell", "p0_mean", "family_sd", "family_z", "family_channel_sd",
+                                       "family_channel_z"), min(replicates, total))
     rng = np.random.default_rng(seed)
-    statistics = _replicate(cells, rng, len(chosen), lambda a, b: parameters_eta(
+    statistics = _replicate(cells, rng, len(parameters["cell"]), lambda a, b: parameters_eta(
         {k: v[a:b] for k, v in parameters.items()}, cells))
     return _check_frame(cells, statistics, seed=seed, method="posterior predictive")
 

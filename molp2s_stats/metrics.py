@@ -336,22 +336,27 @@ def compute_metrics(
     return units.percent_columns(result, (*ESTIMATE_COLUMNS, "baseline")).with_columns(pl.lit(invalid).alias("invalid"))
 
 
-def family_matrices(values: pl.DataFrame, *, models: list[str], columns: list[str]
+def family_matrices(values: pl.DataFrame, *, models: list[str], columns: list[str],
+                    families: list[str] | None = None, missing: float = 0.0
                     ) -> tuple[list[str], dict[str, np.ndarray]]:
     """Per-family values as (families, models) matrices, one per column.
 
-    ``values`` has one row per model × family (one channel). Families are sorted by id,
-    so results do not depend on row order; a model without a row for a family gets 0,
-    which adds nothing to Σ a or Σ b (cannot happen in a cohort, which every model covers).
+    ``values`` has one row per model × family (one channel). Families are sorted by id (or
+    given, in that order), so results do not depend on row order; a model without a row for a
+    family gets ``missing``: 0 adds nothing to Σ a or Σ b (a cohort, which every complete model
+    covers), NaN marks a family a partial model did not answer.
     """
-    families = sorted(values["family_id"].unique().to_list())
+    families = sorted(values["family_id"].unique().to_list()) if families is None else list(families)
+    index = pl.DataFrame({"family_id": families}, schema={"family_id": pl.String})
     out = {}
     for column in columns:
-        wide = values.pivot(on="model", index="family_id", values=column).sort("family_id")
+        wide = index.join(values.pivot(on="model", index="family_id", values=column), on="family_id", how="left",
+                          maintain_order="left")
         for model in models:
             if model not in wide.columns:
-                wide = wide.with_columns(pl.lit(0.0).alias(model))
-        out[column] = wide.select(models).fill_null(0.0).to_numpy().astype(float).reshape(len(families), len(models))
+                wide = wide.with_columns(pl.lit(None, pl.Float64).alias(model))
+        out[column] = (wide.select(pl.col(models).cast(pl.Float64)).fill_null(missing).to_numpy()
+                       .astype(float).reshape(len(families), len(models)))
     return families, out
 
 

@@ -33,7 +33,7 @@ from scipy import stats
 
 from . import resample, units
 from .errors import UsageError
-from .metrics import METRICS, RESULT_SCHEMA, metric_components, random_baselines
+from .metrics import METRICS, RESULT_SCHEMA, family_matrices, metric_components, random_baselines
 
 #: The metrics whose predictability decides the strata: the paper's headline figures.
 PLAN_METRICS = ("pgr", "reliance_margin")
@@ -72,17 +72,11 @@ def channel_data(outcomes: pl.DataFrame, channel: str, models: list[str], metric
     if families is None:
         families = sorted(part["family_id"].unique().to_list())
     exprs = [e.alias(f"{m}:{side}") for m in metrics for side, e in zip(("a", "b"), metric_components(m))]
-    values = part.select("model", "family_id", *exprs)
-    index = pl.DataFrame({"family_id": families})
-    a, b = {}, {}
-    for metric in metrics:
-        for side, store in (("a", a), ("b", b)):
-            column = f"{metric}:{side}"
-            wide = index.join(values.pivot(on="model", index="family_id", values=column), on="family_id", how="left",
-                              maintain_order="left")
-            store[metric] = np.column_stack([
-                wide[m].cast(pl.Float64).to_numpy() if m in wide.columns else np.full(len(families), np.nan)
-                for m in models]) if models else np.empty((len(families), 0))
+    _, matrices = family_matrices(part.select("model", "family_id", *exprs), models=list(models),
+                                  columns=[f"{m}:{side}" for m in metrics for side in "ab"], families=families,
+                                  missing=np.nan)
+    a = {m: matrices[f"{m}:a"] for m in metrics}
+    b = {m: matrices[f"{m}:b"] for m in metrics}
     return ChannelData(channel, families, list(models), a, b)
 
 
@@ -94,11 +88,8 @@ def pooled_difficulty(outcomes: pl.DataFrame, models: list[str], families: list[
              .with_columns((pl.col("cf_correct") / pl.col("cf_tasks").cast(pl.Float64)).alias("y_cf"))
              .group_by("family_id", "model")
              .agg(pl.mean_horizontal("y_p0", "y_source", "y_shuffled", "y_cf").mean().alias("difficulty")))
-    wide = pl.DataFrame({"family_id": families}).join(
-        frame.pivot(on="model", index="family_id", values="difficulty"), on="family_id", how="left",
-        maintain_order="left")
-    return np.column_stack([wide[m].cast(pl.Float64).to_numpy() if m in wide.columns
-                            else np.full(len(families), np.nan) for m in models])
+    return family_matrices(frame, models=list(models), columns=["difficulty"], families=families,
+                           missing=np.nan)[1]["difficulty"]
 
 
 def _others_mean(values: np.ndarray, others: list[int]) -> np.ndarray:

@@ -44,6 +44,19 @@ def test_rhat_and_ess_equal_arviz(seed):
     assert np.isnan(ours["rhat"][0]) and ours["bulk"][0] == 1200
 
 
+def test_summary_in_blocks_equals_the_whole_and_reads_strided_views(monkeypatch):
+    # 40 parameters in blocks of 7 (the last one short), passed as the strided view
+    # health.parameter_diagnostics makes of a variable's (chains, draws, parameters) array
+    x = _chains(5)
+    whole = (convergence.rhat(x), convergence.ess_bulk(x), convergence.ess_tail(x))
+    strided = np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 0, 2)), 2, 0)
+    assert not strided.flags.c_contiguous
+    monkeypatch.setattr(convergence, "BLOCK", 7)
+    for blocked, expected in zip(convergence.summary(strided), whole):
+        np.testing.assert_allclose(blocked, expected, rtol=1e-12)  # batched FFTs: rounding only
+    assert all(len(part) == 0 for part in convergence.summary(x[:0]))
+
+
 def test_even_number_of_draws_and_two_chains():
     x = _chains(3, parameters=10, chains=2, draws=200)
     np.testing.assert_allclose(convergence.ess_bulk(x), [az.ess(a, method="bulk") for a in x], rtol=1e-8)

@@ -4,7 +4,7 @@ ArviZ's ``rhat`` and ``ess`` compute the same quantities one parameter at a time
 Python loop: 13 s for the ~4,000 parameters of the default fit, run after every
 attempt of a fit and on every report page. These kernels do all parameters of a
 variable at once in numpy (same definitions, tested against ArviZ to 1e-8 in
-tests/test_bayes_convergence.py), so the whole check takes well under a second.
+tests/test_bayes_convergence.py), so the whole check takes seconds (``summary``).
 
 Every array here is ``(parameters, chains, draws)``.
 """
@@ -140,9 +140,25 @@ def ess_tail(x: np.ndarray) -> np.ndarray:
     return out
 
 
+BLOCK = 64  # parameters per pass: a block's temporaries stay in cache (a whole variable's ran to gigabytes)
+
+
 def summary(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """R-hat, bulk ESS and tail ESS of every parameter, sharing the normal scores of the split chains
-    (the bulk R-hat and the bulk ESS read the same ones)."""
+    (the bulk R-hat and the bulk ESS read the same ones).
+
+    Worked through in contiguous blocks of BLOCK parameters: a (parameters, chains, draws)
+    view taken across a variable's last axis is strided, and on the default fit's 3,448
+    family × channel deviations the sorts, running extrema and FFTs over it took 28 s;
+    in blocks of 64 the whole gate of that fit (4,229 parameters × 4,800 draws) takes about 4 s.
+    """
+    parts = [_summary(np.ascontiguousarray(x[at:at + BLOCK], dtype=float)) for at in range(0, x.shape[0], BLOCK)]
+    if not parts:
+        return tuple(np.empty(0) for _ in range(3))
+    return tuple(np.concatenate(column) for column in zip(*parts))
+
+
+def _summary(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     split = split_chains(x)
     scores = z_scale(split)
     folded = np.abs(split - np.median(split.reshape(split.shape[0], -1), axis=1)[:, None, None])

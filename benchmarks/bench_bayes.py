@@ -69,7 +69,7 @@ def whole_process(root: Path, args: argparse.Namespace, truth: pl.DataFrame) -> 
     """``molp2s fit`` as a user runs it, ``args.process`` times (seeds 1..N): wall time and the gate."""
     runs = args.process
     command = [str(Path(sys.executable).with_name("molp2s")), "fit", "--db", str(root / "db.duckdb"),
-               "--allow-unconverged", "--draws", str(args.draws),
+               "--allow-unconverged", *(["--draws", str(args.draws)] if args.draws else []),
                "--tune", str(args.tune), "--chains", str(args.chains), "--budget", str(args.budget)]
     print(f"\nwhole process: {' '.join(command[1:])} --seed N", flush=True)
     walls = []
@@ -94,7 +94,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--samplers", default="nutpie,nutpie-low-rank,pymc",
                         help=f"comma-separated, of: {', '.join(SAMPLER_SETTINGS)}")
-    parser.add_argument("--draws", type=int, default=bayes.DEFAULT_DRAWS)
+    parser.add_argument("--draws", type=int, default=None,
+                        help="draws per chain (default: the fit's own, until the gate passes)")
     parser.add_argument("--tune", type=int, default=bayes.DEFAULT_TUNE)
     parser.add_argument("--chains", type=int, default=bayes.DEFAULT_CHAINS)
     parser.add_argument("--seed", type=int, default=1)
@@ -117,7 +118,7 @@ def run_samplers(args: argparse.Namespace, data: bayes_data.ModelData, truth: pl
     if not args.samplers:
         return
     print(f"{data.cells.height + data.p0.height} binomial cells; {len(data.models)} models, {len(data.channels)} "
-          f"channels, {len(data.families)} families; {args.chains} chains x ({args.tune} + {args.draws})", flush=True)
+          f"channels, {len(data.families)} families; {args.chains} chains x ({args.tune} + {args.draws or 'until the gate passes'})", flush=True)
     print(f"{'sampler':15} {'wall s':>7} {'r_hat':>6} {'ess_bulk':>8} {'ess_tail':>8} {'ess/s':>6} {'div':>4} "
           f"{'cover90':>7} {'r':>5}", flush=True)
     for name in args.samplers.split(","):

@@ -590,7 +590,7 @@ def fit_command(
     out: Annotated[Path, typer.Option("--out", help="Where to save the fit (NetCDF InferenceData).")] = Path("fit.nc"),
     db: DbOption = Path(DEFAULT_DB),
     channel: ChannelsOption = None,
-    draws: Annotated[int, typer.Option("--draws", help="Draws per chain (after tuning).")] = bayes.DEFAULT_DRAWS,
+    draws: Annotated[Optional[int], typer.Option("--draws", help="Draws per chain (after tuning); default: until the health gate passes, 400 to 2,400 per chain (nutpie; PyMC: 1,200).")] = None,
     tune: Annotated[int, typer.Option("--tune", help="Tuning steps per chain.")] = bayes.DEFAULT_TUNE,
     chains: Annotated[int, typer.Option("--chains", help="Chains.")] = bayes.DEFAULT_CHAINS,
     sampler: Annotated[str, typer.Option("--sampler", help="nutpie (JAX gradient, the fast default) or pymc (PyMC's own NUTS).")] = "nutpie",
@@ -619,7 +619,8 @@ def fit_command(
     con = _open(db)
     data = bayes_data.read_model_data(con, channels=channel or None)
     typer.echo(f"fitting {data.cells.height + data.p0.height} binomial cells: {len(data.models)} models, "
-               f"{len(data.channels)} channels, {len(data.families)} families ({chains} chains × {tune} + {draws})",
+               f"{len(data.channels)} channels, {len(data.families)} families ({chains} chains × {tune} + "
+               f"{draws if draws is not None else 'draws until the health gate passes'})",
                err=True)
     idata = bayes_fit.fit(data, draws=draws, tune=tune, chains=chains, seed=seed, sampler=sampler, loo=loo,
                           low_rank=low_rank, progressbar=bayes_fit.show_progress(), budget=budget,

@@ -112,3 +112,141 @@ def test_no_budget_means_one_attempt(tiny_data):
     assert health.attempts(idata).height == 1
     assert health.diagnostics(idata)["passed"][0] is False
     assert "It stopped after 1 attempt " in health.failure_message(health.diagnostics(idata).row(0, named=True))
+
+
+# --- sampling until the gate passes (the default: no --draws) --------------------------------------
+
+def test_the_next_reading_is_sized_from_the_slowest_ess():
+    # ESS 300 at 400 draws a chain: 440 / 300 = 1.467, × 1.05 = 1.54, × 400 = 616 → 650 (a multiple of 50)
+    assert bayes_fit._next_checkpoint({"ess_bulk_min": 300.0, "ess_tail_min": 352.0, "r_hat_max": 1.0}, 400, 2400) == 650
+    # ESS 353 at 1,050: 440 / 353 × 1.05 = 1.309, × 1,050 = 1,374 → 1,400
+    assert bayes_fit._next_checkpoint({"ess_bulk_min": 900.0, "ess_tail_min": 353.0, "r_hat_max": 1.0}, 1050, 2400) == 1400
+    # ESS 184 at 400 asks for 2.51 ×: at most twice as many draws a reading (800)
+    assert bayes_fit._next_checkpoint({"ess_bulk_min": 184.0, "ess_tail_min": 252.0, "r_hat_max": 1.0}, 400, 2400) == 800
+    # R-hat 1.015 with ESS enough: (1.015 − 1) / 0.01 = 1.5, × 1.05 = 1.575, × 600 = 945 → 950
+    row = {"ess_bulk_min": 900.0, "ess_tail_min": 900.0}
+    assert bayes_fit._next_checkpoint({**row, "r_hat_max": 1.015}, 600, 2400) == 950
+    # both met (a reading that passed without the ESS margin): 15% more (460 → 500)
+    assert bayes_fit._next_checkpoint({**row, "r_hat_max": 1.005}, 400, 2400) == 500
+    # never past the most a run may draw
+    assert bayes_fit._next_checkpoint({"ess_bulk_min": 10.0, "ess_tail_min": 10.0, "r_hat_max": 1.2}, 2000, 2400) == 2400
+
+
+def test_the_wait_doubles_in_the_warm_up_then_follows_the_pace():
+    assert bayes_fit._seconds_to(400, [(0.0, 0)]) == 2.0
+    assert bayes_fit._seconds_to(400, [(0.0, 0), (2.0, 0), (6.0, 0), (14.0, 0), (24.0, 0)]) == 10.0
+    # 10 draws a second since the first look that found draws: the 200 still to come take 20 s (× 1.03)
+    assert bayes_fit._seconds_to(400, [(0.0, 0), (10.0, 0), (20.0, 100), (30.0, 200)]) == pytest.approx(20.6)
+    # one look with draws only: the pace across the end of the warm-up, at most 5 s
+    assert bayes_fit._seconds_to(400, [(0.0, 0), (10.0, 100)]) == 5.0
+
+
+class _Background:
+    """nutpie's background sampler, replayed from a finished trace: each wait lets the chains
+    run on by ``pace`` draws, however long it was asked to wait (so timing cannot matter)."""
+
+    def __init__(self, trace: az.InferenceData, pace: int):
+        self.trace, self.pace, self.drawn, self.paused, self.cancelled = trace, pace, 0, 0, False
+        self.total = trace.posterior.sizes["draw"]
+
+    def _so_far(self):
+        # chains at different points: the others one draw ahead of chain 0, the rest NaN, as nutpie pads them
+        ahead = min(self.drawn + 1, self.total)
+        post = self.trace.posterior.isel(draw=slice(0, ahead)).copy(deep=True)
+        if ahead > self.drawn:
+            post["condition_mean"][0, self.drawn:] = np.nan
+        return az.InferenceData(posterior=post, sample_stats=self.trace.sample_stats.isel(draw=slice(0, ahead)))
+
+    def wait(self, timeout=None):
+        self.drawn = min(self.total, self.drawn + self.pace)
+        if self.drawn < self.total:
+            raise TimeoutError("Timeout while waiting for sampler to finish")
+        return self.trace
+
+    def inspect(self):
+        return self._so_far()
+
+    def pause(self):
+        self.paused += 1
+
+    def resume(self):
+        pass
+
+    def cancel(self):
+        self.cancelled = True
+
+
+@pytest.fixture(scope="module")
+def long_trace(tiny_data):
+    # seed 9: no divergence in 1,500 draws a chain, and a tail ESS (782) that 400 draws a chain do not reach
+    trace = bayes_fit.sample(tiny_data, draws=1500, tune=300, chains=4, seed=9)
+    assert not trace.sample_stats["diverging"].any()
+    return trace
+
+
+@pytest.mark.parametrize("pace", [37, 160, 5000])
+def test_sampling_stops_at_the_first_reading_that_passes_however_fast_the_chains_run(long_trace, tiny_data,
+                                                                                    monkeypatch, pace):
+    import nutpie
+
+    backgrounds = []
+    monkeypatch.setattr(nutpie, "sample", lambda *a, **k: backgrounds.append(_Background(long_trace, pace))
+                        or backgrounds[-1])
+    kept, row = bayes_fit.sample_until_passed(tiny_data, max_draws=1500, tune=300, chains=4, seed=9)
+    drawn = kept.posterior.sizes["draw"]
+    # read on the first 400 draws of each chain, then as many more as the ESS asked for
+    expected = bayes_fit.MIN_DRAWS
+    while True:
+        reading = health.gate(bayes_fit._first_draws(long_trace, expected))
+        if bayes_fit._enough(reading) or reading["divergences"] or expected == 1500:
+            break
+        expected = bayes_fit._next_checkpoint(reading, expected, 1500)
+    assert bayes_fit.MIN_DRAWS < drawn == expected < 1500 and row == health.gate(kept) == reading
+    assert row["passed"] and min(row["ess_bulk_min"], row["ess_tail_min"]) >= 440
+    # the kept draws are the first ones of every chain, none padded
+    np.testing.assert_array_equal(kept.posterior["condition_mean"].values,
+                                  long_trace.posterior["condition_mean"].values[:, :drawn])
+    # chains still running are stopped; at a pace of 5,000 they had finished before the first look
+    assert backgrounds[0].cancelled == (backgrounds[0].drawn < 1500) == (pace < 5000)
+
+
+def test_a_divergence_ends_the_run_at_once(long_trace, tiny_data, monkeypatch):
+    import nutpie
+
+    diverged = long_trace.copy()
+    diverged.sample_stats["diverging"][1, 120] = True
+    monkeypatch.setattr(nutpie, "sample", lambda *a, **k: _Background(diverged, 100))
+    kept, row = bayes_fit.sample_until_passed(tiny_data, max_draws=1500, tune=300, chains=4, seed=9)
+    assert kept.posterior.sizes["draw"] == bayes_fit.MIN_DRAWS and row["divergences"] == 1
+
+
+def test_a_default_fit_samples_until_it_passes_and_says_so():
+    # 2 models × 2 channels × 80 families, seed 5 (2026-12-02): the first run diverged by its first
+    # reading (400 draws a chain) and stopped there; the restart at 0.9 passed at 600
+    data, _ = simulate_cells(Shape("small", models=2, channels=2, families=80), 11)
+    idata = bayes_fit.fit(data, chains=4, seed=5)
+    table = health.attempts(idata)
+    final = health.diagnostics(idata).row(0, named=True)
+    assert final["passed"] and table["passed"][-1] and not any(table["passed"][:-1])
+    # every fresh start stopped between the least and the most it may draw (divergences end one sooner)
+    fresh = table.filter(~table["action"].str.starts_with("more chains"))
+    assert fresh["draws_per_chain"].is_between(bayes_fit.MIN_DRAWS, bayes_fit.AUTO_DRAWS).all()
+    assert table["draws_per_chain"][-1] == idata.posterior.sizes["draw"]
+    diverged = table.filter(table["divergences"] > 0)
+    assert (diverged["draws_per_chain"] < bayes_fit.AUTO_DRAWS).all()  # a divergence ends a run at its reading
+    assert idata.posterior.attrs["draws"] == 0  # saved as "until the gate passed"
+    if not table["action"][-1].startswith("more chains"):
+        assert min(final["ess_bulk_min"], final["ess_tail_min"]) >= bayes_fit.STOP_MARGIN * health.ESS_MIN
+    # (that the same seed stops at the same draw, however fast the chains run: the replayed runs above)
+
+
+def test_loo_in_blocks_is_arviz_loo_of_the_whole(monkeypatch):
+    rng = np.random.default_rng(3)
+    log_lik = -np.abs(rng.standard_t(4, size=(2, 200, 37)))  # heavy tails: some Pareto k well above 0
+    data = az.from_dict(posterior={"mu": rng.normal(size=(2, 200))}, log_likelihood={"y": log_lik})
+    whole = az.loo(data, pointwise=True)
+    monkeypatch.setattr(bayes_fit, "LOO_BLOCK", 8)  # 37 observations: 4 blocks of 8 and one of 5
+    loo_i, pareto_k = bayes_fit._pointwise_loo(data)
+    np.testing.assert_array_equal(loo_i, whole.loo_i.values)
+    np.testing.assert_array_equal(pareto_k, whole.pareto_k.values)
+    assert loo_i.sum() == pytest.approx(float(whole.elpd_loo))

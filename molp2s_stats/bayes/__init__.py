@@ -7,6 +7,8 @@
 # the gate's 400 with a margin (4 × 2,000 were needed on the log scale). Target
 # acceptance 0.7 took fewer leapfrog steps but let 1–3 divergences through on the
 # default data for some seeds; nutpie's own 0.8 let none.
+# DEFAULT_DRAWS is what a fit with PyMC's NUTS draws; nutpie's default fit samples until its
+# gate passes (bayes.fit.sample_until_passed, at most twice DEFAULT_DRAWS a chain in a first run).
 DEFAULT_DRAWS, DEFAULT_TUNE, DEFAULT_CHAINS = 1200, 300, 4
 TARGET_ACCEPT = 0.8
 SAMPLERS = ("nutpie", "pymc")

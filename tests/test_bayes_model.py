@@ -213,8 +213,10 @@ def _family_lam(kind: str, pairs: int):
     return 0.625, np.where(np.arange(pairs) % 3 == 0, 0.0, 0.375)  # some pairs non-centred, most partly centred
 
 
+@pytest.mark.parametrize("layout", ["grid", "pairs"])
 @pytest.mark.parametrize("family_effects, family_kind", [(True, "signed"), (True, "centred"), (False, "signed")])
-def test_jax_density_equals_the_pymc_model_up_to_a_constant(two_channels, family_effects, family_kind, monkeypatch):
+def test_jax_density_equals_the_pymc_model_up_to_a_constant(two_channels, family_effects, family_kind, layout,
+                                                            monkeypatch):
     """The density nutpie samples against PyMC's, at random points, both signed and log-scale spreads.
 
     λ is set by hand so that every branch is taken: one model × condition's channel effects
@@ -237,8 +239,8 @@ def test_jax_density_equals_the_pymc_model_up_to_a_constant(two_channels, family
     rng = np.random.default_rng(0)
     points = [density.initial_point(model, seed) + rng.normal(0, 0.3, model.ndim) for seed in range(4)]
     with jax.enable_x64(True):
-        ours64 = [density.log_density_function(model, np.float64)(x)[0] for x in points]
-    ours32 = [density.log_density_function(model)(x)[0] for x in points]
+        ours64 = [density.log_density_function(model, np.float64, layout=layout)(x)[0] for x in points]
+    ours32 = [density.log_density_function(model, layout=layout)(x)[0] for x in points]
     theirs = []
     for x in points:
         values, jacobian = _pymc_point(model, x)

@@ -167,17 +167,41 @@ def density(data: ModelData, *, family_effects: bool = True) -> Density:
     return Density(data, counts, family_effects, lam_of, shapes, kinds, signed, coords(data), dims)
 
 
-def log_density_function(model: Density, dtype=np.float32):
-    """A jitted ``point -> (log density, gradient)``; float64 needs JAX's 64-bit mode on."""
+PAIRS_BELOW = 0.9  # the cells are laid on cohort pairs when these fill less of the channel × family grid
+
+
+def log_density_function(model: Density, dtype=np.float32, *, layout: str | None = None):
+    """A jitted ``point -> (log density, gradient)``; float64 needs JAX's 64-bit mode on.
+
+    ``layout`` of the binomial cells (the same density either way): ``"grid"``, the dense
+    model × condition × channel × family grid, on which the linear predictor is a
+    broadcast sum; or ``"pairs"``, model × condition × cohort (family, channel) pair,
+    which drops the cells of families outside a channel's cohort (no answers there). By
+    default pairs when they fill less than PAIRS_BELOW of the grid: on the default data
+    (59% filled) a gradient took 0.59 ms on the pairs against 0.73 ms on the grid; at
+    paper size (every pair in the cohort) 0.37 against 0.35.
+    """
     import jax
     import jax.numpy as jnp
 
     counts = model.counts
-    successes, trials = jnp.asarray(counts.successes, dtype), jnp.asarray(counts.trials, dtype)
+    n_channels, n_families = counts.successes.shape[2], counts.successes.shape[3]
+    pair_channel, pair_family = counts.pair_channel, counts.pair_family
+    if layout is None:
+        layout = "pairs" if len(pair_channel) < PAIRS_BELOW * n_channels * n_families else "grid"
+    if layout == "pairs":
+        if counts.trials.sum() != counts.trials[:, :, pair_channel, pair_family].sum():
+            raise ValueError("answers outside the cohort's (family, channel) pairs")
+        successes = jnp.asarray(counts.successes[:, :, pair_channel, pair_family], dtype)  # (model, condition, pair)
+        trials = jnp.asarray(counts.trials[:, :, pair_channel, pair_family], dtype)
+        # each pair's channel as a one-hot matrix: the channel effects reach the pairs by a small
+        # matrix product, whose gradient is one too (a gather's would be a scatter)
+        channel_of_pair = jnp.asarray(np.eye(n_channels, dtype=dtype)[pair_channel].T)  # (channel, pair)
+    else:
+        successes, trials = jnp.asarray(counts.successes, dtype), jnp.asarray(counts.trials, dtype)
+    pair_channel, pair_family = jnp.asarray(pair_channel), jnp.asarray(pair_family)
     p0_successes, p0_trials = jnp.asarray(counts.p0_successes, dtype), jnp.asarray(counts.p0_trials, dtype)
-    pair_channel, pair_family = jnp.asarray(counts.pair_channel), jnp.asarray(counts.pair_family)
     centre = model.centre
-    n_channels, n_families = successes.shape[2], successes.shape[3]
 
     def softplus(eta):
         return jnp.maximum(eta, 0.0) + jnp.log1p(jnp.exp(-jnp.abs(eta)))
@@ -202,7 +226,7 @@ def log_density_function(model: Density, dtype=np.float32):
         log_sigma = model.log_raw_sd("channel_sd", v)
         lp += (-0.5 * v["channel_z"] ** 2 * jnp.exp(-2 * log_sigma)[:, :, None]).sum()
         lp -= (n_channels - 1) * log_sigma.sum()
-        eta = v["cell"][..., None]
+        eta = v["cell"] @ channel_of_pair if layout == "pairs" else v["cell"][..., None]
         eta_p0 = jnp.broadcast_to(v["p0_mean"][:, None], p0_successes.shape)
         if model.family_effects:
             lp += spread_prior(v, "family_sd") + spread_prior(v, "family_channel_sd")
@@ -212,9 +236,12 @@ def log_density_function(model: Density, dtype=np.float32):
             log_sigma_fc = model.log_raw_sd("family_channel_sd", v)
             lp += (-0.5 * v["family_channel_z_raw"] ** 2 * jnp.exp(-2 * log_sigma_fc) - log_sigma_fc).sum()
             family = v["family"]
-            family_channel = jnp.zeros((n_channels, n_families), dtype).at[pair_channel, pair_family].set(
-                v["family_channel"])
-            eta = eta + (family[None, :] + family_channel)[None, None]
+            if layout == "pairs":
+                eta = eta + (family[pair_family] + v["family_channel"])[None, None]
+            else:
+                family_channel = jnp.zeros((n_channels, n_families), dtype).at[pair_channel, pair_family].set(
+                    v["family_channel"])
+                eta = eta + (family[None, :] + family_channel)[None, None]
             eta_p0 = eta_p0 + family[None, :]
         return lp + binomial(successes, trials, eta) + binomial(p0_successes, p0_trials, eta_p0)
 

@@ -163,7 +163,7 @@ COLUMNS: dict[str, str] = {
     "loo_elpd_no_family": "the same for the model without family effects",
     "loo_difference": "loo_elpd minus loo_elpd_no_family (positive favours family effects)",
     "loo_difference_se": "standard error of that difference",
-    "loo_pareto_k_max": "largest Pareto k of PSIS-LOO over both models (above 0.7: LOO unreliable there)",
+    "loo_pareto_k_max": "largest Pareto k of PSIS-LOO over both models (above 0.63, 1 − 1/log10 of the 500 draws LOO reads: LOO unreliable there)",
     "fit_passed": "whether the fit behind these numbers passed its health gate",
     # separability
     "source_tasks": "source tasks in the channel (every family, not only the cohort)",

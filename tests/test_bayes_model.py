@@ -76,6 +76,21 @@ def small_fit(tmp_path_factory):
     return idata, truth, path, db
 
 
+def test_probability_draws_are_computed_once_per_fit(small_fit):
+    import arviz as az
+
+    from molp2s_stats.bayes import posterior
+
+    idata, _, path, _ = small_fit
+    first = posterior.probability_draws(idata)
+    assert posterior.probability_draws(idata) is first  # the page's four tables read one computation
+    other = az.from_netcdf(str(path))  # the same fit read again: another object, computed afresh
+    again = posterior.probability_draws(other)
+    assert again is not first
+    for channel, values in first.items():
+        np.testing.assert_allclose(again[channel]["reliance"], values["reliance"], rtol=1e-5)  # float32 as saved
+
+
 def test_posterior_separates_a_reliant_model_from_an_ignoring_one(small_fit):
     import polars as pl
 

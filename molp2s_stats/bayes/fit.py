@@ -281,7 +281,7 @@ def fit(data: ModelData, *, draws: int | None = None, tune: int = DEFAULT_TUNE, 
              "attempts": json.dumps(attempts), "final_attempt": final + 1}
     if loo:
         # the model without family effects is sampled only for LOO, which reads LOO_DRAWS draws: no more
-        # are drawn (it is small and mixes fast; on the default data 4 × 1,200 draws took 29 s)
+        # are drawn (it is small and mixes fast)
         plain = sample(data, family_effects=False, progressbar=progressbar,
                        **{**options, "draws": min(draws, -(-LOO_DRAWS // chains))})
         attrs.update(_loo_comparison(pointwise_log_likelihood(idata, data), pointwise_log_likelihood(plain, data)))

@@ -240,6 +240,7 @@ def test_a_default_fit_samples_until_it_passes_and_says_so():
     # (that the same seed stops at the same draw, however fast the chains run: the replayed runs above)
 
 
+@pytest.mark.filterwarnings("ignore:Estimated shape parameter of Pareto")  # high k on purpose
 def test_loo_in_blocks_is_arviz_loo_of_the_whole(monkeypatch):
     rng = np.random.default_rng(3)
     log_lik = -np.abs(rng.standard_t(4, size=(2, 200, 37)))  # heavy tails: some Pareto k well above 0

@@ -43,13 +43,8 @@ def sample(data: ModelData, *, draws: int, tune: int, chains: int, seed: int, sa
     if sampler not in SAMPLERS:
         raise UsageError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
     if sampler == "nutpie":
-        import nutpie
-
-        from .density import nutpie_model
-
-        return nutpie.sample(nutpie_model(data, family_effects=family_effects), draws=draws, tune=tune,
-                             chains=chains, cores=chains, seed=seed, target_accept=target_accept,
-                             progress_bar=progressbar, save_warmup=False, low_rank_modified_mass_matrix=low_rank)
+        return _nutpie(data, family_effects=family_effects, draws=draws, tune=tune, chains=chains, seed=seed,
+                       target_accept=target_accept, low_rank=low_rank, progressbar=progressbar)
     import pymc as pm
 
     from .model import build_model
@@ -57,6 +52,18 @@ def sample(data: ModelData, *, draws: int, tune: int, chains: int, seed: int, sa
     return pm.sample(model=build_model(data, family_effects=family_effects), draws=draws, tune=tune, chains=chains,
                      random_seed=seed, progressbar=progressbar, target_accept=target_accept,
                      compute_convergence_checks=False)
+
+
+def _nutpie(data: ModelData, *, family_effects: bool = True, blocking: bool = True, draws: int, tune: int,
+            chains: int, seed: int, target_accept: float, low_rank: bool, progressbar: bool):
+    """nutpie on the JAX density, every chain at once (a finished trace, or the background sampler)."""
+    import nutpie
+
+    from .density import nutpie_model
+
+    return nutpie.sample(nutpie_model(data, family_effects=family_effects), draws=draws, tune=tune, chains=chains,
+                         cores=chains, seed=seed, target_accept=target_accept, progress_bar=progressbar,
+                         save_warmup=False, low_rank_modified_mass_matrix=low_rank, blocking=blocking)
 
 
 MIN_DRAWS = 400  # draws per chain before the gate is first read, in a run that stops once it passes
@@ -74,21 +81,17 @@ def sample_until_passed(data: ModelData, *, max_draws: int, tune: int, chains: i
     ``max_draws`` per chain; the draws kept and the gate's row on them.
 
     The chains run side by side in the background; the gate is read on the first
-    ``MIN_DRAWS`` draws of every chain, then on as many more as the slowest ESS says are
-    needed (``CHECK_GROWTH`` bounds the step), and sampling stops at the first reading
+    ``MIN_DRAWS`` draws of every chain, then on as many more as the slowest ESS and the
+    largest R-hat say are needed (``_next_checkpoint``; ``CHECK_GROWTH`` bounds the step),
+    and sampling stops at the first reading
     that passes, or at the first divergence (those draws are no use: the fit starts
     again with smaller steps). Where the gate is read depends only on the draws, never
     on timing, so a seed gives the same fit on any machine. Reading the gate on the
     draws so far and stopping when it passes is why the margin is there: an ESS
     estimate that just crossed 400 is more often above its truth than below.
     """
-    import nutpie
-
-    from .density import nutpie_model
-
-    background = nutpie.sample(nutpie_model(data), draws=max_draws, tune=tune, chains=chains, cores=chains,
-                               seed=seed, target_accept=target_accept, progress_bar=progressbar, save_warmup=False,
-                               low_rank_modified_mass_matrix=low_rank, blocking=False)
+    background = _nutpie(data, blocking=False, draws=max_draws, tune=tune, chains=chains, seed=seed,
+                         target_accept=target_accept, low_rank=low_rank, progressbar=progressbar)
     checkpoint = min(MIN_DRAWS, max_draws)
     progress: list[tuple[float, int]] = []
     final = None  # the whole trace, once the chains have made every draw
@@ -105,14 +108,18 @@ def sample_until_passed(data: ModelData, *, max_draws: int, tune: int, chains: i
                 continue
             kept = _first_draws(trace, checkpoint)
             last = checkpoint >= (drawn if final is not None else max_draws)
+
+            def stops(row: dict) -> bool:
+                return last or bool(row["divergences"]) or _enough(row)
+
             # the gate on the global parameters first: if they miss it, so does the whole (seconds saved);
             # the chains are paused while the whole gate is read, since a pass ends them anyway
             row = health.gate(kept, health.GLOBAL)
-            if last or row["divergences"] or _enough(row):
+            if stops(row):
                 if final is None:
                     background.pause()
                 row = health.gate(kept)
-                if last or row["divergences"] or _enough(row):
+                if stops(row):
                     return kept, row
                 if final is None:
                     background.resume()
@@ -166,12 +173,18 @@ def _next_checkpoint(row: dict, drawn: int, max_draws: int) -> int:
     as many as the largest R-hat does (R-hat − 1 shrinks about as 1 / draws once the chains have mixed;
     with thousands of parameters the largest is what binds: on the default data 1.020 at 400 draws a
     chain, 1.009 at 1,000)."""
-    ess = min(row["ess_bulk_min"], row["ess_tail_min"])
-    wanted = STOP_MARGIN * health.ESS_MIN / ess if ess > 0 else CHECK_GROWTH[1]
+    wanted = _ess_growth(row, STOP_MARGIN, otherwise=CHECK_GROWTH[1])
     if row["r_hat_max"] > health.R_HAT_MAX:
         wanted = max(wanted, (row["r_hat_max"] - 1.0) / (health.R_HAT_MAX - 1.0))
     growth = min(max(wanted * 1.05, CHECK_GROWTH[0]), CHECK_GROWTH[1])  # a little past the linear reach
     return min(max_draws, int(np.ceil(drawn * growth / 50) * 50))
+
+
+def _ess_growth(row: dict, margin: float, *, otherwise: float) -> float:
+    """How many times the draws ``row`` was read on are needed for ``margin`` × the gate's ESS
+    (ESS grows about linearly with draws); ``otherwise`` where there was no ESS at all."""
+    ess = min(row["ess_bulk_min"], row["ess_tail_min"])
+    return margin * health.ESS_MIN / ess if ess > 0 else otherwise
 
 
 def _seconds_to(checkpoint: int, progress: list[tuple[float, int]]) -> float:
@@ -336,7 +349,7 @@ def next_attempt(row: dict, settings: dict, *, chains_kept: int, diverged: int, 
             return "divergences: low-rank mass matrix", {**settings, "low_rank": True, "chains": first_chains}, False
         return None
     ess = min(row["ess_bulk_min"], row["ess_tail_min"])
-    growth = ESS_MARGIN * health.ESS_MIN / ess if ess > 0 else MAX_GROWTH
+    growth = _ess_growth(row, ESS_MARGIN, otherwise=MAX_GROWTH)
     r_hat_only = row["r_hat_max"] > health.R_HAT_MAX and growth <= 1.0
     if r_hat_only and previous.startswith("more chains") and "R-hat" in previous:
         return ("R-hat still high: longer chains",

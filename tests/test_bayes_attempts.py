@@ -238,16 +238,3 @@ def test_a_default_fit_samples_until_it_passes_and_says_so():
     if not table["action"][-1].startswith("more chains"):
         assert min(final["ess_bulk_min"], final["ess_tail_min"]) >= bayes_fit.STOP_MARGIN * health.ESS_MIN
     # (that the same seed stops at the same draw, however fast the chains run: the replayed runs above)
-
-
-@pytest.mark.filterwarnings("ignore:Estimated shape parameter of Pareto")  # high k on purpose
-def test_loo_in_blocks_is_arviz_loo_of_the_whole(monkeypatch):
-    rng = np.random.default_rng(3)
-    log_lik = -np.abs(rng.standard_t(4, size=(2, 200, 37)))  # heavy tails: some Pareto k well above 0
-    data = az.from_dict(posterior={"mu": rng.normal(size=(2, 200))}, log_likelihood={"y": log_lik})
-    whole = az.loo(data, pointwise=True)
-    monkeypatch.setattr(bayes_fit, "LOO_BLOCK", 8)  # 37 observations: 4 blocks of 8 and one of 5
-    loo_i, pareto_k = bayes_fit._pointwise_loo(data)
-    np.testing.assert_array_equal(loo_i, whole.loo_i.values)
-    np.testing.assert_array_equal(pareto_k, whole.pareto_k.values)
-    assert loo_i.sum() == pytest.approx(float(whole.elpd_loo))

@@ -14,7 +14,7 @@ import arviz as az
 import numpy as np
 
 from . import DEFAULT_BUDGET, DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_TUNE, LOW_RANK, SAMPLERS, TARGET_ACCEPT, health
-from . import predictive
+from . import predictive, psis
 from .data import ModelData
 from .model import LOO_DRAWS, pointwise_log_likelihood
 from ..errors import UsageError
@@ -396,26 +396,13 @@ def slim(idata: az.InferenceData) -> az.InferenceData:
     return az.InferenceData(posterior=posterior, sample_stats=idata.sample_stats)
 
 
-LOO_BLOCK = 4000  # observations per az.loo call
-
-
 def _pointwise_loo(log_likelihood: az.InferenceData) -> tuple[np.ndarray, np.ndarray]:
-    """ArviZ's PSIS-LOO of every observation (elpd_loo_i, Pareto k), LOO_BLOCK observations at a time.
-
-    PSIS smooths each observation's importance weights on its own, so the blocks give
-    the whole call's figures exactly; on the default data's 85,856 cells × 1,000 draws
-    the whole call took 33 s and the blocks 16 s (smaller temporaries).
-    """
+    """PSIS-LOO of every observation (elpd_loo_i, Pareto k), as ``az.loo(pointwise=True)`` gives them
+    (``psis``: the same steps on many observations at once; 28 s → about 2 s for the two models
+    of the default data)."""
     values = log_likelihood.log_likelihood["y"]
-    dim = values.dims[-1]
-    loo_i, pareto_k = [], []
-    for at in range(0, values.sizes[dim], LOO_BLOCK):
-        block = az.InferenceData(posterior=log_likelihood.posterior,
-                                 log_likelihood=values.isel({dim: slice(at, at + LOO_BLOCK)}).to_dataset())
-        result = az.loo(block, pointwise=True)
-        loo_i.append(result.loo_i.values)
-        pareto_k.append(result.pareto_k.values)
-    return np.concatenate(loo_i), np.concatenate(pareto_k)
+    draws = values.values.reshape(-1, values.shape[-1]).T  # observations × (chain, draw)
+    return psis.loo_pointwise(draws, psis.relative_efficiency(log_likelihood.posterior))
 
 
 def _loo_comparison(with_family: az.InferenceData, without_family: az.InferenceData) -> dict[str, float]:

@@ -192,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     budgets = [float(b) for b in args.budgets.split(",")]
     done = pl.read_csv(args.out, schema=SCHEMA) if args.out.exists() else pl.DataFrame(schema=SCHEMA)
     keys = set(done.select("data", "held_out", "budget", "seed").iter_rows())
+    ranges = []
     for name in args.data.split(","):
         outcomes = {"default": default_outcomes, "disagree": disagreeing_outcomes}[name]()
         models = sorted(outcomes["model"].unique())
@@ -207,6 +208,16 @@ def main(argv: list[str] | None = None) -> int:
             others = outcomes.filter(pl.col("model") != held)
             channels = others["channel"].unique(maintain_order=True).to_list()
             known = None
+            if held == strongest:  # the range `plan` prints, steadiest to noisiest complete model (seed 0's strata)
+                known = subsample.predictability(others, complete, channels)
+                members = subsample.universe(others, channels)
+                for budget in budgets:
+                    n = max(2, round(budget * len(members)))
+                    plan = subsample.make_plan(others, models=complete, channels=channels, families=n, seed=0,
+                                               known=known)
+                    widths = subsample.predicted_half_widths(known, members, plan["spread"].to_numpy(), [n])
+                    for channel, low, high in widths.select("channel", "half_width_low", "half_width_high").iter_rows():
+                        ranges.append((name, budget, channel, low, high))
             for budget in budgets:
                 for seed in range(args.seeds):
                     if (name, held, budget, seed) in keys:
@@ -247,6 +258,20 @@ def main(argv: list[str] | None = None) -> int:
                    .with_columns(pl.col(pl.Float64).round(3)))
         print(f"\n{label}: summary over channels")
         print(overall)
+    if ranges:
+        span = pl.DataFrame(ranges, schema=["data", "budget", "channel", "predicted_low", "predicted_high"], orient="row")
+        realised = summarise(results.filter("strongest")).join(span, on=["data", "budget", "channel"])
+        within = realised.with_columns(
+            place=pl.when(pl.col("half_width") < pl.col("predicted_low")).then(pl.lit("below"))
+            .when(pl.col("half_width") > pl.col("predicted_high")).then(pl.lit("above")).otherwise(pl.lit("within")))
+        print("\nstrongest model held out: realised half-width against the range `plan` prints "
+              "(steadiest to noisiest complete model), channels per place")
+        print(within.group_by("data", "budget", maintain_order=True).agg(
+            channels=pl.len(), within=(pl.col("place") == "within").sum(), below=(pl.col("place") == "below").sum(),
+            above=(pl.col("place") == "above").sum(),
+            realised_over_low_min=(pl.col("half_width") / pl.col("predicted_low")).min(),
+            realised_over_high_max=(pl.col("half_width") / pl.col("predicted_high")).max())
+            .with_columns(pl.col(pl.Float64).round(2)))
     return 0
 
 

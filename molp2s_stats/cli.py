@@ -294,6 +294,11 @@ def plan_command(
     wide = (shown.with_columns(pl.format("{} families ({}%)", "families", "percent").alias("budget"))
             .pivot(on="budget", index="channel", values="half_width", maintain_order=True))
     emit(wide.with_columns(pl.col(pl.Float64).round(1)), None, None)
+    chosen_budget = plan.budgets.filter(pl.col("families") == chosen.height)
+    typer.echo(f"at {chosen.height} families, from a model as steady as the steadiest complete model to one as "
+               "noisy as the noisiest (a model near the ceiling lands at the low end, or below): " + "; ".join(
+                   f"{c} {low:.1f}–{high:.1f}" for c, low, high in
+                   chosen_budget.select("channel", "half_width_low", "half_width_high").iter_rows()))
     requests = plan.budgets.unique("families", maintain_order=True)
     typer.echo("requests: " + ", ".join(f"{f} families {r:,}" for f, r in requests.select("families", "requests").iter_rows()))
 

@@ -317,7 +317,10 @@ def predicted_half_widths(known: Predictability, members: list[str], spread: np.
     For each complete model, its residuals when predicted from the others (`predictability`) under
     the stratified design of that budget (each stratum's families in the channel's cohort sampled in
     proportion), the variance of a stratified mean with finite-population correction; the root mean
-    over the complete models. This is what a new model like the complete ones would get.
+    over the complete models (``half_width``) is what a new model like the complete ones would get.
+    ``half_width_low`` and ``half_width_high`` are the half-widths of the steadiest and the noisiest
+    complete model: a new model near the ceiling (or at chance) varies less from family to family
+    than the typical one and lands near the low end, or below it if it is steadier than all of them.
     """
     rows = []
     for n, strata in ((n, h) for n in budgets
@@ -342,10 +345,13 @@ def predicted_half_widths(known: Predictability, members: list[str], spread: np.
                 variances.append(variance / total ** 2)
             sampled = n * len(families) / len(members)
             df = max(1, round(sampled) - len(plan.sizes) - 3)
-            half = stats.t.ppf(0.5 + conf_level / 2, df) * np.sqrt(np.mean(variances)) if variances else np.nan
-            rows.append((n, len(plan.sizes), channel, units.percent(half)))
+            quantile = stats.t.ppf(0.5 + conf_level / 2, df)
+            errors = [np.sqrt(np.mean(variances)), np.sqrt(np.min(variances)), np.sqrt(np.max(variances))] \
+                if variances else [np.nan] * 3  # standard errors: typical, steadiest, noisiest model
+            rows.append((n, len(plan.sizes), channel, *(units.percent(quantile * e) for e in errors)))
     return pl.DataFrame(rows, schema={"families": pl.Int64, "strata": pl.Int64, "channel": pl.String,
-                                      "half_width": pl.Float64}, orient="row")
+                                      "half_width": pl.Float64, "half_width_low": pl.Float64,
+                                      "half_width_high": pl.Float64}, orient="row")
 
 
 # ------------------------------------------------------------------------- the estimate
@@ -591,7 +597,7 @@ class Plan:
     models: list[str]
     seed: int
     requests: int
-    budgets: pl.DataFrame  # families, fraction, requests, channel, half_width
+    budgets: pl.DataFrame  # families, fraction, requests, strata, channel, half_width (_low, _high)
 
 
 def plan_from_db(con, *, fraction: float | None = None, families: int | None = None,
@@ -628,7 +634,8 @@ def plan_from_db(con, *, fraction: float | None = None, families: int | None = N
         .otherwise((pl.col("families") * per_family).round().cast(pl.Int64)).alias("requests"))
     plan_id = f"plan-{seed}-{families}-" + _digest(chosen, channels, models)
     return Plan(plan_id, frame, channels, models, seed, sum(cost.get(f, 0) for f in chosen),
-                widths.select("families", "fraction", "requests", "strata", "channel", "half_width"))
+                widths.select("families", "fraction", "requests", "strata", "channel", "half_width",
+                              "half_width_low", "half_width_high"))
 
 
 def _digest(*parts) -> str:

@@ -113,6 +113,7 @@ def test_plan_prompts_load_and_estimate_from_the_command_line(simulated_db, tmp_
     result = runner.invoke(app, ["plan", "--db", str(copy), "--fraction", "0.3", "--seed", "2", "--out", str(plan_file)])
     assert result.exit_code == 0, result.output
     assert "18 of 60 families" in result.output and "requests" in result.output and "dipole_norm" in result.output
+    assert "as steady as the steadiest complete model" in result.output
     planned = pl.read_csv(plan_file)
     assert planned.columns[0] == "family_id" and planned.height == 18
 
@@ -224,6 +225,28 @@ def test_with_one_complete_model_the_plan_still_predicts_an_interval(simulated_d
     members = subsample.universe(outcomes, channels)
     widths = subsample.predicted_half_widths(known, members, np.ones(len(members)), [20])
     assert (widths["half_width"] > 1).all()
+    # one model: the steadiest and the noisiest are the same one
+    np.testing.assert_allclose(widths["half_width_low"], widths["half_width"])
+    np.testing.assert_allclose(widths["half_width_high"], widths["half_width"])
+
+
+def test_the_predicted_half_width_lies_between_the_steadiest_and_the_noisiest_model(simulated_db):
+    """The root mean variance over the complete models lies between their smallest and largest."""
+    _, db = simulated_db
+    con = store.connect(db, read_only=True)
+    from molp2s_stats import metrics
+
+    outcomes = metrics.read_family_outcomes(con)[0]
+    con.close()
+    models = sorted(outcomes["model"].unique())
+    channels = ["dipole_norm", "gap"]
+    known = subsample.predictability(outcomes, models, channels)
+    members = subsample.universe(outcomes, channels)
+    widths = subsample.predicted_half_widths(known, members, np.ones(len(members)), [10, 30])
+    assert len(models) >= 2 and widths.height == 4
+    assert (widths["half_width_low"] <= widths["half_width"]).all()
+    assert (widths["half_width"] <= widths["half_width_high"]).all()
+    assert (widths["half_width_low"] < widths["half_width_high"]).all()  # the simulated models differ
 
 
 def test_cfr_divides_by_the_new_models_own_right_sources():

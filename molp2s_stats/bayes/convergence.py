@@ -11,7 +11,9 @@ Every array here is ``(parameters, chains, draws)``.
 
 from __future__ import annotations
 
+import os
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy import special
@@ -151,8 +153,15 @@ def summary(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     view taken across a variable's last axis is strided, and on the default fit's 3,448
     family × channel deviations the sorts, running extrema and FFTs over it took 28 s;
     in blocks of 64 the whole gate of that fit (4,229 parameters × 4,800 draws) takes about 4 s.
+    The blocks run on threads, one per core (numpy's sorts and scipy's FFTs let go of the GIL):
+    2,048 parameters × 4 × 1,300 draws took 3.7–4.6 s against 6.3–7.0 s one block at a time,
+    on 2 cores shared with a sampler.
     """
-    parts = [_summary(np.ascontiguousarray(x[at:at + BLOCK], dtype=float)) for at in range(0, x.shape[0], BLOCK)]
+    def block(at: int):
+        return _summary(np.ascontiguousarray(x[at:at + BLOCK], dtype=float))
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        parts = list(pool.map(block, range(0, x.shape[0], BLOCK)))
     if not parts:
         return tuple(np.empty(0) for _ in range(3))
     return tuple(np.concatenate(column) for column in zip(*parts))

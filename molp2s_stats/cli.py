@@ -475,6 +475,7 @@ def stability_command(
     """
     con = _open(db)
     outcomes, channels, models = metrics.read_family_outcomes(con)
+    models = _ranked(con, models)
     chosen = _known_channels(channel, channels)
     size_list = tuple(int(part) for part in sizes.split(",") if part.strip())
     groups = 1 if macro else len(chosen)
@@ -486,6 +487,14 @@ def stability_command(
                                              sizes=size_list, draws=draws, seed=seed,
                                              progress=lambda n: bar.advance(task, n))
     emit(result, fmt, out, title=f"Ranking stability of {score} under family subsampling")
+
+
+def _ranked(con, models: list[str]) -> list[str]:
+    """The complete models, for a ranking; the partial ones left out are named on stderr."""
+    ranked, note = stability.ranked_models(models, metrics.read_partial_models(con))
+    if note:
+        typer.echo(note, err=True)
+    return ranked
 
 
 @command("ranks")
@@ -506,6 +515,7 @@ def ranks_command(
     """
     con = _open(db)
     outcomes, channels, models = metrics.read_family_outcomes(con)
+    models = _ranked(con, models)
     intervals, probabilities = stability.rank_intervals(
         outcomes, score=score, channels=_known_channels(channel, channels), models=models, draws=bootstrap,
         seed=seed, conf_level=conf_level)

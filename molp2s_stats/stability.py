@@ -53,6 +53,26 @@ def _ranks(scores: np.ndarray) -> np.ndarray:
     return stats.rankdata(-np.round(scores, 11), axis=-1, method="average", nan_policy="omit")
 
 
+def ranked_models(models: list[str], partial: pl.DataFrame) -> tuple[list[str], str | None]:
+    """The models a ranking compares, and a note naming those it leaves out.
+
+    A partial model (run on part of the benchmark) has a score only on the families it
+    answered: in a subset or a bootstrap replicate of the cohort it would be ranked on
+    other families than the rest, or on none, so rankings compare the complete models;
+    its estimated place is what ``molp2s estimate`` gives.
+
+    >>> ranked_models(["a", "b", "new"], pl.DataFrame({"model": ["new"], "families_answered": [58],
+    ...                                                 "families_total": [389]}))
+    (['a', 'b'], 'left out of the ranking: new (58 of 389 families answered); its estimated row: molp2s estimate')
+    """
+    left_out = partial.filter(pl.col("model").is_in(models))
+    if left_out.height == 0:
+        return models, None
+    listed = ", ".join(f"{m} ({a} of {t} families answered)" for m, a, t in left_out.iter_rows())
+    return ([m for m in models if m not in set(left_out["model"])],
+            f"left out of the ranking: {listed}; its estimated row: molp2s estimate")
+
+
 def ranking_stability(
     outcomes: pl.DataFrame,
     *,

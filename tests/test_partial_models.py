@@ -105,3 +105,22 @@ def test_model_transitions_pair_a_partial_model_on_the_tasks_it_answered(loaded)
                                     draws=0).row(0, named=True)
     # F1 and F2's source tasks, both right for both: nothing differs
     assert (row["tasks"], row["families"], row["both_correct"], row["net"]) == (2, 2, 100.0, 0.0)
+
+
+def test_rankings_compare_the_complete_models_and_name_the_partial_one(loaded, tmp_path):
+    """A partial model has no score on most subsets' families: `stability` and `ranks` leave it out and say so."""
+    from typer.testing import CliRunner
+
+    from molp2s_stats.cli import app
+
+    loaded({"p": {"F1": None, "F2": None}}).close()
+    runner = CliRunner()
+    db = str(tmp_path / "runs.duckdb")
+    ranks = runner.invoke(app, ["ranks", "--db", db, "--bootstrap", "50", "--format", "csv"])
+    assert ranks.exit_code == 0, ranks.output
+    assert "left out of the ranking: p (2 of 5 families answered)" in ranks.stderr
+    ranked = pl.read_csv(ranks.stdout.encode())
+    assert "p" not in set(ranked["model"]) and ranked["model"].n_unique() >= 2
+    stable = runner.invoke(app, ["stability", "--db", db, "--sizes", "2", "--subsets", "20", "--format", "csv"])
+    assert stable.exit_code == 0, stable.output
+    assert "left out of the ranking: p" in stable.stderr

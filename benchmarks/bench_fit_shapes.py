@@ -47,6 +47,10 @@ SHAPES = {
         Shape("no-family-spread", models=4, channels=4, families=136, family_sd=0.0, family_channel_sd=0.0,
               channel_sd=0.0),
         Shape("four-hundred", models=3, channels=2, families=400),
+        # and data unlike the fitted model: a model right at the ceiling (99.97%: most of its cells all
+        # right), and each model with its own family effects (the fitted model shares them)
+        Shape("at-the-ceiling", models=4, channels=4, families=136, ability=(8.0, 1.0, 0.0, -1.0), at_chance=1),
+        Shape("own-family-effects", models=4, channels=4, families=136, family_sd_by_model=(0.3, 0.8, 1.5, 2.0)),
     )
 }
 COLUMNS = ("shape", "seed", "passed", "attempts", "seconds", "r_hat_max", "ess_bulk_min", "ess_tail_min",

@@ -63,14 +63,14 @@ def ranked_models(models: list[str], partial: pl.DataFrame) -> tuple[list[str], 
 
     >>> ranked_models(["a", "b", "new"], pl.DataFrame({"model": ["new"], "families_answered": [58],
     ...                                                 "families_total": [389]}))
-    (['a', 'b'], 'left out of the ranking: new (58 of 389 families answered); its estimated row: molp2s estimate')
+    (['a', 'b'], 'left out of the ranking: new (58 of 389 families answered); for an estimated row: molp2s estimate')
     """
     left_out = partial.filter(pl.col("model").is_in(models))
     if left_out.height == 0:
         return models, None
     listed = ", ".join(f"{m} ({a} of {t} families answered)" for m, a, t in left_out.iter_rows())
     return ([m for m in models if m not in set(left_out["model"])],
-            f"left out of the ranking: {listed}; its estimated row: molp2s estimate")
+            f"left out of the ranking: {listed}; for an estimated row: molp2s estimate")
 
 
 def ranking_stability(

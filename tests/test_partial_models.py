@@ -124,3 +124,21 @@ def test_rankings_compare_the_complete_models_and_name_the_partial_one(loaded, t
     stable = runner.invoke(app, ["stability", "--db", db, "--sizes", "2", "--subsets", "20", "--format", "csv"])
     assert stable.exit_code == 0, stable.output
     assert "left out of the ranking: p" in stable.stderr
+
+
+def test_the_stability_page_renders_with_one_complete_model_and_a_partial_one(tmp_path):
+    """One complete model left after the partial one is set aside: no ranking to show, and the page says so."""
+    from molp2s_stats.defaults import REPORTS
+    from molp2s_stats.report import render
+
+    bench = write_benchmark(tmp_path / "bench")
+    m1 = [p for p in write_responses(tmp_path / "responses") if p.stem == "m1"]
+    con = store.connect(tmp_path / "runs.duckdb")
+    load(con, benchmark=bench, responses=[*m1, _partial(tmp_path / "responses", "p", {"F1": None, "F2": None})])
+    con.close()
+    env = {"MOLP2S_DB": str(tmp_path / "runs.duckdb"), "MOLP2S_REPORT_TABLES": str(tmp_path / "tables")}
+    [page] = render.render_with_jupyter(REPORTS, tmp_path / "site", env, pages=["stability.qmd"], log=lambda _: None)
+    html = page.read_text()
+    assert "Left out of the ranking: p (2 of 5 families answered)" in html
+    assert "need at least two complete models; this database has 1" in html
+    assert "Minimum detectable" in html  # the rest of the page is there

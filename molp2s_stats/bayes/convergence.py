@@ -12,7 +12,6 @@ Every array here is ``(parameters, chains, draws)``.
 from __future__ import annotations
 
 import os
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -54,8 +53,11 @@ def z_scale(x: np.ndarray) -> np.ndarray:
 
 def _rhat_basic(x: np.ndarray) -> np.ndarray:
     n = x.shape[2]
-    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)  # one draw a split chain: NaN, as ArviZ gives
+    if n < 2 or x.shape[1] < 2:  # one draw a split chain, or one chain: NaN, as ArviZ gives
+        return np.full(x.shape[0], np.nan)
+    # np.errstate, not warnings.catch_warnings: this runs on threads (``summary``), and the warnings
+    # filters are one process-wide list that catch_warnings saves and restores
+    with np.errstate(divide="ignore", invalid="ignore"):
         between = n * x.mean(axis=2).var(axis=1, ddof=1)
         within = x.var(axis=2, ddof=1).mean(axis=1)
         return np.sqrt((between / within + n - 1) / n)
@@ -81,8 +83,9 @@ def _autocovariance(x: np.ndarray) -> np.ndarray:
     n = x.shape[2]
     centred = x - x.mean(axis=2, keepdims=True)
     size = next_fast_len(2 * n)
-    spectrum = fft.rfft(centred, n=size, axis=2, workers=-1)
-    return fft.irfft(spectrum * np.conjugate(spectrum), n=size, axis=2, workers=-1)[:, :, :n] / n
+    # one FFT worker: ``summary`` already runs a block per core
+    spectrum = fft.rfft(centred, n=size, axis=2)
+    return fft.irfft(spectrum * np.conjugate(spectrum), n=size, axis=2)[:, :, :n] / n
 
 
 def ess(x: np.ndarray) -> np.ndarray:
@@ -142,6 +145,11 @@ def ess_tail(x: np.ndarray) -> np.ndarray:
     return out
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform says, else all)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 BLOCK = 64  # parameters per pass: a block's temporaries stay in cache (a whole variable's ran to gigabytes)
 
 
@@ -160,7 +168,7 @@ def summary(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     def block(at: int):
         return _summary(np.ascontiguousarray(x[at:at + BLOCK], dtype=float))
 
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+    with ThreadPoolExecutor(max_workers=usable_cores()) as pool:
         parts = list(pool.map(block, range(0, x.shape[0], BLOCK)))
     if not parts:
         return tuple(np.empty(0) for _ in range(3))

@@ -5,19 +5,20 @@ ArviZ's ``az.loo`` smooths each observation's importance weights in a Python loo
 models that was 28 s of the report's fit. The steps are the same for every observation
 (the right tail is the largest M of S weights, M fixed by S and the relative efficiency),
 so they run here on a block of observations at a time in numpy. The figures equal
-``az.loo(pointwise=True)``'s to 1e-10 (tests/test_bayes_psis.py); an observation whose tail
+``az.loo(pointwise=True)``'s up to rounding (a few units in the last place; tests/test_bayes_psis.py); an observation whose tail
 is not exactly M draws long (ties at the cut, or weights below the smallest float) goes
 through ``az.psislw`` itself.
 """
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import arviz as az
 import numpy as np
 from scipy.special import logsumexp
+
+from .convergence import usable_cores
 
 BLOCK = 2000  # observations at a time: the generalised Pareto fit's temporaries are block × ~40 × M
 PRIOR_B, PRIOR_K = 3, 10  # the empirical-Bayes fit's constants, as in Zhang & Stephens (2009) and ArviZ
@@ -48,7 +49,7 @@ def loo_pointwise(log_likelihood: np.ndarray, reff: float) -> tuple[np.ndarray, 
         loo_i[rows] = logsumexp(weights + log_likelihood[rows], axis=1)
 
     # numpy lets go of the GIL inside its array loops, so blocks on threads use every core
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+    with ThreadPoolExecutor(max_workers=usable_cores()) as pool:
         list(pool.map(block, range(0, log_likelihood.shape[0], BLOCK)))
     return loo_i, pareto_k
 
@@ -83,11 +84,11 @@ def smoothed_log_weights(log_weights: np.ndarray, reff: float) -> tuple[np.ndarr
                                                         np.take_along_axis(replaced, positions, axis=1)), axis=1)
         replaced[fitted[:, None] & (replaced > 0)] = 0.0  # truncated at the largest raw weight
         x[rows] = replaced
+    x -= logsumexp(x, axis=1, keepdims=True)
     irregular = np.flatnonzero(~regular)
     if irregular.size:
-        x[irregular], k[irregular] = az.psislw(log_weights[irregular], reff, normalize=False)
-        x[irregular] -= log_weights[irregular].max(axis=1, keepdims=True)
-    return x - logsumexp(x, axis=1, keepdims=True), k
+        x[irregular], k[irregular] = az.psislw(log_weights[irregular], reff)
+    return x, k
 
 
 def generalised_pareto_fit(tail: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -97,16 +98,21 @@ def generalised_pareto_fit(tail: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n = tail.shape[1]
     m_est = 30 + int(n ** 0.5)
     grid = 1 - np.sqrt(m_est / (np.arange(1, m_est + 1, dtype=float) - 0.5))
-    b = grid[None, :] / (PRIOR_B * tail[:, int(n / 4 + 0.5) - 1, None]) + 1 / tail[:, -1, None]
-    k_grid = np.log1p(-b[:, :, None] * tail[:, None, :]).mean(axis=2)
-    profile = n * (np.log(-(b / k_grid)) - k_grid - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a tail that rounds to 0: handled below
+        b = grid[None, :] / (PRIOR_B * tail[:, int(n / 4 + 0.5) - 1, None]) + 1 / tail[:, -1, None]
+        k_grid = np.log1p(-b[:, :, None] * tail[:, None, :]).mean(axis=2)
+        profile = n * (np.log(-(b / k_grid)) - k_grid - 1)
     # 1 / Σ_j exp(L_j − L_i), ArviZ's form, is the softmax of L (equal to rounding; an overflow-free exp)
     weights = np.exp(profile - logsumexp(profile, axis=1, keepdims=True))
-    weights = np.where(weights >= 10 * np.finfo(float).eps, weights, 0.0)  # negligible weights dropped
-    weights /= weights.sum(axis=1, keepdims=True)
-    b_post = (b * weights).sum(axis=1)
+    weights = np.where(weights >= 10 * np.finfo(float).eps, weights, 0.0)  # negligible (and NaN) weights dropped
+    total = weights.sum(axis=1, keepdims=True)
+    # no weight left (a tail that rounds to 0): ArviZ's sum over no grid point, b = 0, so k is the
+    # prior's alone and σ is NaN, which leaves the row's smoothed weights NaN as ArviZ's are
+    weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
+    b_post = np.where(weights > 0, b * weights, 0.0).sum(axis=1)  # dropped grid points drop their b too
     k_post = np.log1p(-b_post[:, None] * tail).mean(axis=1)
-    sigma = -k_post / b_post
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sigma = -k_post / b_post
     return (n * k_post + PRIOR_K * 0.5) / (n + PRIOR_K), sigma
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import DEFAULT_BUDGET, DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_TUNE, LOW_RANK, SAMPLERS, TARGET_ACCEPT, health
 from . import predictive, psis
+from .convergence import usable_cores
 from .data import ModelData
 from .model import LOO_DRAWS, pointwise_log_likelihood
 from ..errors import UsageError
@@ -314,7 +315,7 @@ TARGET_ACCEPTS = tuple(RETRY_TUNE)
 
 def _rounds(chains: int) -> int:
     """How many chains' worth of wall time ``chains`` chains take on this machine's cores."""
-    return -(-chains // max(1, min(chains, os.cpu_count() or 1)))
+    return -(-chains // max(1, min(chains, usable_cores())))
 
 
 def _quality(row: dict) -> tuple:
@@ -363,7 +364,7 @@ def next_attempt(row: dict, settings: dict, *, chains_kept: int, diverged: int, 
     if row["r_hat_max"] > health.R_HAT_MAX:
         growth = max(growth, 2.0)
     growth = min(max(growth, 1.0), MAX_GROWTH)
-    parallel = max(1, min(settings["chains"], os.cpu_count() or 1))
+    parallel = max(1, min(settings["chains"], usable_cores()))
     extra = -(-int(np.ceil(chains_kept * (growth - 1.0))) // parallel) * parallel
     reason = f"R-hat {row['r_hat_max']:.3f}" if r_hat_only else f"ESS {ess:.0f}"
     return f"more chains ({max(extra, parallel)}): {reason}", {**settings, "chains": max(extra, parallel)}, True

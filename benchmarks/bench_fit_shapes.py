@@ -51,6 +51,10 @@ SHAPES = {
         # right), and each model with its own family effects (the fitted model shares them)
         Shape("at-the-ceiling", models=4, channels=4, families=136, ability=(8.0, 1.0, 0.0, -1.0), at_chance=1),
         Shape("own-family-effects", models=4, channels=4, families=136, family_sd_by_model=(0.3, 0.8, 1.5, 2.0)),
+        # and variation within a family: each task its own difficulty, and repeated samples of a task that
+        # mostly agree (each model's own take on a task, sd 2 on the logit: a model near temperature 0)
+        Shape("task-effects", models=5, channels=4, families=136, task_sd=1.0),
+        Shape("agreeing-samples", models=4, channels=4, families=136, samples=3, task_sd=0.5, model_task_sd=2.0),
     )
 }
 COLUMNS = ("shape", "seed", "passed", "attempts", "seconds", "r_hat_max", "ess_bulk_min", "ess_tail_min",

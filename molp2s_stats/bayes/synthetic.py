@@ -17,11 +17,15 @@ and Normal(0, channel_sd) otherwise (``|·|`` for source, so reliance is never
 negative), ``d_f ~ Normal(0, family_sd)``, ``e_{f,c} ~ Normal(0, family_channel_sd)``.
 With ``family_sd_by_model`` each model has its own family effects instead of shared
 ones (a misfit for the fitted model, whose family effects are shared). A model "at chance" answers every task with P = 1/K (ability logit(1/K), no boost);
-one "at the ceiling" has ability 4 (98 %).
+one "at the ceiling" has ability 4 (98 %). With ``task_sd`` each task has its own
+difficulty beyond its family's (shared by the models), and with ``model_task_sd`` each
+model its own take on each task, shared by its repeated samples: both are variation the
+fitted model, whose finest effect is the family × channel, does not have.
 
 The truth is the quantity the posterior estimates: reliance and cf accuracy of each
 model × channel averaged over that channel's cohort families with their realised
-family effects (``mean_f σ(source) − σ(shuffled)``, ``mean_f σ(cf)``), as proportions.
+family effects (``mean_f σ(source) − σ(shuffled)``, ``mean_f σ(cf)``), as proportions;
+with task effects, σ(·) of each family is the mean over its tasks, realised effects included.
 """
 
 from __future__ import annotations
@@ -58,6 +62,11 @@ class Shape:
     ability: tuple[float, ...] = field(default=())  # per model; default drawn Normal(0, 0.8)
     # a family × model interaction the fitted model lacks: each model its own family effects, with its own sd
     family_sd_by_model: tuple[float, ...] = field(default=())
+    # variation within a family the fitted model lacks: each task its own difficulty, shared by the models
+    task_sd: float = 0.0
+    # and each model's own take on each task, shared by its repeated samples (a model at temperature 0
+    # answers a task the same way every time: its samples of a task are not independent draws)
+    model_task_sd: float = 0.0
 
     def cohort_sizes(self) -> tuple[int, ...]:
         sizes = self.families_per_channel or (self.families,) * self.channels
@@ -101,6 +110,11 @@ def simulate_cells(shape: Shape, seed: int) -> tuple[ModelData, pl.DataFrame]:
     at_chance[m - shape.at_chance:] = shape.at_chance > 0
     tasks = {"source": 1, "shuffled": 1, "cf": shape.cf_per_family}
     rows, truth = [], []
+    within_family = shape.task_sd > 0 or shape.model_task_sd > 0
+    # drawn only when asked for, so that the other shapes' draws stay as they were
+    task_effect = ({k: rng.normal(0.0, shape.task_sd, (tasks[k], c, f)) for k in MODELLED_CONDITIONS}
+                   if within_family else {})
+    p0_task_effect = rng.normal(0.0, shape.task_sd, f) if within_family else np.zeros(f)
     own_family = (np.array(shape.family_sd_by_model)[:, None] * rng.normal(size=(m, f))
                   if shape.family_sd_by_model else np.broadcast_to(family, (m, f)))
     for mi in range(m):
@@ -109,11 +123,27 @@ def simulate_cells(shape: Shape, seed: int) -> tuple[ModelData, pl.DataFrame]:
             effects = np.zeros(len(fam)) if at_chance[mi] else own_family[mi, fam] + family_channel[ch, fam]
             eta = cell[mi, :, ch][:, None] + effects[None, :]
             p = expit(eta)
-            for ki, condition in enumerate(MODELLED_CONDITIONS):
-                trials = tasks[condition] * shape.samples
-                successes = rng.binomial(trials, p[ki])
-                rows += [(models[mi], channels[ch], condition, families[j], int(s), trials)
-                         for j, s in zip(fam, successes)]
+            if within_family:
+                # per task: the share right a model would reach on these very tasks with endless samples
+                p = []
+                for ki, condition in enumerate(MODELLED_CONDITIONS):
+                    task_eta = eta[ki][None, :] + task_effect[condition][:, ch, fam]
+                    if not at_chance[mi]:
+                        task_eta = task_eta + rng.normal(0.0, shape.model_task_sd, task_eta.shape)
+                    else:
+                        task_eta = np.full(task_eta.shape, chance)
+                    task_p = expit(task_eta)  # (tasks, families)
+                    successes = rng.binomial(shape.samples, task_p).sum(axis=0)
+                    trials = tasks[condition] * shape.samples
+                    rows += [(models[mi], channels[ch], condition, families[j], int(s), trials)
+                             for j, s in zip(fam, successes)]
+                    p.append(task_p.mean(axis=0))
+            else:
+                for ki, condition in enumerate(MODELLED_CONDITIONS):
+                    trials = tasks[condition] * shape.samples
+                    successes = rng.binomial(trials, p[ki])
+                    rows += [(models[mi], channels[ch], condition, families[j], int(s), trials)
+                             for j, s in zip(fam, successes)]
             truth += [(models[mi], channels[ch], "reliance", float((p[0] - p[1]).mean())),
                       (models[mi], channels[ch], "responsiveness", float(p[2].mean()))]
     cells = pl.DataFrame(rows, schema={"model": pl.String, "channel": pl.String, "condition": pl.String,
@@ -122,6 +152,8 @@ def simulate_cells(shape: Shape, seed: int) -> tuple[ModelData, pl.DataFrame]:
     p0_rows = []
     for mi in range(m):
         eta = p0_logit[mi] + (np.zeros(in_any.sum()) if at_chance[mi] else own_family[mi, in_any])
+        if within_family and not at_chance[mi]:
+            eta = eta + p0_task_effect[in_any] + rng.normal(0.0, shape.model_task_sd, eta.shape)
         successes = rng.binomial(shape.samples, expit(eta))
         p0_rows += [(models[mi], families[j], int(s), shape.samples)
                     for j, s in zip(np.flatnonzero(in_any), successes)]

@@ -20,7 +20,9 @@ ceiling model among them and cohorts of unequal size.
     .venv/bin/python benchmarks/bench_adaptive.py [--seeds 20] [--data default,disagree]
         [--budgets 0.10,0.15,0.30] [--models N | --only-strongest] [--out benchmarks/results/adaptive.csv]
 
-Rows are appended to ``--out`` as each (data, model, budget, seed) finishes and skipped when
+Each held-out model's plans have their own seeds (``plan_seed``), so that its runs and
+another model's are independent samples of families. Rows are appended to ``--out`` as
+each (data, model, budget, seed) finishes and skipped when
 already there, so an interrupted run resumes where it stopped.
 """
 
@@ -30,6 +32,7 @@ import argparse
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -126,13 +129,22 @@ def oracle_share(families: int = 200_000, seed: int = 0) -> np.ndarray:
 # ------------------------------------------------------------------------------ one run
 
 
+def plan_seed(seed: int, held: str) -> int:
+    """The plan's seed for this run: its own for each held-out model. A plan of one stratum
+    depends only on the families and the seed, so with the seed alone every held-out model drew
+    the same families and 7 models × 30 seeds were 30 samples, not 210 (their errors move
+    together, since the models share a family difficulty)."""
+    return int(np.random.SeedSequence([seed, zlib.crc32(held.encode())]).generate_state(1)[0])
+
+
 def run(outcomes: pl.DataFrame, held: str, budget: float, seed: int, known, truths: dict) -> list[tuple]:
     complete = sorted(m for m in outcomes["model"].unique() if m != held)
     channels = [c for c in outcomes["channel"].unique(maintain_order=True)]
     others = outcomes.filter(pl.col("model") != held)
     members = subsample.universe(others, channels)
     n = max(2, round(budget * len(members)))
-    plan = subsample.make_plan(others, models=complete, channels=channels, families=n, seed=seed, known=known)
+    plan = subsample.make_plan(others, models=complete, channels=channels, families=n,
+                               seed=plan_seed(seed, held), known=known)
     predicted = dict(subsample.predicted_half_widths(known, members, plan["spread"].to_numpy(), [n])
                      .select("channel", "half_width").iter_rows())
     chosen = set(plan.filter("selected")["family_id"])

@@ -123,27 +123,22 @@ def simulate_cells(shape: Shape, seed: int) -> tuple[ModelData, pl.DataFrame]:
             effects = np.zeros(len(fam)) if at_chance[mi] else own_family[mi, fam] + family_channel[ch, fam]
             eta = cell[mi, :, ch][:, None] + effects[None, :]
             p = expit(eta)
-            if within_family:
-                # per task: the share right a model would reach on these very tasks with endless samples
-                p = []
-                for ki, condition in enumerate(MODELLED_CONDITIONS):
-                    task_eta = eta[ki][None, :] + task_effect[condition][:, ch, fam]
-                    if not at_chance[mi]:
-                        task_eta = task_eta + rng.normal(0.0, shape.model_task_sd, task_eta.shape)
-                    else:
-                        task_eta = np.full(task_eta.shape, chance)
+            shares = []  # with task effects: each family's mean over its tasks, realised effects included
+            for ki, condition in enumerate(MODELLED_CONDITIONS):
+                trials = tasks[condition] * shape.samples
+                if within_family:
+                    task_eta = (np.full((tasks[condition], len(fam)), chance) if at_chance[mi] else
+                                eta[ki][None, :] + task_effect[condition][:, ch, fam]
+                                + rng.normal(0.0, shape.model_task_sd, (tasks[condition], len(fam))))
                     task_p = expit(task_eta)  # (tasks, families)
                     successes = rng.binomial(shape.samples, task_p).sum(axis=0)
-                    trials = tasks[condition] * shape.samples
-                    rows += [(models[mi], channels[ch], condition, families[j], int(s), trials)
-                             for j, s in zip(fam, successes)]
-                    p.append(task_p.mean(axis=0))
-            else:
-                for ki, condition in enumerate(MODELLED_CONDITIONS):
-                    trials = tasks[condition] * shape.samples
+                    shares.append(task_p.mean(axis=0))
+                else:
                     successes = rng.binomial(trials, p[ki])
-                    rows += [(models[mi], channels[ch], condition, families[j], int(s), trials)
-                             for j, s in zip(fam, successes)]
+                rows += [(models[mi], channels[ch], condition, families[j], int(s), trials)
+                         for j, s in zip(fam, successes)]
+            if within_family:
+                p = np.array(shares)
             truth += [(models[mi], channels[ch], "reliance", float((p[0] - p[1]).mean())),
                       (models[mi], channels[ch], "responsiveness", float(p[2].mean()))]
     cells = pl.DataFrame(rows, schema={"model": pl.String, "channel": pl.String, "condition": pl.String,

@@ -31,6 +31,7 @@ from pathlib import Path
 import nbformat
 import yaml
 
+from ..bayes.convergence import usable_cores
 from ..errors import UsageError
 
 _CELL = re.compile(r"^```\{python\}[^\n]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
@@ -290,7 +291,7 @@ def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeou
     exporter.register_preprocessor(TagRemovePreprocessor(
         remove_input_tags={"remove_input"}, remove_all_outputs_tags={"remove_output"},
         remove_cell_tags={"remove_cell"}, enabled=True), True)
-    workers = workers or min(2, os.cpu_count() or 1)
+    workers = workers or min(2, usable_cores())  # the cores this process may use, as the fit counts them
     out.mkdir(parents=True, exist_ok=True)
 
     def render_page(page: Page, sockets: Path) -> Path:

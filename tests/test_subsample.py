@@ -38,6 +38,23 @@ def test_a_one_stratum_estimate_is_the_sample_mean_with_the_finite_population_co
     assert result.n == 4 and not result.predicted
 
 
+def test_each_stratum_is_a_simple_random_sample_of_its_size():
+    """Two strata of 12 and 18 families sampling 3 and 9: over 1,200 plan seeds every plan holds
+    exactly 3 + 9, and each family is drawn in proportion to n_h / N_h (1/4 and 1/2: 300 and 600
+    times expected; a χ² test of the counts against that), as the design's weights assume."""
+    from scipy import stats
+
+    families = [f"F{i:02d}" for i in range(30)]
+    plan = subsample.Design(families, np.array([1] * 12 + [2] * 18), np.array([12, 18]), np.array([3, 9]))
+    counts = np.zeros(30)
+    for seed in range(1200):
+        selected = subsample.select(plan, seed)
+        assert selected[:12].sum() == 3 and selected[12:].sum() == 9
+        counts += selected
+    expected = np.array([1200 / 4] * 12 + [1200 / 2] * 18)
+    assert stats.chisquare(counts, expected).pvalue > 0.001
+
+
 def test_a_stratified_estimate_weighs_each_stratum_by_its_size():
     """Stratum 0: 8 families, 2 answered (1, 1); stratum 1: 2 families, both answered (0, 0).
     Â = 8/2 · 2 + 2/2 · 0 = 8 of B = 10; stratum 1 is answered in full and adds no variance;

@@ -184,6 +184,11 @@ def log_density_function(model: Density, dtype=np.float32, *, layout: str | None
     import jax
     import jax.numpy as jnp
 
+    # nutpie asks each chain's thread for one small gradient at a time: run it on that thread
+    # rather than hand it to XLA's dispatch thread and wait (takes effect where this process has
+    # not used JAX yet; the same numbers either way). At paper size, blocking 4 × (300 + 750):
+    # sampling wall time 0.92× and CPU 0.90× of async dispatch, medians of 5 runs paired in turn.
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
     counts = model.counts
     n_channels, n_families = counts.successes.shape[2], counts.successes.shape[3]
     pair_channel, pair_family = counts.pair_channel, counts.pair_family

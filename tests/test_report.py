@@ -20,7 +20,7 @@ from molp2s_stats.report import render, tables
 from simulated_benchmark import write_simulated
 from test_quarto_route import element_ids
 
-PAGES = ("index", "leaderboard", "reliance", "comparisons", "stability", "posterior", "data")
+PAGES = ("posterior", "reliance", "stability", "leaderboard", "comparisons", "index", "data")  # render order, slowest first
 
 
 def test_read_qmd_splits_front_matter_prose_and_cells(tmp_path):

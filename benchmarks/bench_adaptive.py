@@ -203,6 +203,9 @@ def pooled_mse_ratio(results: pl.DataFrame, seed: int = 0) -> pl.DataFrame:
     rows = []
     for (name, budget), part in per_run.group_by("data", "budget", maintain_order=True):
         squared, expected = part["squared"].to_numpy(), part["random_mse"].to_numpy()
+        if part.height < 2:  # one run: nothing to resample
+            rows.append((name, budget, part.height, squared.sum() / expected.sum(), np.nan, np.nan))
+            continue
         interval = stats.bootstrap((squared, expected), lambda s, e, axis=-1: s.sum(axis) / e.sum(axis),
                                    paired=True, vectorized=True, n_resamples=2000, method="percentile",
                                    random_state=np.random.default_rng(seed)).confidence_interval

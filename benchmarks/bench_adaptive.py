@@ -10,7 +10,9 @@ the 95% intervals, the mean half-width against the half-width `plan` predicted, 
 mean squared error against that of a plain random sample of as many families (its
 estimate Σa/Σb over the sample, with a family-bootstrap interval), the baseline to beat:
 both as drawn beside each plan (``mse_ratio``) and against its expected value computed from
-the whole cohort (``mse_ratio_expected``, which is free of the baseline's own sampling noise).
+the whole cohort (``mse_ratio_expected``, which is free of the baseline's own sampling noise);
+then that expected-MSE ratio pooled over runs and channels, with a 95% interval from
+resampling whole runs (``pooled_mse_ratio``).
 
 Data sets: ``default``, the embedded data's simulated models, and ``disagree``, a simulator
 of this script's own in which each model finds its own families hard (a model × family

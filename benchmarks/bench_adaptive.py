@@ -34,7 +34,6 @@ import argparse
 import sys
 import tempfile
 import time
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -137,7 +136,7 @@ def plan_seed(seed: int, held: str) -> int:
     depends only on the families and the seed, so with the seed alone every held-out model drew
     the same families and 7 models × 30 seeds were 30 samples, not 210 (their errors move
     together, since the models share a family difficulty)."""
-    return int(np.random.SeedSequence([seed, zlib.crc32(held.encode())]).generate_state(1)[0])
+    return int(resample.stream_seed(seed, held).generate_state(1)[0])
 
 
 def run(outcomes: pl.DataFrame, held: str, budget: float, seed: int, known, truths: dict) -> list[tuple]:

@@ -21,6 +21,12 @@ from .errors import UsageError
 METHOD = "family_bootstrap_percentile"
 
 
+def stream_seed(seed: int, key: str) -> np.random.SeedSequence:
+    """The seed of one named stream: the run's seed and the stream's name, so adding a stream
+    does not change another's draws."""
+    return np.random.SeedSequence([seed, zlib.crc32(key.encode())])
+
+
 def rng_for(seed: int, key: str) -> np.random.Generator:
     """A generator for one stream (one channel, one comparison), stable across runs.
 
@@ -29,7 +35,7 @@ def rng_for(seed: int, key: str) -> np.random.Generator:
     >>> float(rng_for(7, "ir").uniform()) == float(rng_for(7, "ir").uniform())
     True
     """
-    return np.random.default_rng(np.random.SeedSequence([seed, zlib.crc32(key.encode())]))
+    return np.random.default_rng(stream_seed(seed, key))
 
 
 def family_weights(n_families: int, draws: int, rng: np.random.Generator) -> np.ndarray:

@@ -38,6 +38,27 @@ def test_a_one_stratum_estimate_is_the_sample_mean_with_the_finite_population_co
     assert result.n == 4 and not result.predicted
 
 
+def test_a_regressed_estimate_pays_for_its_fitted_slopes():
+    """Twelve families, six answered, b = 1 known, a predicted from two predictors (intercept and
+    two slopes): the estimate is the mean prediction plus the answered residuals weighed N/n; its variance
+    is the one-stratum formula (1 − n/N) · s²_e / n of the residuals e, times n/(n − 2) for the two
+    slopes, checked against numpy's own least squares."""
+    rng = np.random.default_rng(0)
+    own, pooled = rng.random(12), rng.random(12)
+    a = (rng.random(12) < 0.5 * (own + pooled)).astype(float)
+    sampled = np.array([True] * 6 + [False] * 6)
+    x = np.column_stack([np.ones(12), own, pooled])
+    beta, *_ = np.linalg.lstsq(x[sampled], a[sampled], rcond=None)
+    e = a[sampled] - x[sampled] @ beta
+    expected = (x @ beta).mean() + (12 / 6) * e.sum() / 12  # the residuals weigh N/n = 2 each
+    variance = (1 - 6 / 12) * e.var(ddof=1) / 6 * 6 / (6 - 2)
+    result = subsample.aipw_ratio(np.where(sampled, a, 0.0), np.ones(12), sampled, np.zeros(12, dtype=int),
+                                  own, None, pooled, regress=True)
+    assert result.estimate == pytest.approx(expected)
+    assert result.se == pytest.approx(math.sqrt(variance))
+    assert result.df == 6 - 1 - 1 - 2 and result.predicted
+
+
 def test_each_stratum_is_a_simple_random_sample_of_its_size():
     """Two strata of 12 and 18 families sampling 3 and 9: over 1,200 plan seeds every plan holds
     exactly 3 + 9, and each family is drawn in proportion to n_h / N_h (1/4 and 1/2: 300 and 600

@@ -470,13 +470,14 @@ def aipw_ratio(a: np.ndarray, b: np.ndarray, sampled: np.ndarray, stratum: np.nd
     return Estimate(float(theta), float(np.sqrt(variance) / totals["b"]), df, n, regress)
 
 
-def bootstrap_interval(args: tuple, estimate: float, *, draws: int, rng: np.random.Generator,
-                       conf_level: float) -> tuple[float, float, int]:
-    """Percentile interval of the rescaled bootstrap of Rao and Wu (1988): in each group of the
-    variance (`_design_weights`) n_g − 1 of the n_g answered families are drawn with replacement
-    and each weight is rescaled by 1 − λ + λ · n_g/(n_g − 1) · (times drawn), λ = √(1 − n_g/N_g),
-    which carries each group's finite-population correction; the prediction is refitted in every
-    replicate. ``args`` are `aipw_ratio`'s. Returns (low, high, replicates undefined)."""
+def bootstrap_se(args: tuple, *, draws: int, rng: np.random.Generator) -> tuple[float, int]:
+    """Standard error of `aipw_ratio`'s estimate by the rescaled bootstrap of Rao and Wu (1988): in
+    each group of the variance (`_design_weights`) n_g − 1 of the n_g answered families are drawn with
+    replacement and each weight is rescaled by 1 − λ + λ · n_g/(n_g − 1) · (times drawn),
+    λ = √(1 − n_g/N_g), which carries each group's finite-population correction; the prediction is
+    refitted in every replicate. ``args`` are `aipw_ratio`'s. Returns (standard error, replicates
+    undefined); the interval is then formed as for the design-based standard error
+    (`score_interval`), so that it too stays off a bound's single point."""
     a, b, sampled, stratum, *rest = args
     _, groups = _design_weights(stratum, sampled)
     members = [np.flatnonzero(sampled & (groups == g)) for g in range(groups.max() + 1)]
@@ -490,8 +491,70 @@ def bootstrap_interval(args: tuple, estimate: float, *, draws: int, rng: np.rand
             drawn = np.bincount(rng.integers(0, len(chosen), len(chosen) - 1), minlength=len(chosen))
             multiplicity[chosen] = 1 - lam + lam * len(chosen) / (len(chosen) - 1) * drawn
         replicates[r] = aipw_ratio(a, b, sampled, stratum, *rest, multiplicity=multiplicity).estimate
-    low, high, undefined = resample.percentile_interval(replicates[:, None], conf_level)
-    return float(low[0]), float(high[0]), int(undefined[0])
+    defined = replicates[np.isfinite(replicates)]
+    se = float(defined.std(ddof=1)) if defined.size >= 2 else np.nan
+    return se, int(draws - defined.size)
+
+
+def score_interval(estimate: float, se: float, df: int, *, families: int, sampling_fraction: float,
+                   conf_level: float) -> tuple[float, float]:
+    """Wilson's score interval of a rate on the design's effective sample size.
+
+    ``estimate ± t · se`` fails at the bounds, where a model near the ceiling (or near zero) lives:
+    when every answered family agrees the standard error is 0 and the interval a point, though the
+    unanswered families may hold a failure; just inside a bound it is symmetric where the truth is
+    not. Wilson's interval does not collapse there (Dean and Pagano 2015 compare it with the other
+    intervals for proportions from complex samples). Its sample size is Kish's effective one,
+    n_eff = p(1 − p) / se², which carries the design, the prediction and the finite-population
+    correction; where se is 0 (or the estimate on a bound) nothing measures the design effect and it
+    is taken as 1: n_eff = the answered ``families`` over 1 − the ``sampling_fraction``, a simple
+    random sample's. The quantile is Student's t at the design's ``df``. Written out here because
+    scipy's Wilson interval (``binomtest(k, n).proportion_ci``) takes whole counts, and n_eff is
+    not one; where it is, the two agree (tests/test_subsample.py).
+
+    Twelve of twelve answered families right, a fifth of the cohort answered: n_eff = 12 / 0.8 = 15,
+    and the lower end is 1 / (1 + t²/15) with t = t(11) at 97.5%, 2.201, so 0.756:
+
+    >>> [round(x, 3) for x in score_interval(1.0, 0.0, 11, families=12, sampling_fraction=0.2, conf_level=0.95)]
+    [0.756, 1.0]
+    """
+    if not np.isfinite(estimate):
+        return np.nan, np.nan
+    p = min(max(estimate, 0.0), 1.0)
+    if np.isfinite(se) and se > 0 and 0 < p < 1:
+        n_eff = p * (1 - p) / se ** 2
+    elif sampling_fraction < 1 and families > 0:
+        n_eff = families / (1 - sampling_fraction)
+    elif sampling_fraction >= 1:  # every family answered: the value itself, no uncertainty left
+        return p, p
+    else:
+        return np.nan, np.nan
+    q = stats.t.ppf(0.5 + conf_level / 2, max(df, 1))
+    k = q * q / n_eff
+    centre = (p + k / 2) / (1 + k)
+    half = q / (1 + k) * np.sqrt(p * (1 - p) / n_eff + k / (4 * n_eff))
+    return max(0.0, float(centre - half)), min(1.0, float(centre + half))
+
+
+def difference_interval(estimate: float, first: tuple[float, float, float], second: tuple[float, float, float],
+                        correlation: float) -> tuple[float, float]:
+    """Interval of a difference of two rates from each rate's own interval: the method of variance
+    estimates recovery (MOVER, Zou and Donner 2008; Newcombe 1998's square-and-add for paired rates),
+    ``first`` and ``second`` as (estimate, low, high) and ``correlation`` between the two estimates.
+    Each side takes the distance to the bound on the side that moves the difference that way, so a
+    rate near its ceiling contributes little upwards and its full score interval downwards; with
+    symmetric intervals it is ``estimate ± t · se`` of the difference.
+
+    Both rates 1 with intervals [0.9, 1], uncorrelated: the difference 0 is uncertain by 0.1 each way:
+
+    >>> [round(x, 3) for x in difference_interval(0.0, (1.0, 0.9, 1.0), (1.0, 0.9, 1.0), 0.0)]
+    [-0.1, 0.1]
+    """
+    (p1, l1, u1), (p2, l2, u2) = first, second
+    r = float(np.clip(correlation, -1.0, 1.0)) if np.isfinite(correlation) else 0.0
+    down = np.sqrt(max(0.0, (p1 - l1) ** 2 + (u2 - p2) ** 2 - 2 * r * (p1 - l1) * (u2 - p2)))
+    up = np.sqrt(max(0.0, (u1 - p1) ** 2 + (p2 - l2) ** 2 - 2 * r * (u1 - p1) * (p2 - l2)))
+    return max(-1.0, float(estimate - down)), min(1.0, float(estimate + up))
 
 
 #: Metrics whose b_f does not depend on the answers (1, "has a cf task", the number of cf
@@ -500,7 +563,9 @@ KNOWN_DENOMINATORS = frozenset({"acc_p0", "acc_source", "acc_shuffled", "relianc
                                 "random_baseline"})
 
 
-_LIMITS = {"reliance_margin": (-1.0, 1.0)}  # a difference of two rates; the others are rates
+#: A difference of two rates, with the rates it is the difference of: its interval is built from
+#: theirs (`difference_interval`); every other metric is a rate in [0, 1] (`score_interval`).
+DIFFERENCES = {"reliance_margin": ("acc_source", "acc_shuffled")}
 
 
 def estimate_model(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: str, complete: list[str],
@@ -510,18 +575,22 @@ def estimate_model(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: 
 
     ``plan`` is the design (`make_plan`'s frame, every cohort family with its stratum); None reads
     the families the model answered as a simple random sample of the cohort. ``n`` counts the
-    cohort families the model answered; ``method`` names the estimator.
+    cohort families the model answered; ``method`` names the estimator. The standard error is the
+    design's (``draws`` = 0) or the stratified bootstrap's; the interval around it is Wilson's score
+    interval for a rate and, for RM, the MOVER interval of a difference of two rates, so that a model
+    near the ceiling or at zero gets an interval, not a point.
     """
     resample.check_options(draws=draws, conf_level=conf_level)
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
         raise UsageError(f"unknown metric(s) {unknown}; choose from {', '.join(METRICS)}")
+    needed = tuple(dict.fromkeys([*metrics, *(part for m in metrics for part in DIFFERENCES.get(m, ()))]))
     rows = []
     baselines = random_baselines(outcomes.filter(pl.col("model").is_in(complete)), metrics)
     for channel in channels:
         families = sorted(outcomes.filter((pl.col("channel") == channel) & pl.col("model").is_in(complete))
                           ["family_id"].unique().to_list())
-        data = channel_data(outcomes, channel, [*complete, model], metrics, families)
+        data = channel_data(outcomes, channel, [*complete, model], needed, families)
         if plan is not None:
             strata = dict(plan.select("family_id", "stratum").iter_rows())
             stratum = np.array([strata.get(f, 0) for f in families])
@@ -530,7 +599,8 @@ def estimate_model(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: 
         pooled = pooled_difficulty(outcomes, complete, families)
         with np.errstate(invalid="ignore"):
             pool = np.nan_to_num(np.nanmean(pooled, axis=1), nan=0.5)
-        for metric in metrics:
+        fitted = {}
+        for metric in needed:
             a_all, b_all = data.a[metric], data.b[metric]
             a, b = a_all[:, -1], b_all[:, -1]
             sampled = np.isfinite(a) & np.isfinite(b)
@@ -540,14 +610,26 @@ def estimate_model(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: 
             args = (np.where(sampled, a, 0.0), b_use, sampled, stratum, np.nanmean(a_all[:, :-1], axis=1),
                     None if known else np.nanmean(b_all[:, :-1], axis=1), pool, regress)
             result = aipw_ratio(*args) if sampled.sum() >= 2 else Estimate(np.nan, np.nan, 0, int(sampled.sum()))
-            limits = _LIMITS.get(metric, (0.0, 1.0))
-            undefined = 0
+            se, undefined = result.se, 0
             if draws and np.isfinite(result.estimate):
-                low, high, undefined = bootstrap_interval(args, result.estimate, draws=draws, conf_level=conf_level,
-                                                          rng=resample.rng_for(seed, f"{model}:{channel}:{metric}"))
-                low, high = max(limits[0], low), min(limits[1], high)
-            else:
-                low, high = _interval(result, conf_level, limits)
+                se, undefined = bootstrap_se(args, draws=draws, rng=resample.rng_for(seed, f"{model}:{channel}:{metric}"))
+            # the answered families that enter the rate (b > 0), and the share of the cohort answered
+            # (for CFR and its kin, only initially right sources count: a chance-level model has few, and
+            # its degrees of freedom are theirs, not every answered family's)
+            counted = int((sampled & (b_use > 0)).sum())
+            ends = score_interval(result.estimate, se, min(result.df, counted - 1), families=counted,
+                                  sampling_fraction=sampled.sum() / max(len(sampled), 1), conf_level=conf_level)
+            fitted[metric] = (result, se, undefined, ends)
+        for metric in metrics:
+            result, se, undefined, (low, high) = fitted[metric]
+            if metric in DIFFERENCES:
+                parts = [fitted[part] for part in DIFFERENCES[metric]]
+                (first, se1, _, ends1), (second, se2, _, ends2) = parts
+                # from var(RM) = var₁ + var₂ − 2 cov; no spread on a side: taken as uncorrelated
+                correlation = (se1 ** 2 + se2 ** 2 - se ** 2) / (2 * se1 * se2) if se1 * se2 > 0 else 0.0
+                low, high = difference_interval(result.estimate, (first.estimate, *ends1),
+                                                (second.estimate, *ends2), correlation) \
+                    if np.isfinite(result.estimate) else (np.nan, np.nan)
             method = METHOD if result.predicted else METHOD_WITHOUT_PREDICTION
             booted = bool(draws) and np.isfinite(result.estimate)
             rows.append((model, channel, metric, result.estimate, low, high, conf_level, result.n,
@@ -556,13 +638,6 @@ def estimate_model(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: 
     frame = pl.DataFrame(rows, schema=RESULT_SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None))
     frame = frame.drop("baseline").join(baselines, on=["channel", "metric"], how="left", maintain_order="left")
     return units.percent_columns(frame.select(list(RESULT_SCHEMA)), ("estimate", "conf_low", "conf_high", "baseline"))
-
-
-def _interval(result: Estimate, conf_level: float, limits: tuple[float, float]) -> tuple[float, float]:
-    if not np.isfinite(result.se):
-        return np.nan, np.nan
-    half = stats.t.ppf(0.5 + conf_level / 2, result.df) * result.se
-    return max(limits[0], result.estimate - half), min(limits[1], result.estimate + half)
 
 
 # ---------------------------------------------------------------------- the database

@@ -308,7 +308,7 @@ def estimate_command(
     model: Annotated[str, typer.Option("--model", help="The partial model (answered on a plan's families).")],
     db: DbOption = Path(DEFAULT_DB),
     plan: Annotated[Optional[str], typer.Option("--plan", help="Plan id (as `molp2s plan` printed it); default: the recorded plan that holds the model's families.")] = None,
-    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates of the answered families within their strata for the interval (0: the design-based variance, exact for this estimator up to its linearisation).")] = 0,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates of the answered families within their strata for the standard error (0: the design-based one, exact for this estimator up to its linearisation); either way the interval is a score interval that stays off a bound.")] = 0,
     metric: Annotated[Optional[list[str]], typer.Option("--metric", help=f"One of: {', '.join(METRICS)}; repeat for several. Default: all.")] = None,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,

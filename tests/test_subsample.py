@@ -340,3 +340,39 @@ def test_cfr_divides_by_the_new_models_own_right_sources():
     """CFR's b_f is y(source): never taken from the complete models, even when there is one."""
     assert "cfr" not in subsample.KNOWN_DENOMINATORS and "persist" not in subsample.KNOWN_DENOMINATORS
     assert {"pgr", "reliance_margin", "acc_source", "cf_accuracy"} <= subsample.KNOWN_DENOMINATORS
+
+
+def test_a_partial_model_at_the_ceiling_gets_intervals_that_reach_its_full_value():
+    """120 families, three complete models of middling skill, and a new model right on every task but
+    the source tasks of F000–F001 and the shuffled ones of F002–F003 (source and shuffled accuracy
+    118/120 = 98.3% each, RM 0). It answered 20 families, none of those four, so every answer it gave
+    is right: a t interval would be the point 100% (and RM the point 0). The estimate's intervals
+    reach down past 98.3% and hold RM = 0 strictly inside, as a leaderboard row should show it."""
+    rng = np.random.default_rng(12)
+    families = [f"F{i:03d}" for i in range(120)]
+    frames = []
+    for model, skill in (("c1", 0.3), ("c2", 0.5), ("c3", 0.7), ("top", None)):
+        if skill is None:
+            y_source = np.ones(120)
+            y_source[:2] = 0.0
+            y_shuffled = np.ones(120)
+            y_shuffled[2:4] = 0.0
+            y_p0, flip = np.ones(120), np.ones(120)
+        else:
+            y_source, y_shuffled, y_p0 = ((rng.random((3, 120)) < skill).astype(float))
+            flip = rng.integers(0, 4, 120) / 3
+        frames.append(pl.DataFrame({
+            "model": model, "channel": "ir", "family_id": families, "y_p0": y_p0, "y_source": y_source,
+            "y_shuffled": y_shuffled, "cf_tasks": 3, "cf_correct": flip * 3, "cf_flip": flip,
+            "cf_persist": (1 - flip) / 2, "cf_other": (1 - flip) / 2, "n_candidates": 4}))
+    outcomes = pl.concat(frames)
+    answered = families[10:30]
+    seen = outcomes.filter((pl.col("model") != "top") | pl.col("family_id").is_in(answered))
+    result = subsample.estimate_model(seen, None, model="top", complete=["c1", "c2", "c3"], channels=["ir"],
+                                      metrics=("acc_source", "acc_shuffled", "reliance_margin"))
+    rows = {r["metric"]: r for r in result.iter_rows(named=True)}
+    for metric in ("acc_source", "acc_shuffled"):
+        assert rows[metric]["estimate"] == pytest.approx(100.0) and rows[metric]["n"] == 20
+        assert rows[metric]["conf_low"] < 118 / 120 * 100 and rows[metric]["conf_high"] == pytest.approx(100.0)
+    rm = rows["reliance_margin"]
+    assert rm["estimate"] == pytest.approx(0.0) and rm["conf_low"] < 0.0 < rm["conf_high"]

@@ -496,6 +496,11 @@ def bootstrap_se(args: tuple, *, draws: int, rng: np.random.Generator) -> tuple[
     return se, int(draws - defined.size)
 
 
+#: A standard error (or a distance from a bound) this small is rounding, not a spread: the sums of a
+#: sample whose every family is right can come out at 1 − 3e-16 with a standard error of 3e-32.
+NEGLIGIBLE = 1e-9
+
+
 def score_interval(estimate: float, se: float, df: int, *, families: int, sampling_fraction: float,
                    conf_level: float) -> tuple[float, float]:
     """Wilson's score interval of a rate on the design's effective sample size.
@@ -521,7 +526,7 @@ def score_interval(estimate: float, se: float, df: int, *, families: int, sampli
     if not np.isfinite(estimate):
         return np.nan, np.nan
     p = min(max(estimate, 0.0), 1.0)
-    if np.isfinite(se) and se > 0 and 0 < p < 1:
+    if np.isfinite(se) and se > NEGLIGIBLE and NEGLIGIBLE < p < 1 - NEGLIGIBLE:
         n_eff = p * (1 - p) / se ** 2
     elif sampling_fraction < 1 and families > 0:
         n_eff = families / (1 - sampling_fraction)
@@ -626,7 +631,8 @@ def estimate_model(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: 
                 parts = [fitted[part] for part in DIFFERENCES[metric]]
                 (first, se1, _, ends1), (second, se2, _, ends2) = parts
                 # from var(RM) = var₁ + var₂ − 2 cov; no spread on a side: taken as uncorrelated
-                correlation = (se1 ** 2 + se2 ** 2 - se ** 2) / (2 * se1 * se2) if se1 * se2 > 0 else 0.0
+                correlation = ((se1 ** 2 + se2 ** 2 - se ** 2) / (2 * se1 * se2)
+                               if min(se1, se2) > NEGLIGIBLE else 0.0)
                 low, high = difference_interval(result.estimate, (first.estimate, *ends1),
                                                 (second.estimate, *ends2), correlation) \
                     if np.isfinite(result.estimate) else (np.nan, np.nan)

@@ -274,6 +274,14 @@ def test_a_model_at_the_ceiling_gets_an_interval_not_a_point():
     assert covered / 400 >= 0.95
 
 
+def test_a_rate_a_rounding_error_from_its_bound_is_read_as_on_it():
+    """Every answered family right can sum to 1 − 3e-16 with a standard error of 3e-32; Kish's
+    n_eff = p(1 − p)/se² would then be about 10⁴⁸ and the interval a point. It is read as the bound."""
+    on_bound = subsample.score_interval(1.0, 0.0, 21, families=23, sampling_fraction=0.1, conf_level=0.95)
+    rounded = subsample.score_interval(1 - 3e-16, 3e-32, 21, families=23, sampling_fraction=0.1, conf_level=0.95)
+    assert rounded == pytest.approx(on_bound) and on_bound[0] < 0.9
+
+
 def test_the_difference_interval_is_the_t_interval_where_the_rates_are_far_from_their_bounds():
     """Symmetric rate intervals ± t·se₁ and ± t·se₂ with correlation ρ: MOVER gives
     ± t·√(se₁² + se₂² − 2ρ se₁ se₂), the t interval of the difference (here 0.1 and 0.05, ρ = 0.3:

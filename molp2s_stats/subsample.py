@@ -622,8 +622,9 @@ def estimate_model(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: 
             # (for CFR and its kin, only initially right sources count: a chance-level model has few, and
             # its degrees of freedom are theirs, not every answered family's)
             counted = int((sampled & (b_use > 0)).sum())
-            ends = score_interval(result.estimate, se, min(result.df, counted - 1), families=counted,
-                                  sampling_fraction=sampled.sum() / max(len(sampled), 1), conf_level=conf_level)
+            ends = (np.nan, np.nan) if metric in DIFFERENCES else score_interval(
+                result.estimate, se, min(result.df, counted - 1), families=counted,
+                sampling_fraction=sampled.sum() / max(len(sampled), 1), conf_level=conf_level)
             fitted[metric] = (result, se, undefined, ends)
         for metric in metrics:
             result, se, undefined, (low, high) = fitted[metric]

@@ -39,7 +39,7 @@ from molp2s_stats.glossary import METRICS
 ESTIMATED = tuple(m for m in METRICS if m != "random_baseline")  # the baseline needs no answers
 SCHEMA = {"data": pl.String, "held_out": pl.String, "budget": pl.Float64, "seed": pl.Int64, "channel": pl.String,
           "metric": pl.String, "truth": pl.Float64, "near_bound": pl.Boolean, "estimate": pl.Float64,
-          "conf_low": pl.Float64, "conf_high": pl.Float64, "method": pl.String}
+          "conf_low": pl.Float64, "conf_high": pl.Float64}
 BOUND = 5.0  # pp from 0 or 100: "near a bound"
 
 
@@ -77,7 +77,7 @@ def run(outcomes: pl.DataFrame, held: str, budget: float, seed: int, known, trut
     for row in estimate.iter_rows(named=True):
         value, close = truth.get((held, row["channel"], row["metric"]), (None, False))
         rows.append((held, budget, seed, row["channel"], row["metric"], value, close, row["estimate"],
-                     row["conf_low"], row["conf_high"], row["method"]))
+                     row["conf_low"], row["conf_high"]))
     return rows
 
 
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                     frame = pl.DataFrame([(name, *r) for r in run(outcomes, held, budget, seed, known, truth)],
                                          schema=SCHEMA, orient="row")
                     args.out.parent.mkdir(parents=True, exist_ok=True)
-                    with open(args.out, "a", encoding="utf-8") as handle:
+                    with open(args.out, "a", encoding="utf-8") as handle:  # 4 decimals of pp, as bench_adaptive
                         handle.write(frame.with_columns(pl.col(pl.Float64).round(4))
                                      .write_csv(include_header=handle.tell() == 0))
                     print(f"{name} {held} {budget:.0%} seed {seed}: {time.perf_counter() - started:.1f} s",

@@ -766,13 +766,17 @@ def find_plan(con, model: str, plan_id: str | None = None) -> tuple[str | None, 
            WHERE $id IS NULL OR f.plan_id = $id
            GROUP BY f.plan_id, p.created_at ORDER BY overlap DESC, p.created_at DESC LIMIT 1""",
         {"m": model, "id": plan_id}).fetchall()
-    if not found or found[0][1] == 0:
-        return None, None, (f"no recorded plan covers {model}'s families: they are read as a simple random sample "
-                            "of the cohort (run `molp2s plan` before the model, to weigh its families by design)")
-    best = found[0][0]
     answered = {row[0] for row in con.execute(
         "SELECT DISTINCT family_id FROM family_coverage WHERE model = $m AND answered_tasks > 0", {"m": model}
     ).fetchall()}
+    # a plan that holds only a few of them is a coincidence, not the model's plan (another model's run
+    # of a first-N subset shares families with any plan); one named with --plan is taken as given
+    if not found or found[0][1] == 0 or (plan_id is None and 2 * found[0][1] <= len(answered)):
+        closest = (f" (the closest, {found[0][0]}, holds {found[0][1]} of its {len(answered)})"
+                   if found and found[0][1] else "")
+        return None, None, (f"no recorded plan covers {model}'s families{closest}: they are read as a simple random "
+                            "sample of the cohort (run `molp2s plan` before the model, to weigh its families by design)")
+    best = found[0][0]
     frame = con.sql("SELECT * FROM plan_families WHERE plan_id = $id", params={"id": best}).pl()
     chosen = set(frame.filter("selected")["family_id"])
     notes = []
@@ -782,6 +786,39 @@ def find_plan(con, model: str, plan_id: str | None = None) -> tuple[str | None, 
         notes.append(f"{missing} planned families have no answer from {model}: read as missing at random "
                      "within their stratum")
     return best, frame, "; ".join(notes) or None
+
+
+#: |z| past this says the answered families are not the draw the design describes (a random draw
+#: lands there about 3 times in 1,000).
+SELECTION_Z = 3.0
+
+
+def selection_check(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: str, complete: list[str],
+                    channels: list[str]) -> tuple[float, float, float] | None:
+    """Are the families the model answered the random draw the estimate assumes? The complete models'
+    correctness on them (pooled over channels, conditions and models), weighed as the design weighs
+    them, against the same over every family of the channels' cohorts, which is known: (answered,
+    cohort, z), z the difference over its design-based standard error; None when there is too
+    little to tell. A run on the first N families, or on the ones a harness happened to finish,
+    shows here when the families it reached differ in difficulty."""
+    members = universe(outcomes.filter(pl.col("model").is_in(complete)), channels)
+    answered = set(outcomes.filter((pl.col("model") == model) & pl.col("channel").is_in(channels))["family_id"])
+    with np.errstate(invalid="ignore"):
+        difficulty = np.nanmean(pooled_difficulty(outcomes, complete, members), axis=1)
+    known = np.isfinite(difficulty)
+    difficulty, members = difficulty[known], [f for f, k in zip(members, known) if k]
+    sampled = np.array([f in answered for f in members], dtype=bool)
+    if sampled.sum() < 2 or sampled.all():
+        return None
+    strata = dict(plan.select("family_id", "stratum").iter_rows()) if plan is not None else {}
+    stratum = np.array([strata.get(f, 0) for f in members])
+    zeros = np.zeros(len(members))
+    result = aipw_ratio(np.where(sampled, difficulty, 0.0), np.ones(len(members)), sampled, stratum, zeros, None,
+                        zeros, regress=False)
+    if not result.se > NEGLIGIBLE:
+        return None
+    cohort = float(difficulty.mean())
+    return result.estimate, cohort, (result.estimate - cohort) / result.se
 
 
 def estimate_from_db(con, model: str, *, plan_id: str | None = None, metrics: tuple[str, ...] = METRICS,
@@ -810,6 +847,15 @@ def estimate_from_db(con, model: str, *, plan_id: str | None = None, metrics: tu
     outcomes = outcomes.filter(pl.col("model").is_in([*complete, model]))
     result = estimate_model(outcomes, plan, model=model, complete=complete, channels=channels, metrics=metrics,
                             conf_level=conf_level, seed=seed, draws=draws)
+    check = selection_check(outcomes, plan, model=model, complete=complete, channels=channels)
+    if check is not None and abs(check[2]) > SELECTION_Z:
+        drawn, cohort, z = check
+        note = "; ".join(filter(None, [note, (
+            f"the families {model} answered are not like a random draw from "
+            f"{'plan ' + found if plan is not None else 'the cohort'}: the complete models are right on "
+            f"{drawn:.0%} of their tasks there and on {cohort:.0%} over the cohort (z = {z:.1f}); the estimate "
+            "corrects for what the complete models' outcomes predict, but its interval assumes a random draw, so "
+            "read it with care (`molp2s plan` draws the families at random)")]))
     return result, note
 
 

@@ -384,3 +384,68 @@ def test_a_partial_model_at_the_ceiling_gets_intervals_that_reach_its_full_value
         assert rows[metric]["conf_low"] < 118 / 120 * 100 and rows[metric]["conf_high"] == pytest.approx(100.0)
     rm = rows["reliance_margin"]
     assert rm["estimate"] == pytest.approx(0.0) and rm["conf_low"] < 0.0 < rm["conf_high"]
+
+
+def test_a_run_on_the_easiest_families_is_flagged_and_a_random_one_is_not(simulated_db):
+    """A new model that answered the 20 families the complete models find easiest (a harness that
+    stopped early, a first-N subset) is not the random draw the estimate's interval assumes; the
+    check says so (the complete models' correctness there is far above their cohort mean, z > 3).
+    The same model on 20 families drawn at random passes."""
+    from molp2s_stats import metrics
+
+    _, db = simulated_db
+    con = store.connect(db, read_only=True)
+    outcomes = metrics.read_family_outcomes(con)[0]
+    con.close()
+    complete, channels = ["sim-0", "sim-1", "sim-3"], ["dipole_norm", "gap"]
+    families = subsample.universe(outcomes, channels)
+    ease = np.nanmean(subsample.pooled_difficulty(outcomes, complete, families), axis=1)
+    easiest = [families[i] for i in np.argsort(-ease)[:20]]
+    at_random = list(np.random.default_rng(2).choice(families, 20, replace=False))
+    checks = {}
+    for name, chosen in (("easiest", easiest), ("random", at_random)):
+        seen = outcomes.filter(pl.col("model").is_in(complete)
+                               | ((pl.col("model") == "sim-2") & pl.col("family_id").is_in(chosen)))
+        checks[name] = subsample.selection_check(seen, None, model="sim-2", complete=complete, channels=channels)
+    drawn, cohort, z = checks["easiest"]
+    assert drawn > cohort and z > subsample.SELECTION_Z
+    assert cohort == pytest.approx(np.mean(ease))
+    assert abs(checks["random"][2]) < subsample.SELECTION_Z
+
+
+def test_a_run_that_shares_a_few_families_with_a_plan_is_not_read_as_run_on_it(simulated_db, tmp_path):
+    """A plan of 18 families is recorded; a model then answers the 18 the complete models find
+    easiest, a few of them in the plan by chance. The plan is not taken as its design (that would
+    leave most of its answers out): its families are read as a random sample, and the note says so,
+    names the closest plan, and flags that they are not like a random draw."""
+    from molp2s_stats import metrics
+
+    root, db = simulated_db
+    copy = tmp_path / "runs.duckdb"
+    copy.write_bytes(db.read_bytes())
+    runner = CliRunner()
+    assert runner.invoke(app, ["plan", "--db", str(copy), "--families", "18", "--seed", "5",
+                               "--out", str(tmp_path / "plan.csv")]).exit_code == 0
+    planned = set(pl.read_csv(tmp_path / "plan.csv")["family_id"])
+    con = store.connect(copy, read_only=True)
+    outcomes = metrics.read_family_outcomes(con)[0]
+    tasks = con.sql("SELECT task_id, family_id FROM tasks").pl()
+    con.close()
+    families = subsample.universe(outcomes, ["dipole_norm", "gap"])
+    ease = np.nanmean(subsample.pooled_difficulty(outcomes, ["sim-0", "sim-1", "sim-2", "sim-3"], families), axis=1)
+    easiest = [families[i] for i in np.argsort(-ease)[:18]]
+    assert 0 < len(planned & set(easiest)) <= 9
+    answers = pl.read_parquet(root / "responses" / "sim-2.parquet").join(tasks, on="task_id").filter(
+        pl.col("family_id").is_in(easiest)).drop("family_id").with_columns(pl.lit("new").alias("model"))
+    answers.write_parquet(tmp_path / "new.parquet")
+    assert runner.invoke(app, ["load", "--db", str(copy), str(tmp_path / "new.parquet")]).exit_code == 0
+    result = runner.invoke(app, ["estimate", "--db", str(copy), "--model", "new", "--metric", "pgr", "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    note = result.stderr
+    assert "no recorded plan covers new's families (the closest, plan-5-18-" in note
+    assert "not like a random draw from the cohort" in note
+    # every answer counts: n is the easiest families in each channel's cohort, none left out
+    estimate = pl.read_csv(result.stdout.encode())
+    for channel, n in estimate.select("channel", "n").iter_rows():
+        cohort = set(outcomes.filter((pl.col("channel") == channel) & (pl.col("model") == "sim-0"))["family_id"])
+        assert n == len(cohort & set(easiest))

@@ -849,6 +849,9 @@ def estimate_from_db(con, model: str, *, plan_id: str | None = None, metrics: tu
     outcomes = outcomes.filter(pl.col("model").is_in([*complete, model]))
     result = estimate_model(outcomes, plan, model=model, complete=complete, channels=channels, metrics=metrics,
                             conf_level=conf_level, seed=seed, draws=draws)
+    if silent := [c for c in channels if c not in set(outcomes.filter(pl.col("model") == model)["channel"])]:
+        note = "; ".join(filter(None, [note, f"{model} answered no cohort family in {len(silent)} channel(s) "
+                                             f"({', '.join(silent)}): no estimate there"]))
     check = selection_check(outcomes, plan, model=model, complete=complete, channels=channels)
     if check is not None and abs(check[2]) > SELECTION_Z:
         drawn, cohort, z = check

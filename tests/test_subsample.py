@@ -449,3 +449,28 @@ def test_a_run_that_shares_a_few_families_with_a_plan_is_not_read_as_run_on_it(s
     for channel, n in estimate.select("channel", "n").iter_rows():
         cohort = set(outcomes.filter((pl.col("channel") == channel) & (pl.col("model") == "sim-0"))["family_id"])
         assert n == len(cohort & set(easiest))
+
+
+def test_a_model_run_on_one_channel_is_estimated_there_and_says_where_it_is_not(simulated_db, tmp_path):
+    """The planned families' dipole_norm and P0 tasks only: dipole_norm is estimated; gap has no
+    answer to estimate from, its row is empty and the note names it."""
+    root, db = simulated_db
+    copy = tmp_path / "runs.duckdb"
+    copy.write_bytes(db.read_bytes())
+    runner = CliRunner()
+    assert runner.invoke(app, ["plan", "--db", str(copy), "--families", "20", "--seed", "6",
+                               "--out", str(tmp_path / "plan.csv")]).exit_code == 0
+    planned = pl.read_csv(tmp_path / "plan.csv")["family_id"].to_list()
+    con = store.connect(copy, read_only=True)
+    tasks = con.sql("SELECT task_id, family_id, channel FROM tasks").pl()
+    con.close()
+    answers = pl.read_parquet(root / "responses" / "sim-2.parquet").join(tasks, on="task_id").filter(
+        pl.col("family_id").is_in(planned) & pl.col("channel").is_in(["dipole_norm", "none"])
+    ).drop("family_id", "channel").with_columns(pl.lit("new").alias("model"))
+    answers.write_parquet(tmp_path / "new.parquet")
+    assert runner.invoke(app, ["load", "--db", str(copy), str(tmp_path / "new.parquet")]).exit_code == 0
+    result = runner.invoke(app, ["estimate", "--db", str(copy), "--model", "new", "--metric", "pgr", "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    assert "new answered no cohort family in 1 channel(s) (gap): no estimate there" in result.stderr
+    rows = dict(pl.read_csv(result.stdout.encode()).select("channel", "estimate").iter_rows())
+    assert rows["dipole_norm"] is not None and rows["gap"] is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -413,6 +414,28 @@ def test_a_run_on_the_easiest_families_is_flagged_and_a_random_one_is_not(simula
     assert abs(checks["random"][2]) < subsample.SELECTION_Z
 
 
+def _planned_copy(simulated_db, tmp_path, *, families: int, seed: int) -> tuple[Path, list[str], pl.DataFrame]:
+    """A copy of the simulated database with a plan of ``families`` recorded: (its path, the planned
+    families, every task with its family and channel)."""
+    _, db = simulated_db
+    copy = tmp_path / "runs.duckdb"
+    copy.write_bytes(db.read_bytes())
+    result = CliRunner().invoke(app, ["plan", "--db", str(copy), "--families", str(families), "--seed", str(seed),
+                                      "--out", str(tmp_path / "plan.csv")])
+    assert result.exit_code == 0, result.output
+    con = store.connect(copy, read_only=True)
+    tasks = con.sql("SELECT task_id, family_id, channel FROM tasks").pl()
+    con.close()
+    return copy, pl.read_csv(tmp_path / "plan.csv")["family_id"].to_list(), tasks
+
+
+def _load_as_new(root, copy, tmp_path, tasks: pl.DataFrame, keep: pl.Expr) -> None:
+    """sim-2's answers to the tasks ``keep`` selects, loaded as the model "new"."""
+    answers = pl.read_parquet(root / "responses" / "sim-2.parquet").join(tasks, on="task_id").filter(keep)
+    answers.drop("family_id", "channel").with_columns(pl.lit("new").alias("model")).write_parquet(tmp_path / "new.parquet")
+    assert CliRunner().invoke(app, ["load", "--db", str(copy), str(tmp_path / "new.parquet")]).exit_code == 0
+
+
 def test_a_run_that_shares_a_few_families_with_a_plan_is_not_read_as_run_on_it(simulated_db, tmp_path):
     """A plan of 18 families is recorded; a model then answers the 18 the complete models find
     easiest, a few of them in the plan by chance. The plan is not taken as its design (that would
@@ -420,26 +443,16 @@ def test_a_run_that_shares_a_few_families_with_a_plan_is_not_read_as_run_on_it(s
     names the closest plan, and flags that they are not like a random draw."""
     from molp2s_stats import metrics
 
-    root, db = simulated_db
-    copy = tmp_path / "runs.duckdb"
-    copy.write_bytes(db.read_bytes())
-    runner = CliRunner()
-    assert runner.invoke(app, ["plan", "--db", str(copy), "--families", "18", "--seed", "5",
-                               "--out", str(tmp_path / "plan.csv")]).exit_code == 0
-    planned = set(pl.read_csv(tmp_path / "plan.csv")["family_id"])
+    copy, planned, tasks = _planned_copy(simulated_db, tmp_path, families=18, seed=5)
     con = store.connect(copy, read_only=True)
     outcomes = metrics.read_family_outcomes(con)[0]
-    tasks = con.sql("SELECT task_id, family_id FROM tasks").pl()
     con.close()
     families = subsample.universe(outcomes, ["dipole_norm", "gap"])
     ease = np.nanmean(subsample.pooled_difficulty(outcomes, ["sim-0", "sim-1", "sim-2", "sim-3"], families), axis=1)
     easiest = [families[i] for i in np.argsort(-ease)[:18]]
-    assert 0 < len(planned & set(easiest)) <= 9
-    answers = pl.read_parquet(root / "responses" / "sim-2.parquet").join(tasks, on="task_id").filter(
-        pl.col("family_id").is_in(easiest)).drop("family_id").with_columns(pl.lit("new").alias("model"))
-    answers.write_parquet(tmp_path / "new.parquet")
-    assert runner.invoke(app, ["load", "--db", str(copy), str(tmp_path / "new.parquet")]).exit_code == 0
-    result = runner.invoke(app, ["estimate", "--db", str(copy), "--model", "new", "--metric", "pgr", "--format", "csv"])
+    assert 0 < len(set(planned) & set(easiest)) <= 9
+    _load_as_new(simulated_db[0], copy, tmp_path, tasks, pl.col("family_id").is_in(easiest))
+    result = CliRunner().invoke(app, ["estimate", "--db", str(copy), "--model", "new", "--metric", "pgr", "--format", "csv"])
     assert result.exit_code == 0, result.output
     note = result.stderr
     assert "no recorded plan covers new's families (the closest, plan-5-18-" in note
@@ -454,22 +467,10 @@ def test_a_run_that_shares_a_few_families_with_a_plan_is_not_read_as_run_on_it(s
 def test_a_model_run_on_one_channel_is_estimated_there_and_says_where_it_is_not(simulated_db, tmp_path):
     """The planned families' dipole_norm and P0 tasks only: dipole_norm is estimated; gap has no
     answer to estimate from, its row is empty and the note names it."""
-    root, db = simulated_db
-    copy = tmp_path / "runs.duckdb"
-    copy.write_bytes(db.read_bytes())
-    runner = CliRunner()
-    assert runner.invoke(app, ["plan", "--db", str(copy), "--families", "20", "--seed", "6",
-                               "--out", str(tmp_path / "plan.csv")]).exit_code == 0
-    planned = pl.read_csv(tmp_path / "plan.csv")["family_id"].to_list()
-    con = store.connect(copy, read_only=True)
-    tasks = con.sql("SELECT task_id, family_id, channel FROM tasks").pl()
-    con.close()
-    answers = pl.read_parquet(root / "responses" / "sim-2.parquet").join(tasks, on="task_id").filter(
-        pl.col("family_id").is_in(planned) & pl.col("channel").is_in(["dipole_norm", "none"])
-    ).drop("family_id", "channel").with_columns(pl.lit("new").alias("model"))
-    answers.write_parquet(tmp_path / "new.parquet")
-    assert runner.invoke(app, ["load", "--db", str(copy), str(tmp_path / "new.parquet")]).exit_code == 0
-    result = runner.invoke(app, ["estimate", "--db", str(copy), "--model", "new", "--metric", "pgr", "--format", "csv"])
+    copy, planned, tasks = _planned_copy(simulated_db, tmp_path, families=20, seed=6)
+    _load_as_new(simulated_db[0], copy, tmp_path, tasks,
+                 pl.col("family_id").is_in(planned) & pl.col("channel").is_in(["dipole_norm", "none"]))
+    result = CliRunner().invoke(app, ["estimate", "--db", str(copy), "--model", "new", "--metric", "pgr", "--format", "csv"])
     assert result.exit_code == 0, result.output
     assert "new answered no cohort family in 1 channel(s) (gap): no estimate there" in result.stderr
     rows = dict(pl.read_csv(result.stdout.encode()).select("channel", "estimate").iter_rows())

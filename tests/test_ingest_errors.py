@@ -341,6 +341,15 @@ def test_csv_non_utf8_names_the_line(con, tmp_path):
     refused(con, "^" + re.escape(f"{path}: ") + r"(line 3|row 2): not valid UTF-8 \(byte 0xe9", responses=[path])
 
 
+def test_csv_with_old_mac_line_endings_names_the_header(con, tmp_path):
+    """Lines ended by a lone carriage return (found by the byte fuzzer as b"\\r\\x01"): the header
+    is one line holding a line break, refused with line 1 named, not a raw csv.Error."""
+    path = tmp_path / "mac.csv"
+    path.write_bytes(f"{CSV_HEADER}\rm-test,{T0},0,0,B,\r".encode())
+    refused(con, msg(path, "line 1", r"the header is not a CSV line \(a carriage return inside it: lines must end in \\n or \\r\\n\)$"),
+            responses=[path])
+
+
 def test_csv_sample_too_large_for_int32(con, tmp_path):
     path = write_csv(tmp_path / "big.csv", CSV_HEADER, f"m-test,{T0},0,0,B,", f"m-test,{T1},3000000000,0,B,")
     refused(con, msg(path, "row 2", r"'sample' is too large \(at most 2147483647\), got 3000000000$"), responses=[path])

@@ -141,7 +141,12 @@ def read_csv_text(path: Path, data: bytes) -> pl.DataFrame:
     """A CSV file with every column read as text, so that no value is coerced unseen."""
     check_utf8(path, data)
     check_no_nul(path, data)
-    header = next(csv.reader(io.StringIO(data.decode("utf-8-sig").split("\n", 1)[0])), [])
+    try:
+        header = next(csv.reader(io.StringIO(data.decode("utf-8-sig").split("\n", 1)[0])), [])
+    except csv.Error as exc:  # a lone carriage return inside the first line (old Mac line endings), say
+        reason = ("a carriage return inside it: lines must end in \\n or \\r\\n" if "new-line" in str(exc)
+                  else str(exc))
+        raise InputError(path, f"the header is not a CSV line ({reason})", where="line 1") from None
     repeated = sorted({name for name in header if header.count(name) > 1})
     if repeated:
         raise InputError(path, f"column {repeated[0]!r} appears more than once in the header", where="line 1")

@@ -568,6 +568,15 @@ KNOWN_DENOMINATORS = frozenset({"acc_p0", "acc_source", "acc_shuffled", "relianc
                                 "random_baseline"})
 
 
+def strata_of(plan: pl.DataFrame | None, families: list[str]) -> np.ndarray:
+    """Each family's stratum in the plan (`make_plan`'s frame); 0 for every family without a plan (a
+    simple random sample) and for a family the plan does not hold."""
+    if plan is None:
+        return np.zeros(len(families), dtype=int)
+    strata = dict(plan.select("family_id", "stratum").iter_rows())
+    return np.array([strata.get(f, 0) for f in families], dtype=int)
+
+
 #: A difference of two rates, with the rates it is the difference of: its interval is built from
 #: theirs (`difference_interval`); every other metric is a rate in [0, 1] (`score_interval`).
 DIFFERENCES = {"reliance_margin": ("acc_source", "acc_shuffled")}
@@ -596,11 +605,7 @@ def estimate_model(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: 
         families = sorted(outcomes.filter((pl.col("channel") == channel) & pl.col("model").is_in(complete))
                           ["family_id"].unique().to_list())
         data = channel_data(outcomes, channel, [*complete, model], needed, families)
-        if plan is not None:
-            strata = dict(plan.select("family_id", "stratum").iter_rows())
-            stratum = np.array([strata.get(f, 0) for f in families])
-        else:
-            stratum = np.zeros(len(families), dtype=int)
+        stratum = strata_of(plan, families)
         pooled = pooled_difficulty(outcomes, complete, families)
         with np.errstate(invalid="ignore"):
             pool = np.nan_to_num(np.nanmean(pooled, axis=1), nan=0.5)
@@ -812,11 +817,9 @@ def selection_check(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model:
     sampled = np.array([f in answered for f in members], dtype=bool)
     if sampled.sum() < 2 or sampled.all():
         return None
-    strata = dict(plan.select("family_id", "stratum").iter_rows()) if plan is not None else {}
-    stratum = np.array([strata.get(f, 0) for f in members])
     zeros = np.zeros(len(members))
-    result = aipw_ratio(np.where(sampled, difficulty, 0.0), np.ones(len(members)), sampled, stratum, zeros, None,
-                        zeros, regress=False)
+    result = aipw_ratio(np.where(sampled, difficulty, 0.0), np.ones(len(members)), sampled, strata_of(plan, members),
+                        zeros, None, zeros, regress=False)
     if not result.se > NEGLIGIBLE:
         return None
     cohort = float(difficulty.mean())
@@ -837,31 +840,31 @@ def estimate_from_db(con, model: str, *, plan_id: str | None = None, metrics: tu
         raise UsageError("no complete model in the database to estimate against")
     outcomes, channels = _cohort_outcomes(con)
     found, plan, note = find_plan(con, model, plan_id)
+    notes = [note]
     if plan is not None:
         chosen = set(plan.filter("selected")["family_id"])
         outcomes = outcomes.filter((pl.col("model") != model) | pl.col("family_id").is_in(chosen))
         # only the plan's channels: elsewhere a cohort holds families the plan could never draw
         planned = con.execute("SELECT channels FROM plans WHERE plan_id = $id", {"id": found}).fetchall()[0][0]
         if left := [c for c in channels if c not in planned]:
-            note = "; ".join(filter(None, [note, f"plan {found} covers {', '.join(planned)}: "
-                                                 f"{len(left)} other channel(s) not estimated"]))
+            notes.append(f"plan {found} covers {', '.join(planned)}: {len(left)} other channel(s) not estimated")
         channels = [c for c in channels if c in planned]
     outcomes = outcomes.filter(pl.col("model").is_in([*complete, model]))
     result = estimate_model(outcomes, plan, model=model, complete=complete, channels=channels, metrics=metrics,
                             conf_level=conf_level, seed=seed, draws=draws)
     if silent := [c for c in channels if c not in set(outcomes.filter(pl.col("model") == model)["channel"])]:
-        note = "; ".join(filter(None, [note, f"{model} answered no cohort family in {len(silent)} channel(s) "
-                                             f"({', '.join(silent)}): no estimate there"]))
+        notes.append(f"{model} answered no cohort family in {len(silent)} channel(s) ({', '.join(silent)}): "
+                     "no estimate there")
     check = selection_check(outcomes, plan, model=model, complete=complete, channels=channels)
     if check is not None and abs(check[2]) > SELECTION_Z:
         drawn, cohort, z = check
-        note = "; ".join(filter(None, [note, (
+        notes.append(
             f"the families {model} answered are not like a random draw from "
             f"{'plan ' + found if plan is not None else 'the cohort'}: the complete models are right on "
             f"{drawn:.0%} of their tasks there and on {cohort:.0%} over the cohort (z = {z:.1f}); the estimate "
             "corrects for what the complete models' outcomes predict, but its interval assumes a random draw, so "
-            "read it with care (`molp2s plan` draws the families at random)")]))
-    return result, note
+            "read it with care (`molp2s plan` draws the families at random)")
+    return result, "; ".join(filter(None, notes)) or None
 
 
 def read_family_list(path, *, known: list[str]) -> list[str]:

@@ -14,7 +14,7 @@ import pingouin as pg
 import polars as pl
 from scipy import stats
 
-from . import resample, units
+from . import intervals, resample, units
 from .defaults import DEFAULT_DRAWS, DEFAULT_PAIRED_DRAWS
 from .metrics import family_matrices
 from .errors import UsageError
@@ -126,18 +126,21 @@ def paired_inputs(
     )
     _, arrays = family_matrices(per_family, models=models,
                                 columns=["tasks", "both_correct", "gain", "loss", "both_wrong", "diff"])
-    low, high, undefined, method, used = resample.bootstrap_ratio(
-        arrays["diff"], arrays["tasks"], draws=draws, seed=seed,
+    low, high, undefined, method, used = resample.bootstrap_difference(
+        arrays["gain"], arrays["loss"], arrays["tasks"], draws=draws, seed=seed,
         key=f"{from_channel}->{to_channel}:{condition}", conf_level=conf_level)
     tasks = arrays["tasks"].sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         delta = np.where(tasks > 0, arrays["diff"].sum(axis=0) / np.where(tasks > 0, tasks, 1), np.nan)
+    if from_channel == to_channel and used:  # the same answers on both sides: Δ is 0 by construction
+        low, high = np.where(tasks > 0, 0.0, np.nan), np.where(tasks > 0, 0.0, np.nan)
+        method = np.full(len(models), intervals.FIXED, dtype=object)
     frame = pl.DataFrame({
         "model": models, "from": from_channel, "to": to_channel, "condition": condition,
         "n": (arrays["tasks"] > 0).sum(axis=0).astype(np.int64), "tasks": tasks.astype(np.int64),
         **{c: arrays[c].sum(axis=0) for c in ("both_correct", "gain", "loss", "both_wrong")},
         "delta": delta, "conf_low": low, "conf_high": high, "conf_level": conf_level,
-        "method": method, "draws": used, "draws_undefined": undefined, "seed": seed,
+        "method": method.tolist(), "draws": used, "draws_undefined": undefined, "seed": seed,
     }, schema=PAIRED_INPUT_SCHEMA).with_columns(pl.col(pl.Float64).fill_nan(None))
     return units.percent_columns(frame, ("delta", "conf_low", "conf_high"))
 
@@ -187,7 +190,7 @@ def model_transitions(
     wide = task_outcomes.pivot(on="model", index=["task_id", "family_id"], values="y").sort("task_id")
     families = sorted(wide["family_id"].unique().to_list())
     family_index = wide["family_id"].replace_strict({f: i for i, f in enumerate(families)}, return_dtype=pl.Int64).to_numpy()
-    rows, diffs, counts = [], [], []
+    rows, gains, losses, counts = [], [], [], []
     for a_name, b_name in pairs:
         for name in (a_name, b_name):
             if name not in wide.columns:
@@ -204,17 +207,17 @@ def model_transitions(
                      "both_correct": share(a * b), "a_only": share(a * (1 - b)),
                      "b_only": share((1 - a) * b), "both_wrong": share((1 - a) * (1 - b)),
                      "net": share(b - a), "p_value": mcnemar_exact(a, b)})
-        diffs.append(np.bincount(index, weights=b - a, minlength=len(families)))
+        gains.append(np.bincount(index, weights=(1 - a) * b, minlength=len(families)))
+        losses.append(np.bincount(index, weights=a * (1 - b), minlength=len(families)))
         counts.append(np.bincount(index, minlength=len(families)).astype(float))
     if not rows:
         return pl.DataFrame(schema=TRANSITION_SCHEMA)
-    diff_matrix = np.column_stack(diffs)
     counts = np.column_stack(counts)
-    low, high, undefined, method, used = resample.bootstrap_ratio(
-        diff_matrix, counts, draws=draws, seed=seed, key=f"{channel}:{condition}", conf_level=conf_level)
+    low, high, undefined, method, used = resample.bootstrap_difference(
+        np.column_stack(gains), np.column_stack(losses), counts, draws=draws, seed=seed, key=f"{channel}:{condition}", conf_level=conf_level)
     adjusted = pg.multicomp([row["p_value"] for row in rows], method="holm")[1]
-    for row, lo, hi, und, p_holm in zip(rows, low, high, undefined, adjusted):
-        row.update(conf_low=lo, conf_high=hi, conf_level=conf_level, method=method, draws=used,
+    for row, lo, hi, und, how, p_holm in zip(rows, low, high, undefined, method, adjusted):
+        row.update(conf_low=lo, conf_high=hi, conf_level=conf_level, method=how, draws=used,
                    draws_undefined=int(und), seed=seed, p_adjusted=float(p_holm), adjustment="holm")
     frame = pl.DataFrame(rows, schema=TRANSITION_SCHEMA).with_columns(pl.col(pl.Float64).fill_nan(None))
     return units.percent_columns(frame, ("both_correct", "a_only", "b_only", "both_wrong", "net", "conf_low",

@@ -144,7 +144,7 @@ def citation_rates(citations: pl.DataFrame, *, draws: int = DEFAULT_DRAWS, seed:
             for i, j in enumerate(chosen):
                 model, condition = keys[j].split("\x1f")
                 rows.append((model, channel, condition, metric, float(estimate[i]), float(low[i]), float(high[i]),
-                             conf_level, int((b[:, i] > 0).sum()), int(b[:, i].sum()), method, used,
+                             conf_level, int((b[:, i] > 0).sum()), int(b[:, i].sum()), method[i], used,
                              int(undefined[i]), seed))
     frame = pl.DataFrame(rows, schema=SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None))
     return units.percent_columns(frame, ESTIMATE_COLUMNS)

@@ -37,7 +37,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from . import resample, units
+from . import intervals, resample, units
 from .defaults import DEFAULT_DRAWS
 from .glossary import METRICS
 from .errors import UsageError
@@ -278,7 +278,9 @@ def compute_metrics(
         Seed of the resampling; each channel draws from its own stream keyed by its
         name, and every model of a channel shares the same replicates.
     conf_level
-        Coverage of the percentile interval.
+        Coverage of the interval: the family bootstrap's percentile interval in the middle of
+        the range; near 0% or 100%, Wilson's score interval on the effective number of families
+        (a rate) or the MOVER interval of its discordant parts (RM). ``method`` says which.
     invalid
         ``wrong`` (the paper's rule): an invalid answer scores 0. ``exclude``: it leaves
         its task out of its family's means, a family with no valid answer where a metric
@@ -322,7 +324,7 @@ def compute_metrics(
     parts = [
         expr.alias(f"{metric}:{side}")
         for metric in metrics
-        for side, expr in zip(("a", "b"), metric_components(metric))
+        for side, expr in zip(("a", "b", "gain", "loss"), (*metric_components(metric), *DIFFERENCE_PARTS.get(metric, ())))
     ]
     values = outcomes.select("model", "channel", "family_id", *parts)
     rows = []
@@ -360,20 +362,45 @@ def family_matrices(values: pl.DataFrame, *, models: list[str], columns: list[st
     return families, out
 
 
+#: Differences of two rates, split into their discordant parts (gain, loss) whose intervals build theirs
+#: near a bound (`intervals.difference_intervals`); RM's: source right and shuffled wrong, and the reverse.
+DIFFERENCE_PARTS = {
+    "reliance_margin": (pl.col("y_source") * (1 - pl.col("y_shuffled")),
+                        pl.col("y_shuffled") * (1 - pl.col("y_source"))),
+}
+#: Fixed by the cohort's design (each family's 1/K_f), not by the answers: its percentile interval stays.
+DESIGN_FIXED = ("random_baseline",)
+
+
 def _channel_metrics(values: pl.DataFrame, channel: str, models: list[str], metrics: tuple[str, ...],
                      draws: int, seed: int, conf_level: float) -> pl.DataFrame:
     # (families, models) matrices of a_f and b_f per metric, side by side: column
     # j·len(metrics) + k is model j, metric k.
     cells = [(model, metric) for model in models for metric in metrics]
-    _, matrices = family_matrices(values, models=models,
-                                  columns=[f"{m}:{side}" for m in metrics for side in ("a", "b")])
-    a = np.stack([matrices[f"{m}:a"] for m in metrics], axis=2).reshape(-1, len(cells))
-    b = np.stack([matrices[f"{m}:b"] for m in metrics], axis=2).reshape(-1, len(cells))
+    columns = [f"{m}:{side}" for m in metrics for side in ("a", "b", "gain", "loss") if f"{m}:{side}" in values.columns]
+    _, matrices = family_matrices(values, models=models, columns=columns)
+    stack = lambda side: np.stack([matrices.get(f"{m}:{side}", matrices[f"{m}:a"]) for m in metrics],  # noqa: E731
+                                  axis=2).reshape(-1, len(cells))
+    a, b = stack("a"), stack("b")
     n_fam = a.shape[0]
     estimate = resample.ratio_of_sums(np.ones((1, n_fam)), a, b)[0]
     n = (b > 0).sum(axis=0)
-    low, high, undefined, method, draws = resample.bootstrap_ratio(
+    # every column shares the channel's replicates (one stream per channel): rates first, then the
+    # differences from their discordant parts, then the columns fixed by design, on the same draws
+    low, high, undefined, method, used = resample.bootstrap_ratio(
         a, b, draws=draws, seed=seed, key=channel, conf_level=conf_level)
+    is_difference = np.array([metric in DIFFERENCE_PARTS for _, metric in cells])
+    if is_difference.any() and used:
+        gain, loss = stack("gain")[:, is_difference], stack("loss")[:, is_difference]
+        d_low, d_high, _, d_method, _ = resample.bootstrap_difference(
+            gain, loss, b[:, is_difference], draws=draws, seed=seed, key=channel, conf_level=conf_level)
+        low[is_difference], high[is_difference], method[is_difference] = d_low, d_high, d_method
+    fixed = np.array([metric in DESIGN_FIXED for _, metric in cells])
+    if fixed.any() and used:
+        replicates = resample.ratio_of_sums(resample.family_weights(n_fam, draws, resample.rng_for(seed, channel)),
+                                            a[:, fixed], b[:, fixed])
+        low[fixed], high[fixed], _ = intervals.percentile_interval(replicates, conf_level)
+        method[fixed] = intervals.PERCENTILE
     return pl.DataFrame(
         {
             "model": [c[0] for c in cells],
@@ -384,8 +411,8 @@ def _channel_metrics(values: pl.DataFrame, channel: str, models: list[str], metr
             "conf_high": high,
             "conf_level": [conf_level] * len(cells),
             "n": n.astype(np.int64),
-            "method": [method] * len(cells),
-            "draws": [draws] * len(cells),
+            "method": method.tolist(),
+            "draws": [used] * len(cells),
             "draws_undefined": undefined,
             "seed": [seed] * len(cells),
             "invalid": [None] * len(cells),

@@ -16,9 +16,10 @@ import zlib
 
 import numpy as np
 
+from . import intervals
 from .errors import UsageError
+from .intervals import percentile_interval  # noqa: F401  (kept where callers have always found it)
 
-METHOD = "family_bootstrap_percentile"
 
 
 def stream_seed(seed: int, key: str) -> np.random.SeedSequence:
@@ -61,26 +62,6 @@ def ratio_of_sums(weights: np.ndarray, numerators: np.ndarray, denominators: np.
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
 
-def percentile_interval(replicates: np.ndarray, conf_level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Percentile interval per column, leaving out undefined (NaN) replicates.
-
-    Returns (low, high, undefined_count); low and high are NaN for a column with no
-    defined replicate.
-
-    >>> low, high, undefined = percentile_interval(np.array([[1.0], [2.0], [3.0], [np.nan]]), 0.5)
-    >>> float(low[0]), float(high[0]), int(undefined[0])
-    (1.5, 2.5, 1)
-    """
-    alpha = (1.0 - conf_level) / 2.0
-    undefined = np.isnan(replicates).sum(axis=0)
-    low = np.full(replicates.shape[1], np.nan)
-    high = np.full(replicates.shape[1], np.nan)
-    defined = undefined < replicates.shape[0]
-    if defined.any():
-        low[defined], high[defined] = np.nanquantile(replicates[:, defined], [alpha, 1.0 - alpha], axis=0)
-    return low, high, undefined
-
-
 def check_options(*, draws: int, conf_level: float) -> None:
     """Refuse a negative number of draws or a coverage outside (0, 1)."""
     if not 0 < conf_level < 1:
@@ -97,18 +78,48 @@ def bootstrap_ratio(
     seed: int,
     key: str,
     conf_level: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, str, int]:
-    """Family-bootstrap percentile interval of the proportion ``Σ a / Σ b`` for every column.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Family-bootstrap interval of the rate ``Σ a / Σ b`` for every column: the percentile interval in
+    the middle of the range, a score interval near 0% and 100% (`intervals.rate_intervals`).
 
-    Returns (low, high, undefined_count, method, draws_used); with ``draws = 0`` or no
+    Returns (low, high, undefined_count, method per column, draws_used); with ``draws = 0`` or no
     family the interval is NaN and the method is ``'point'``.
     """
     check_options(draws=draws, conf_level=conf_level)
     n_families, columns = numerators.shape
     if draws == 0 or n_families == 0:
-        nan = np.full(columns, np.nan)
-        return nan, nan.copy(), np.zeros(columns, dtype=np.int64), "point", 0
+        return _no_interval(columns)
     weights = family_weights(n_families, draws, rng_for(seed, key))
     replicates = ratio_of_sums(weights, numerators, denominators)
-    low, high, undefined = percentile_interval(replicates, conf_level)
-    return low, high, undefined.astype(np.int64), METHOD, draws
+    low, high, method = intervals.rate_intervals(numerators, denominators, replicates, conf_level)
+    return low, high, np.isnan(replicates).sum(axis=0).astype(np.int64), method, draws
+
+
+def bootstrap_difference(
+    gain: np.ndarray,
+    loss: np.ndarray,
+    denominators: np.ndarray,
+    *,
+    draws: int,
+    seed: int,
+    key: str,
+    conf_level: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Family-bootstrap interval of the difference ``Σ (gain − loss) / Σ b`` for every column, gain and
+    loss being its two discordant parts (right under one side only): the percentile interval in the
+    middle of the range, the MOVER interval from the parts' score intervals near a bound
+    (`intervals.difference_intervals`). Returns as :func:`bootstrap_ratio`.
+    """
+    check_options(draws=draws, conf_level=conf_level)
+    n_families, columns = gain.shape
+    if draws == 0 or n_families == 0:
+        return _no_interval(columns)
+    weights = family_weights(n_families, draws, rng_for(seed, key))
+    replicates = ratio_of_sums(weights, gain - loss, denominators)
+    low, high, method = intervals.difference_intervals(gain, loss, denominators, replicates, conf_level)
+    return low, high, np.isnan(replicates).sum(axis=0).astype(np.int64), method, draws
+
+
+def _no_interval(columns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    nan = np.full(columns, np.nan)
+    return nan, nan.copy(), np.zeros(columns, dtype=np.int64), np.full(columns, "point", dtype=object), 0

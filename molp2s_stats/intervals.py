@@ -1,0 +1,227 @@
+"""Intervals for ratios of family sums that keep their coverage over the whole range, 0% and 100% included.
+
+Every metric is ``R = Σ_f a_f / Σ_f b_f`` over the cohort's families. The family bootstrap's
+percentile interval covers well in the middle of the range, but it cannot leave the range of the
+sample: a model right on every family gets [100, 100], though its rate over new families may be
+98%. BCa and bootstrap-t do not help there (every replicate is 100%, so is every jackknife value
+and every replicate's standard error). A score interval does: Wilson's interval on the design's
+effective sample size (Kish's n_eff = R(1 − R) / Var(R), Var from the linearised cluster variance
+of a ratio estimator) is never a point unless the sample is infinite, and near a bound it is
+asymmetric the way the truth is. Where the sample holds no spread to measure a design effect
+with (every family right), n_eff is Kish's count of families ``(Σ b)² / Σ b²``: each family's share
+a_f / b_f lies in [0, 1], so its variance is at most R(1 − R) and that n_eff is the smallest the
+design allows (the most honest guess, never an optimistic one).
+
+Which interval a statistic gets is decided per column from the sample (``method`` says which):
+
+- ``family_bootstrap_percentile`` when the rate's minority, ``n_eff · min(R, 1 − R)``, counts at
+  least :data:`MIN_MINORITY` families' worth (the normal regime where the bootstrap is right);
+- ``family_score_wilson`` otherwise (at or near 0% or 100%).
+
+A difference of two rates on the same denominators (RM, a paired input comparison, a model
+pair's net) is split into its discordant parts, ``d = gain − loss``, gain and loss each a rate in
+[0, 1] (the tasks right under one side only). Where both parts are in the normal regime the
+difference keeps its percentile interval; otherwise it is the MOVER interval (Zou and Donner 2008;
+Newcombe 1998 for paired rates) built from the two parts' intervals and their correlation,
+``family_mover_wilson``. Working on the discordant parts matters at the bound of a difference:
+two models that agree on every task have d = 0 with no spread at all, yet a new family could
+split them; each part's score interval says by how much.
+
+scipy's Wilson interval (``binomtest(k, n).proportion_ci``) takes whole counts, and n_eff is not
+one, so the formula is written out here; tests/test_intervals.py checks it against scipy where
+n_eff is whole.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+PERCENTILE = "family_bootstrap_percentile"
+SCORE = "family_score_wilson"
+MOVER = "family_mover_wilson"
+FIXED = "fixed_by_design"  # a quantity the design fixes (an input compared with itself): a point, rightly
+METHODS = (PERCENTILE, SCORE, MOVER, FIXED)
+
+#: The smallest minority, in effective families, at which the percentile interval is kept. At 10
+#: (the usual "ten events each way" rule for a normal approximation to a binomial) the percentile
+#: interval's coverage is back at its mid-range value; below it, it falls off
+#: (benchmarks/bench_intervals.py prints both sides of the switch).
+MIN_MINORITY = 10.0
+
+#: A variance (or a distance from a bound) this small is rounding, not a spread.
+NEGLIGIBLE = 1e-12
+
+
+def linearized_covariance(a1: np.ndarray, b1: np.ndarray, a2: np.ndarray, b2: np.ndarray) -> np.ndarray:
+    """Covariance of two ratio estimators ``Σ a1 / Σ b1`` and ``Σ a2 / Σ b2`` over resampled families, per
+    column: ``F / (F − 1) · Σ_f e1_f e2_f`` with ``e_f = (a_f − R b_f) / Σ b`` (Taylor linearisation; the
+    cluster-robust variance when the two are the same). Shapes (families, columns); NaN where a
+    denominator sums to 0 or F < 2.
+
+    Two families with shares 1 and 0 of one task each: R = ½, e = ±¼, Var = 2 · (1/16 + 1/16) = ¼:
+
+    >>> float(linearized_covariance(*[np.array([[1.0], [0.0]]), np.ones((2, 1))] * 2)[0])
+    0.25
+    """
+    families = a1.shape[0]
+    out = np.full(a1.shape[1], np.nan)
+    t1, t2 = b1.sum(axis=0), b2.sum(axis=0)
+    ok = (t1 > 0) & (t2 > 0) & (families > 1)
+    if not ok.any():
+        return out
+    e1 = (a1[:, ok] - a1[:, ok].sum(axis=0) / t1[ok] * b1[:, ok]) / t1[ok]
+    e2 = (a2[:, ok] - a2[:, ok].sum(axis=0) / t2[ok] * b2[:, ok]) / t2[ok]
+    out[ok] = families / (families - 1) * (e1 * e2).sum(axis=0)
+    return out
+
+
+def kish_families(b: np.ndarray) -> np.ndarray:
+    """Kish's effective number of families for weights b, ``(Σ b)² / Σ b²``, per column (0 where Σ b = 0).
+
+    >>> kish_families(np.array([[1.0], [1.0], [2.0]])).tolist()
+    [2.6666666666666665]
+    """
+    total, squares = b.sum(axis=0), (b ** 2).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(squares > 0, total ** 2 / np.where(squares > 0, squares, 1.0), 0.0)
+
+
+def effective_size(estimate: np.ndarray, variance: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Kish's effective sample size ``R(1 − R) / Var(R)`` per column; where R sits on a bound or the
+    variance is negligible, the design effect cannot be measured and :func:`kish_families` stands in."""
+    p = np.clip(estimate, 0.0, 1.0)
+    measured = (np.isfinite(variance) & (variance > NEGLIGIBLE) & (p > NEGLIGIBLE) & (p < 1 - NEGLIGIBLE))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(measured, p * (1 - p) / np.where(measured, variance, 1.0), kish_families(b))
+
+
+def wilson(estimate: np.ndarray, n_eff: np.ndarray, quantile: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson's score interval of a rate with ``n_eff`` effective trials (need not be whole), clipped to [0, 1].
+
+    136 of 136 right, z = 1.96: the lower end is 136 / (136 + 1.96²) = 0.9725, the upper 1:
+
+    >>> [round(float(x[0]), 4) for x in wilson(np.array([1.0]), np.array([136.0]), 1.959964)]
+    [0.9725, 1.0]
+    """
+    p = np.clip(np.asarray(estimate, dtype=float), 0.0, 1.0)
+    n = np.asarray(n_eff, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        k = quantile ** 2 / n
+        centre = (p + k / 2) / (1 + k)
+        half = quantile / (1 + k) * np.sqrt(p * (1 - p) / n + k / (4 * n))
+        low, high = np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+    bad = ~(n > 0) | ~np.isfinite(p)
+    return np.where(bad, np.nan, low), np.where(bad, np.nan, high)
+
+
+def percentile_interval(replicates: np.ndarray, conf_level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Percentile interval per column, leaving out undefined (NaN) replicates.
+
+    Returns (low, high, undefined_count); low and high are NaN for a column with no
+    defined replicate.
+
+    >>> low, high, undefined = percentile_interval(np.array([[1.0], [2.0], [3.0], [np.nan]]), 0.5)
+    >>> float(low[0]), float(high[0]), int(undefined[0])
+    (1.5, 2.5, 1)
+    """
+    alpha = (1.0 - conf_level) / 2.0
+    undefined = np.isnan(replicates).sum(axis=0)
+    low = np.full(replicates.shape[1], np.nan)
+    high = np.full(replicates.shape[1], np.nan)
+    defined = undefined < replicates.shape[0]
+    if defined.any():
+        low[defined], high[defined] = np.nanquantile(replicates[:, defined], [alpha, 1.0 - alpha], axis=0)
+    return low, high, undefined
+
+
+def _quantile(families: int, conf_level: float) -> float:
+    # Student's t on the families' degrees of freedom: the variance is estimated from F clusters
+    return float(stats.t.ppf(0.5 + conf_level / 2, max(families - 1, 1)))
+
+
+def _score(a: np.ndarray, b: np.ndarray, conf_level: float
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(estimate, variance, minority, low, high) of each rate ``Σ a / Σ b``, the interval Wilson's on the
+    effective sample size; the minority, ``n_eff · min(R, 1 − R)``, is the evidence the normal regime needs."""
+    total = b.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        estimate = np.where(total > 0, a.sum(axis=0) / np.where(total > 0, total, 1.0), np.nan)
+    variance = linearized_covariance(a, b, a, b)
+    n_eff = effective_size(estimate, variance, b)
+    low, high = wilson(estimate, n_eff, _quantile(a.shape[0], conf_level))
+    return estimate, variance, n_eff * np.minimum(estimate, 1 - estimate), low, high
+
+
+def rate_intervals(a: np.ndarray, b: np.ndarray, replicates: np.ndarray, conf_level: float, *,
+                   min_minority: float = MIN_MINORITY) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The interval of each rate ``Σ a / Σ b`` (columns of a and b, shape (families, columns)), given its
+    bootstrap ``replicates`` (draws, columns; NaN where undefined): the percentile interval in the
+    normal regime, Wilson's score interval on the effective sample size near a bound.
+
+    Returns (low, high, method) per column, as proportions; NaN where the rate is undefined.
+
+    Ten families, every one right: the percentile interval would be [1, 1]; the score interval on
+    ten families with t(9) = 2.2622 has lower end 10 / (10 + 2.2622²) = 0.6615:
+
+    >>> low, high, method = rate_intervals(np.ones((10, 1)), np.ones((10, 1)), np.ones((50, 1)), 0.95)
+    >>> round(float(low[0]), 4), float(high[0]), str(method[0])
+    (0.6615, 1.0, 'family_score_wilson')
+    """
+    estimate, _, minority, low_score, high_score = _score(a, b, conf_level)
+    low_pct, high_pct, _ = percentile_interval(replicates, conf_level)
+    normal = (minority >= min_minority) & np.isfinite(low_pct)
+    return (np.where(normal, low_pct, low_score), np.where(normal, high_pct, high_score),
+            np.where(normal, PERCENTILE, SCORE).astype(object))
+
+
+def mover(estimate: np.ndarray, first: tuple[np.ndarray, np.ndarray, np.ndarray],
+          second: tuple[np.ndarray, np.ndarray, np.ndarray], correlation: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The MOVER interval of ``first − second`` (Zou and Donner 2008) from each rate's (estimate, low, high)
+    and the correlation of the two estimates (0 where unknown). Each side takes the distance to the
+    bound that moves the difference that way, so a rate near its floor adds little downwards.
+
+    Both rates 0 with intervals [0, 0.1], uncorrelated: the difference is 0, uncertain by 0.1 each way:
+
+    >>> z = np.zeros(1); u = np.full(1, 0.1)
+    >>> [round(float(x[0]), 3) for x in mover(z, (z, z, u), (z, z, u), z)]
+    [-0.1, 0.1]
+    """
+    (p1, l1, u1), (p2, l2, u2) = first, second
+    r = np.clip(np.nan_to_num(correlation, nan=0.0), -1.0, 1.0)
+    down = np.sqrt(np.maximum(0.0, (p1 - l1) ** 2 + (u2 - p2) ** 2 - 2 * r * (p1 - l1) * (u2 - p2)))
+    up = np.sqrt(np.maximum(0.0, (u1 - p1) ** 2 + (p2 - l2) ** 2 - 2 * r * (u1 - p1) * (p2 - l2)))
+    return np.maximum(-1.0, estimate - down), np.minimum(1.0, estimate + up)
+
+
+def difference_intervals(gain: np.ndarray, loss: np.ndarray, b: np.ndarray, replicates: np.ndarray,
+                         conf_level: float, *, min_minority: float = MIN_MINORITY
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The interval of each difference ``Σ (gain − loss) / Σ b`` from its two discordant rates, given the
+    bootstrap ``replicates`` of the difference. The percentile interval stays while the discordant
+    minority (gain's and loss's together, as McNemar's test counts them) holds ``min_minority``
+    effective families; below that, MOVER on the two parts' score intervals.
+
+    Returns (low, high, method) per column, as proportions.
+
+    Two inputs that agree on all 20 families: d = 0, and the percentile interval would be a point.
+    Each part is 0 of 20, whose score interval is [0, t²/(20 + t²)] = [0, 0.180] with t(19) = 2.093;
+    their correlation is unknown (taken as 0), so d lies in ±0.180:
+
+    >>> zero = np.zeros((20, 1))
+    >>> low, high, method = difference_intervals(zero, zero, np.ones((20, 1)), np.zeros((40, 1)), 0.95)
+    >>> round(float(low[0]), 3), round(float(high[0]), 3), str(method[0])
+    (-0.18, 0.18, 'family_mover_wilson')
+    """
+    p_gain, v_gain, m_gain, l_gain, u_gain = _score(gain, b, conf_level)
+    p_loss, v_loss, m_loss, l_loss, u_loss = _score(loss, b, conf_level)
+    covariance = linearized_covariance(gain, b, loss, b)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        measured = (v_gain > NEGLIGIBLE) & (v_loss > NEGLIGIBLE)
+        correlation = np.where(measured, covariance / np.sqrt(np.where(measured, v_gain * v_loss, 1.0)), 0.0)
+    estimate = p_gain - p_loss
+    low_m, high_m = mover(estimate, (p_gain, l_gain, u_gain), (p_loss, l_loss, u_loss), correlation)
+    low_pct, high_pct, _ = percentile_interval(replicates, conf_level)
+    normal = (m_gain + m_loss >= min_minority) & np.isfinite(low_pct)
+    return (np.where(normal, low_pct, low_m), np.where(normal, high_pct, high_m),
+            np.where(normal, PERCENTILE, MOVER).astype(object))

@@ -88,16 +88,33 @@ def kish_families(b: np.ndarray) -> np.ndarray:
 
 
 def effective_size(estimate: np.ndarray, variance: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Kish's effective sample size ``R(1 − R) / Var(R)`` per column; where R sits on a bound or the
-    variance is negligible, the design effect cannot be measured and :func:`kish_families` stands in."""
+    """Kish's effective sample size ``R(1 − R) / Var(R)`` per column, at most the rate's trials ``Σ b``
+    (tasks, never the samples averaged within a task).
+
+    The cap: a variance measured near a bound can claim far more evidence than the sample holds.
+    Three samples per task at 99.5% show it: the sample's few failures are single samples scattered
+    over families, so the measured variance speaks for ~3 trials a task, while the population's
+    failures come from the rare family that fails every time (benchmarks/bench_intervals.py, its
+    ``mix`` simulator: 65–77% coverage uncapped, 93.5% and up capped). Where R sits on a bound or
+    the variance is negligible nothing measures the design effect, and the effective number of
+    families (:func:`kish_families`) stands in: a family's share lies in [0, 1], so its variance is
+    at most R(1 − R), and no smaller n_eff is possible.
+    """
     p = np.clip(estimate, 0.0, 1.0)
     measured = (np.isfinite(variance) & (variance > NEGLIGIBLE) & (p > NEGLIGIBLE) & (p < 1 - NEGLIGIBLE))
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(measured, p * (1 - p) / np.where(measured, variance, 1.0), kish_families(b))
+        return np.where(measured, np.minimum(p * (1 - p) / np.where(measured, variance, 1.0), b.sum(axis=0)),
+                        kish_families(b))
 
 
-def wilson(estimate: np.ndarray, n_eff: np.ndarray, quantile: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def wilson(estimate: np.ndarray, n_eff: np.ndarray, quantile: float | np.ndarray,
+           conf_level: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Wilson's score interval of a rate with ``n_eff`` effective trials (need not be whole), clipped to [0, 1].
+
+    With ``conf_level``, Brown, Cai and DasGupta's (2001) modification for a few successes (or
+    failures): where the effective count x = R · n_eff is positive but at most 2 (3 when n_eff > 50),
+    the lower end is at most the Poisson bound ``χ²_{α/2}(2x) / (2 n_eff)``, and the upper end
+    mirrored. Wilson's own end is too close there (1 of 30 puts it at 0.6%, above a truth of 0.5%).
 
     136 of 136 right, z = 1.96: the lower end is 136 / (136 + 1.96²) = 0.9725, the upper 1:
 
@@ -111,6 +128,13 @@ def wilson(estimate: np.ndarray, n_eff: np.ndarray, quantile: float | np.ndarray
         centre = (p + k / 2) / (1 + k)
         half = quantile / (1 + k) * np.sqrt(p * (1 - p) / n + k / (4 * n))
         low, high = np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+        if conf_level is not None:
+            few = np.where(n > 50, 3.0, 2.0)
+            alpha = 1 - conf_level
+            for count, end, sign in ((p * n, low, 1), ((1 - p) * n, high, -1)):
+                small = (count > NEGLIGIBLE) & (count <= few)
+                poisson = stats.chi2.ppf(alpha / 2, 2 * np.where(small, count, 1.0)) / (2 * n)
+                end[small] = (np.minimum(end, poisson) if sign == 1 else np.maximum(end, 1 - poisson))[small]
     bad = ~(n > 0) | ~np.isfinite(p)
     return np.where(bad, np.nan, low), np.where(bad, np.nan, high)
 
@@ -129,15 +153,19 @@ def percentile_interval(replicates: np.ndarray, conf_level: float) -> tuple[np.n
     undefined = np.isnan(replicates).sum(axis=0)
     low = np.full(replicates.shape[1], np.nan)
     high = np.full(replicates.shape[1], np.nan)
-    defined = undefined < replicates.shape[0]
-    if defined.any():
-        low[defined], high[defined] = np.nanquantile(replicates[:, defined], [alpha, 1.0 - alpha], axis=0)
+    complete, partly = undefined == 0, (undefined > 0) & (undefined < replicates.shape[0])
+    # np.quantile where no replicate is undefined: nanquantile is many times slower on wide matrices
+    if complete.any():
+        low[complete], high[complete] = np.quantile(replicates[:, complete], [alpha, 1.0 - alpha], axis=0)
+    if partly.any():
+        low[partly], high[partly] = np.nanquantile(replicates[:, partly], [alpha, 1.0 - alpha], axis=0)
     return low, high, undefined
 
 
-def _quantile(families: int, conf_level: float) -> float:
-    # Student's t on the families' degrees of freedom: the variance is estimated from F clusters
-    return float(stats.t.ppf(0.5 + conf_level / 2, max(families - 1, 1)))
+def _quantile(b: np.ndarray, conf_level: float) -> np.ndarray:
+    # Student's t on the effective families' degrees of freedom, per column: the variance is estimated
+    # from that many clusters (a CFR with three initially right sources rests on about three)
+    return stats.t.ppf(0.5 + conf_level / 2, np.maximum(kish_families(b) - 1, 1.0))
 
 
 def _score(a: np.ndarray, b: np.ndarray, conf_level: float
@@ -149,7 +177,7 @@ def _score(a: np.ndarray, b: np.ndarray, conf_level: float
         estimate = np.where(total > 0, a.sum(axis=0) / np.where(total > 0, total, 1.0), np.nan)
     variance = linearized_covariance(a, b, a, b)
     n_eff = effective_size(estimate, variance, b)
-    low, high = wilson(estimate, n_eff, _quantile(a.shape[0], conf_level))
+    low, high = wilson(estimate, n_eff, _quantile(b, conf_level), conf_level)
     return estimate, variance, n_eff * np.minimum(estimate, 1 - estimate), low, high
 
 
@@ -170,7 +198,7 @@ def rate_intervals(a: np.ndarray, b: np.ndarray, replicates: np.ndarray, conf_le
     """
     estimate, _, minority, low_score, high_score = _score(a, b, conf_level)
     low_pct, high_pct, _ = percentile_interval(replicates, conf_level)
-    normal = (minority >= min_minority) & np.isfinite(low_pct)
+    normal = (minority >= min_minority) & (high_pct > low_pct)
     return (np.where(normal, low_pct, low_score), np.where(normal, high_pct, high_score),
             np.where(normal, PERCENTILE, SCORE).astype(object))
 
@@ -216,12 +244,16 @@ def difference_intervals(gain: np.ndarray, loss: np.ndarray, b: np.ndarray, repl
     p_gain, v_gain, m_gain, l_gain, u_gain = _score(gain, b, conf_level)
     p_loss, v_loss, m_loss, l_loss, u_loss = _score(loss, b, conf_level)
     covariance = linearized_covariance(gain, b, loss, b)
+    # gain and loss are exclusive outcomes of one task, so at most 0 correlated there; a positive estimate
+    # comes from splitting shares into expected counts (x = y = ½ in every family gives gain = loss = ¼), and
+    # would shrink the interval towards a point: it is not trusted
     with np.errstate(invalid="ignore", divide="ignore"):
         measured = (v_gain > NEGLIGIBLE) & (v_loss > NEGLIGIBLE)
-        correlation = np.where(measured, covariance / np.sqrt(np.where(measured, v_gain * v_loss, 1.0)), 0.0)
+        correlation = np.minimum(
+            np.where(measured, covariance / np.sqrt(np.where(measured, v_gain * v_loss, 1.0)), 0.0), 0.0)
     estimate = p_gain - p_loss
     low_m, high_m = mover(estimate, (p_gain, l_gain, u_gain), (p_loss, l_loss, u_loss), correlation)
     low_pct, high_pct, _ = percentile_interval(replicates, conf_level)
-    normal = (m_gain + m_loss >= min_minority) & np.isfinite(low_pct)
+    normal = (m_gain + m_loss >= min_minority) & (high_pct > low_pct)
     return (np.where(normal, low_pct, low_m), np.where(normal, high_pct, high_m),
             np.where(normal, PERCENTILE, MOVER).astype(object))

@@ -50,7 +50,7 @@ TRUTHS = (0.0, 0.005, 0.03, 0.5, 0.9, 0.97, 0.995, 1.0)
 FAMILIES = (30, 136, 389)
 SPREADS = ("0", "1", "1.5", "mix")
 SAMPLES = (1, 3)
-RULES = {"percentile": 0.0, "package": intervals.MIN_MINORITY, "score": math.inf}
+RULES = {"percentile": None, "package": intervals.MIN_MINORITY, "score": math.inf}
 RATES = ("acc_p0", "acc_source", "acc_shuffled", "cf_accuracy", "pgr", "cfr", "persist", "other")
 DIFFERENCES = ("reliance_margin", "net")
 PERSIST_SHARE = 0.6  # of the cf answers that miss the counterfactual, the share that keep the source
@@ -164,14 +164,16 @@ def run_cell(truth: float, n: int, spread: str, samples: int, reps: int, draws: 
                 estimate = (gain - loss).sum(axis=0) / b.sum(axis=0)
                 replicates = resample.ratio_of_sums(weights, gain - loss, b)
                 results = {rule: intervals.difference_intervals(gain, loss, b, replicates, 0.95, min_minority=m)
-                           for rule, m in RULES.items()}
+                           for rule, m in RULES.items() if rule != "percentile"}
             else:
                 a, b = parts
                 with np.errstate(invalid="ignore", divide="ignore"):
                     estimate = a.sum(axis=0) / b.sum(axis=0)
                 replicates = resample.ratio_of_sums(weights, a, b)
                 results = {rule: intervals.rate_intervals(a, b, replicates, 0.95, min_minority=m)
-                           for rule, m in RULES.items()}
+                           for rule, m in RULES.items() if rule != "percentile"}
+            low, high, _ = intervals.percentile_interval(replicates, 0.95)  # the package before: the bootstrap alone
+            results["percentile"] = (low, high, np.full(len(low), intervals.PERCENTILE, dtype=object))
             if not np.isfinite(value):
                 continue
             for rule, (low, high, method) in results.items():
@@ -244,10 +246,13 @@ def main(argv: list[str] | None = None) -> int:
     print(wide(summarise(frame, "truth"), "truth"))
     print("\nBy families per cohort:")
     print(wide(summarise(frame, "families"), "families"))
-    mid = frame.filter(pl.col("truth") == 0.5)
-    ratio = (mid.filter(pl.col("rule") == "package")["mean_width"].mean()
-             / mid.filter(pl.col("rule") == "percentile")["mean_width"].mean())
-    print(f"\nMid-range (truth 50%) mean width, package over percentile: {ratio:.3f}")
+    # mid-range: the metric's own population value between 20% and 80% (RM and net: −60 to 60 pp)
+    mid = frame.filter(pl.col("value").is_between(0.2, 0.8) | (pl.col("metric").is_in(DIFFERENCES)
+                                                              & pl.col("value").is_between(-0.6, 0.6)
+                                                              & (pl.col("truth") == 0.5)))
+    widths = mid.group_by("metric", "rule").agg(pl.col("mean_width").mean()).pivot(on="rule", index="metric")
+    print("\nMid-range cells (value 20-80%): mean width (pp) per rule, and package over percentile:")
+    print(widths.with_columns((pl.col("package") / pl.col("percentile")).round(3).alias("ratio")).sort("metric"))
     return 0
 
 

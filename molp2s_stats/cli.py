@@ -18,7 +18,8 @@ import typer
 
 from . import bayes  # constants only: bayes/__init__ imports nothing
 from .defaults import (CONDITIONS, DB_ENV_VAR, DEFAULT_BENCHMARK, DEFAULT_DB, DEFAULT_DRAWS, DEFAULT_MAX_PEAKS,
-                       DEFAULT_PAIRED_DRAWS, DEFAULT_RESPONSES, REPORTS, SIMULATION_SEED, load_default_data)
+                       DEFAULT_PAIRED_DRAWS, DEFAULT_RESPONSES, INTERVAL_HELP, REPORTS, SIMULATION_SEED,
+                       load_default_data)
 from .errors import UsageError
 from .glossary import METRICS
 from .lazy import lazy_import
@@ -221,8 +222,8 @@ def _metrics_help() -> str:
     from .glossary import definition
 
     lines = "\n\n".join(f"{metric}: {definition(metric)}" for metric in METRICS)
-    return ("Every metric per model × channel, with family-bootstrap intervals (rates in %, differences in pp).\n\n"
-            f"{lines}\n\nExample: molp2s metrics --metric pgr --metric cfr --bootstrap 2000 --seed 1 --format csv "
+    return ("Every metric per model × channel, with family-level intervals (rates in %, differences in pp).\n\n"
+            f"{INTERVAL_HELP}\n\n{lines}\n\nExample: molp2s metrics --metric pgr --metric cfr --bootstrap 2000 --seed 1 --format csv "
             "--out metrics.csv")
 
 
@@ -384,6 +385,10 @@ def compare_inputs_command(
 ) -> None:
     """Paired input comparison X → Y per model over the families in both cohorts (Table 12).
 
+    Δ's interval is the family bootstrap's percentile interval while the two inputs' answers differ on
+    10 or more families' worth of tasks, else the MOVER interval of the gain and loss shares (the
+    method column says which).
+
     Example: molp2s compare-inputs --from vibrational_bundle --to all --model sim-alpha
     """
     if condition not in CONDITIONS:
@@ -417,6 +422,10 @@ def transitions_command(
     out: OutOption = None,
 ) -> None:
     """Model-pair transitions on one channel and condition (Figure 2): both right, A only, B only, both wrong.
+
+    The net's interval is the family bootstrap's percentile interval while the two models disagree on
+    10 or more families' worth of tasks, else the MOVER interval of its two discordant shares (the
+    method column says which): two models right on every task are not reported as certainly tied.
 
     Example: molp2s transitions --channel ir --condition source --model-a sim-alpha --model-b sim-beta
     """
@@ -509,17 +518,28 @@ def ranks_command(
     fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
-    """Each model's bootstrap rank distribution and 95% rank interval per channel (tiers, not a strict order).
+    """Each model's rank range ("2–4") and tie group per channel: what the data can and cannot tell apart.
+
+    Every pair of models is compared on the same family-bootstrap replicates, the p-values
+    Holm-adjusted over the channel's pairs; a model's rank range runs from 1 + the models
+    significantly ahead of it to the number of models − those significantly behind. Tie group
+    (tier) 1 is the best model and every model not separated from it, and so on down. A channel
+    whose top tie group holds two or more models at the ceiling is marked saturated: its families
+    cannot separate the top models. --distribution prints P(rank) per model instead.
 
     Example: molp2s ranks --metric pgr --channel ir
     """
     con = _open(db)
     outcomes, channels, models = metrics.read_family_outcomes(con)
     models = _ranked(con, models)
-    intervals, probabilities = stability.rank_intervals(
+    ranges, probabilities = stability.rank_intervals(
         outcomes, score=score, channels=_known_channels(channel, channels), models=models, draws=bootstrap,
         seed=seed, conf_level=conf_level)
-    emit(probabilities if distribution else intervals, fmt, out, title=f"Bootstrap ranks by {score} (1 = best)")
+    for saturated in stability.saturated_channels(ranges):
+        typer.echo(f"saturated: {saturated}: the top models are at the ceiling; these families cannot separate "
+                   f"them by {score}", err=True)
+    emit(probabilities if distribution else ranges, fmt, out,
+         title=f"Rank ranges and tie groups by {score} (1 = best; paired bootstrap, Holm)")
 
 
 @command("power")

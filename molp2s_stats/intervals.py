@@ -181,6 +181,17 @@ def _score(a: np.ndarray, b: np.ndarray, conf_level: float
     return estimate, variance, n_eff * np.minimum(estimate, 1 - estimate), low, high
 
 
+def near_ceiling(a: np.ndarray, b: np.ndarray, *, min_minority: float = MIN_MINORITY) -> np.ndarray:
+    """Per column: the rate ``Σ a / Σ b`` is at 100% or so close that its failures count fewer than
+    ``min_minority`` effective families (where its interval is a score interval, not the bootstrap's).
+
+    >>> near_ceiling(np.array([[1.0, 1.0], [1.0, 0.0]] * 20), np.ones((40, 2))).tolist()
+    [True, False]
+    """
+    estimate, _, minority, _, _ = _score(a, b, 0.95)
+    return (estimate > 0.5) & (minority < min_minority)
+
+
 def rate_intervals(a: np.ndarray, b: np.ndarray, replicates: np.ndarray, conf_level: float, *,
                    min_minority: float = MIN_MINORITY) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The interval of each rate ``Σ a / Σ b`` (columns of a and b, shape (families, columns)), given its

@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from . import resample, units
+from . import intervals, resample, units
 from .metrics import family_matrices, metric_components
 from .errors import UsageError
 
@@ -152,10 +152,54 @@ def _compare(score, channel, size, draws, seed, full: np.ndarray, draw_scores: n
 
 
 RANK_SCHEMA = {
-    "model": pl.String, "channel": pl.String, "metric": pl.String, "rank": pl.Float64, "rank_low": pl.Float64,
-    "rank_high": pl.Float64, "conf_level": pl.Float64, "draws": pl.Int64, "draws_undefined": pl.Int64,
-    "seed": pl.Int64,
+    "model": pl.String, "channel": pl.String, "metric": pl.String, "estimate": pl.Float64, "rank": pl.Float64,
+    "rank_low": pl.Float64, "rank_high": pl.Float64, "tier": pl.Int64, "saturated": pl.Boolean,
+    "conf_level": pl.Float64, "draws": pl.Int64, "draws_undefined": pl.Int64, "seed": pl.Int64,
+    "adjustment": pl.String,
 }
+ADJUSTMENT = "holm"
+
+
+def pairwise_p_values(replicate_scores: np.ndarray) -> np.ndarray:
+    """Two-sided paired-bootstrap p-values of every model pair, (models, models), from replicate scores
+    (draws, models): twice the smaller share of replicates on either side of "no difference", a replicate
+    with no difference counting on both sides (two models right on every family are never separated).
+
+    >>> pairwise_p_values(np.array([[1.0, 1.0], [1.0, 1.0]])).tolist()
+    [[1.0, 1.0], [1.0, 1.0]]
+    """
+    difference = replicate_scores[:, :, None] - replicate_scores[:, None, :]
+    tie = np.isclose(difference, 0.0, atol=1e-11)
+    below = ((difference < 0) | tie).mean(axis=0)
+    above = ((difference > 0) | tie).mean(axis=0)
+    return np.minimum(1.0, 2 * np.minimum(below, above))
+
+
+def rank_ranges(estimates: np.ndarray, separated: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each model's rank range and tie group from the pairs the data separate.
+
+    ``separated[i, j]``: model i is significantly ahead of j. A model ranks no better than 1 + the models
+    ahead of it and no worse than M − the models behind it (simultaneous rank intervals from pairwise
+    tests, as in Al Mohamad, Goeman and van Zwet 2022). Tie groups, from the top: the best model not yet
+    grouped and every other ungrouped model not separated from it.
+
+    >>> ahead = np.array([[False, True, True], [False, False, False], [False, False, False]])
+    >>> [x.tolist() for x in rank_ranges(np.array([0.9, 0.6, 0.5]), ahead)]
+    [[1.0, 2.0, 2.0], [1.0, 3.0, 3.0], [1, 2, 2]]
+    """
+    m = len(estimates)
+    low = 1.0 + separated.sum(axis=0)
+    high = float(m) - separated.sum(axis=1)
+    tier = np.zeros(m, dtype=np.int64)
+    order = np.argsort(-np.nan_to_num(estimates, nan=-np.inf), kind="stable")
+    for leader in order:
+        if tier[leader]:
+            continue
+        group = tier.max() + 1
+        for j in order:
+            if not tier[j] and (j == leader or not separated[leader, j]):
+                tier[j] = group
+    return low, high, tier
 
 
 def rank_intervals(
@@ -168,42 +212,64 @@ def rank_intervals(
     seed: int = 0,
     conf_level: float = 0.95,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Each model's bootstrap rank distribution per channel, and a rank interval ("tiers").
+    """Each model's rank range, tie group and bootstrap rank distribution per channel.
 
-    Families are resampled with replacement (the same replicates as the metric
-    intervals for this seed); in each replicate the models are ranked (1 = best, ties
-    share the mean rank).
+    Families are resampled with replacement (the same replicates as the metric intervals for this
+    seed). Every pair of models is compared on those replicates (`pairwise_p_values`), the p-values
+    Holm-adjusted over the channel's pairs; a pair is separated where the adjusted p-value is under
+    1 − ``conf_level``. From the separated pairs come each model's rank range and tie group
+    (`rank_ranges`). A channel is ``saturated`` where the top tie group holds two or more models,
+    each at the ceiling (its failures count fewer than `intervals.MIN_MINORITY` effective families,
+    where its interval is a score interval): these families cannot separate the top models.
 
     Returns
     -------
     (intervals, distribution)
-        ``intervals``: one row per model × channel: ``model, channel, metric, rank``
-        (on the full cohort), ``rank_low, rank_high`` (percentile interval of the
-        bootstrap ranks), ``conf_level, draws, draws_undefined, seed``.
-        ``distribution``: one row per model × channel × rank: ``model, channel, metric,
-        rank, probability``.
+        ``intervals``: one row per model × channel: ``model, channel, metric, estimate`` (%),
+        ``rank`` (on the full cohort; ties share the mean rank), ``rank_low, rank_high`` (the rank
+        range), ``tier`` (1 = the top tie group), ``saturated``, ``conf_level, draws,
+        draws_undefined, seed, adjustment``.
+        ``distribution``: one row per model × channel × rank: ``model, channel, metric, rank,
+        probability`` (the share of replicates with that rank).
     """
+    import pingouin as pg
+
     resample.check_options(draws=draws, conf_level=conf_level)
-    intervals, distribution = [], []
-    alpha = (1 - conf_level) / 2
+    rows, distribution = [], []
     for channel in channels:
         a, b = _family_matrices(outcomes, channel, models, score)
-        full_ranks = _ranks(resample.ratio_of_sums(np.ones((1, len(a))), a, b)[0])
+        estimates = resample.ratio_of_sums(np.ones((1, len(a))), a, b)[0]
+        full_ranks = _ranks(estimates)
         weights = resample.family_weights(len(a), draws, resample.rng_for(seed, channel))
         replicate_scores = resample.ratio_of_sums(weights, a, b)
         defined = ~np.isnan(replicate_scores).any(axis=1)
         ranks = _ranks(replicate_scores[defined])
+        separated = np.zeros((len(models), len(models)), dtype=bool)
+        if defined.sum() and len(models) > 1:
+            p = pairwise_p_values(replicate_scores[defined])
+            upper = np.triu_indices(len(models), 1)
+            adjusted = np.ones_like(p)
+            adjusted[upper] = pg.multicomp(p[upper], method="holm")[1]
+            adjusted.T[upper] = adjusted[upper]
+            separated = (adjusted < 1 - conf_level) & (estimates[:, None] > estimates[None, :])
+        low, high, tier = rank_ranges(estimates, separated)
+        top = tier == 1
+        saturated = bool(top.sum() >= 2 and intervals.near_ceiling(a, b)[top].all())
         for j, model in enumerate(models):
-            # inverted_cdf: the interval ends are ranks that occurred, never 1.45
-            low, high = (np.quantile(ranks[:, j], [alpha, 1 - alpha], method="inverted_cdf")
-                         if len(ranks) else (np.nan, np.nan))
-            intervals.append((model, channel, score, float(full_ranks[j]), float(low), float(high), conf_level,
-                              draws, int((~defined).sum()), seed))
+            rows.append((model, channel, score, float(estimates[j]), float(full_ranks[j]), float(low[j]),
+                         float(high[j]), int(tier[j]), saturated, conf_level, draws, int((~defined).sum()), seed,
+                         ADJUSTMENT))
             values, counts = np.unique(ranks[:, j], return_counts=True)
             for value, count in zip(values, counts):
                 distribution.append((model, channel, score, float(value), float(count / len(ranks))))
+    frame = pl.DataFrame(rows, schema=RANK_SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None))
     return (
-        pl.DataFrame(intervals, schema=RANK_SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None)),
+        units.percent_columns(frame, ("estimate",)),
         pl.DataFrame(distribution, schema={"model": pl.String, "channel": pl.String, "metric": pl.String,
                                            "rank": pl.Float64, "probability": pl.Float64}, orient="row"),
     )
+
+
+def saturated_channels(ranks: pl.DataFrame) -> list[str]:
+    """The channels of `rank_intervals` output whose top models these families cannot separate."""
+    return ranks.filter(pl.col("saturated"))["channel"].unique(maintain_order=True).to_list()

@@ -80,3 +80,21 @@ def test_stability_needs_two_models_and_a_known_score():
         stability.ranking_stability(outcomes, channels=["ir"], models=["m1"])
     with pytest.raises(ValueError, match="score"):
         stability.ranking_stability(outcomes, score="acc", channels=["ir"], models=["m1", "m2"])
+
+
+def test_two_models_at_the_ceiling_share_the_top_and_the_channel_is_saturated():
+    # 40 families: a and b right on all of them (b wrong on one), c right on half. a and b cannot be told
+    # apart (rank range 1–2, one tie group), c is behind both (rank 3–3), and the top sits at the ceiling.
+    outcomes = outcomes_from({"a": [1.0] * 40, "b": [1.0] * 39 + [0.0], "c": [1.0, 0.0] * 20})
+    ranks, _ = stability.rank_intervals(outcomes, channels=["ir"], models=["a", "b", "c"], draws=500, seed=1)
+    rows = {r["model"]: r for r in ranks.iter_rows(named=True)}
+    assert [(rows[m]["rank_low"], rows[m]["rank_high"], rows[m]["tier"]) for m in "abc"] == [
+        (1.0, 2.0, 1), (1.0, 2.0, 1), (3.0, 3.0, 2)]
+    assert ranks["saturated"].all() and stability.saturated_channels(ranks) == ["ir"]
+    assert (ranks["adjustment"] == "holm").all()
+
+
+def test_a_clear_leader_is_not_saturated():
+    outcomes = outcomes_from({"a": [1.0] * 40, "b": [1.0, 0.0] * 20})
+    ranks, _ = stability.rank_intervals(outcomes, channels=["ir"], models=["a", "b"], draws=500, seed=1)
+    assert ranks["tier"].to_list() == [1, 2] and not ranks["saturated"].any()

@@ -385,22 +385,26 @@ def _channel_metrics(values: pl.DataFrame, channel: str, models: list[str], metr
     n_fam = a.shape[0]
     estimate = resample.ratio_of_sums(np.ones((1, n_fam)), a, b)[0]
     n = (b > 0).sum(axis=0)
-    # every column shares the channel's replicates (one stream per channel): rates first, then the
-    # differences from their discordant parts, then the columns fixed by design, on the same draws
-    low, high, undefined, method, used = resample.bootstrap_ratio(
-        a, b, draws=draws, seed=seed, key=channel, conf_level=conf_level)
-    is_difference = np.array([metric in DIFFERENCE_PARTS for _, metric in cells])
-    if is_difference.any() and used:
-        gain, loss = stack("gain")[:, is_difference], stack("loss")[:, is_difference]
-        d_low, d_high, _, d_method, _ = resample.bootstrap_difference(
-            gain, loss, b[:, is_difference], draws=draws, seed=seed, key=channel, conf_level=conf_level)
-        low[is_difference], high[is_difference], method[is_difference] = d_low, d_high, d_method
-    fixed = np.array([metric in DESIGN_FIXED for _, metric in cells])
-    if fixed.any() and used:
-        replicates = resample.ratio_of_sums(resample.family_weights(n_fam, draws, resample.rng_for(seed, channel)),
-                                            a[:, fixed], b[:, fixed])
-        low[fixed], high[fixed], _ = intervals.percentile_interval(replicates, conf_level)
-        method[fixed] = intervals.PERCENTILE
+    # one set of replicates per channel (its own stream), shared by every column: rates get
+    # `rate_intervals`, differences (RM: a = gain − loss) `difference_intervals`, and the columns fixed by
+    # the cohort's design keep their percentile interval
+    weights = resample.bootstrap_weights(n_fam, draws=draws, seed=seed, key=channel, conf_level=conf_level)
+    if weights is None:
+        low, high, undefined, method, used = resample.no_interval(len(cells))
+    else:
+        used = draws
+        replicates = resample.ratio_of_sums(weights, a, b)
+        undefined = np.isnan(replicates).sum(axis=0).astype(np.int64)
+        low, high, method = intervals.rate_intervals(a, b, replicates, conf_level)
+        difference = np.array([metric in DIFFERENCE_PARTS for _, metric in cells])
+        if difference.any():
+            low[difference], high[difference], method[difference] = intervals.difference_intervals(
+                stack("gain")[:, difference], stack("loss")[:, difference], b[:, difference],
+                replicates[:, difference], conf_level)
+        fixed = np.array([metric in DESIGN_FIXED for _, metric in cells])
+        if fixed.any():
+            low[fixed], high[fixed], _ = intervals.percentile_interval(replicates[:, fixed], conf_level)
+            method[fixed] = intervals.PERCENTILE
     return pl.DataFrame(
         {
             "model": [c[0] for c in cells],

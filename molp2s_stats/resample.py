@@ -18,8 +18,6 @@ import numpy as np
 
 from . import intervals
 from .errors import UsageError
-from .intervals import percentile_interval  # noqa: F401  (kept where callers have always found it)
-
 
 
 def stream_seed(seed: int, key: str) -> np.random.SeedSequence:
@@ -70,56 +68,48 @@ def check_options(*, draws: int, conf_level: float) -> None:
         raise UsageError(f"draws must be >= 0, got {draws}")
 
 
-def bootstrap_ratio(
-    numerators: np.ndarray,
-    denominators: np.ndarray,
-    *,
-    draws: int,
-    seed: int,
-    key: str,
-    conf_level: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+def bootstrap_weights(n_families: int, *, draws: int, seed: int, key: str, conf_level: float) -> np.ndarray | None:
+    """The family multiplicities of ``draws`` replicates from the named stream, (draws, n); None where there
+    is no interval to make (``draws = 0`` or no family)."""
+    check_options(draws=draws, conf_level=conf_level)
+    if draws == 0 or n_families == 0:
+        return None
+    return family_weights(n_families, draws, rng_for(seed, key))
+
+
+def no_interval(columns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """(low, high, undefined, method, draws) of columns without an interval: NaN, method ``'point'``."""
+    nan = np.full(columns, np.nan)
+    return nan, nan.copy(), np.zeros(columns, dtype=np.int64), np.full(columns, "point", dtype=object), 0
+
+
+def bootstrap_ratio(numerators: np.ndarray, denominators: np.ndarray, **options
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """Family-bootstrap interval of the rate ``Σ a / Σ b`` for every column: the percentile interval in
     the middle of the range, a score interval near 0% and 100% (`intervals.rate_intervals`).
 
+    ``options``: ``draws, seed, key, conf_level`` (keyword-only, as for :func:`bootstrap_weights`).
     Returns (low, high, undefined_count, method per column, draws_used); with ``draws = 0`` or no
     family the interval is NaN and the method is ``'point'``.
     """
-    check_options(draws=draws, conf_level=conf_level)
-    n_families, columns = numerators.shape
-    if draws == 0 or n_families == 0:
-        return _no_interval(columns)
-    weights = family_weights(n_families, draws, rng_for(seed, key))
+    weights = bootstrap_weights(numerators.shape[0], **options)
+    if weights is None:
+        return no_interval(numerators.shape[1])
     replicates = ratio_of_sums(weights, numerators, denominators)
-    low, high, method = intervals.rate_intervals(numerators, denominators, replicates, conf_level)
-    return low, high, np.isnan(replicates).sum(axis=0).astype(np.int64), method, draws
+    low, high, method = intervals.rate_intervals(numerators, denominators, replicates, options["conf_level"])
+    return low, high, np.isnan(replicates).sum(axis=0).astype(np.int64), method, len(weights)
 
 
-def bootstrap_difference(
-    gain: np.ndarray,
-    loss: np.ndarray,
-    denominators: np.ndarray,
-    *,
-    draws: int,
-    seed: int,
-    key: str,
-    conf_level: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+def bootstrap_difference(gain: np.ndarray, loss: np.ndarray, denominators: np.ndarray, **options
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """Family-bootstrap interval of the difference ``Σ (gain − loss) / Σ b`` for every column, gain and
     loss being its two discordant parts (right under one side only): the percentile interval in the
     middle of the range, the MOVER interval from the parts' score intervals near a bound
-    (`intervals.difference_intervals`). Returns as :func:`bootstrap_ratio`.
+    (`intervals.difference_intervals`). Options and returns as :func:`bootstrap_ratio`.
     """
-    check_options(draws=draws, conf_level=conf_level)
-    n_families, columns = gain.shape
-    if draws == 0 or n_families == 0:
-        return _no_interval(columns)
-    weights = family_weights(n_families, draws, rng_for(seed, key))
+    weights = bootstrap_weights(gain.shape[0], **options)
+    if weights is None:
+        return no_interval(gain.shape[1])
     replicates = ratio_of_sums(weights, gain - loss, denominators)
-    low, high, method = intervals.difference_intervals(gain, loss, denominators, replicates, conf_level)
-    return low, high, np.isnan(replicates).sum(axis=0).astype(np.int64), method, draws
-
-
-def _no_interval(columns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-    nan = np.full(columns, np.nan)
-    return nan, nan.copy(), np.zeros(columns, dtype=np.int64), np.full(columns, "point", dtype=object), 0
+    low, high, method = intervals.difference_intervals(gain, loss, denominators, replicates, options["conf_level"])
+    return low, high, np.isnan(replicates).sum(axis=0).astype(np.int64), method, len(weights)

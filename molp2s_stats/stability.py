@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import pingouin as pg
 import polars as pl
 from scipy import stats
 
@@ -232,8 +233,6 @@ def rank_intervals(
         ``distribution``: one row per model × channel × rank: ``model, channel, metric, rank,
         probability`` (the share of replicates with that rank).
     """
-    import pingouin as pg
-
     resample.check_options(draws=draws, conf_level=conf_level)
     rows, distribution = [], []
     for channel in channels:

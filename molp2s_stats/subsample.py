@@ -31,7 +31,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from . import resample, units
+from . import intervals, resample, units
 from .errors import UsageError
 from .metrics import METRICS, RESULT_SCHEMA, family_matrices, metric_components, random_baselines
 
@@ -534,11 +534,8 @@ def score_interval(estimate: float, se: float, df: int, *, families: int, sampli
         return p, p
     else:
         return np.nan, np.nan
-    q = stats.t.ppf(0.5 + conf_level / 2, max(df, 1))
-    k = q * q / n_eff
-    centre = (p + k / 2) / (1 + k)
-    half = q / (1 + k) * np.sqrt(p * (1 - p) / n_eff + k / (4 * n_eff))
-    return max(0.0, float(centre - half)), min(1.0, float(centre + half))
+    low, high = intervals.wilson(np.array([p]), np.array([n_eff]), stats.t.ppf(0.5 + conf_level / 2, max(df, 1)))
+    return float(low[0]), float(high[0])
 
 
 def difference_interval(estimate: float, first: tuple[float, float, float], second: tuple[float, float, float],
@@ -555,11 +552,9 @@ def difference_interval(estimate: float, first: tuple[float, float, float], seco
     >>> [round(x, 3) for x in difference_interval(0.0, (1.0, 0.9, 1.0), (1.0, 0.9, 1.0), 0.0)]
     [-0.1, 0.1]
     """
-    (p1, l1, u1), (p2, l2, u2) = first, second
-    r = float(np.clip(correlation, -1.0, 1.0)) if np.isfinite(correlation) else 0.0
-    down = np.sqrt(max(0.0, (p1 - l1) ** 2 + (u2 - p2) ** 2 - 2 * r * (p1 - l1) * (u2 - p2)))
-    up = np.sqrt(max(0.0, (u1 - p1) ** 2 + (p2 - l2) ** 2 - 2 * r * (u1 - p1) * (p2 - l2)))
-    return max(-1.0, float(estimate - down)), min(1.0, float(estimate + up))
+    low, high = intervals.mover(np.array([estimate]), tuple(np.array([x]) for x in first),
+                                tuple(np.array([x]) for x in second), np.array([correlation]))
+    return float(low[0]), float(high[0])
 
 
 #: Metrics whose b_f does not depend on the answers (1, "has a cf task", the number of cf

@@ -226,10 +226,10 @@ def rank_intervals(
     Returns
     -------
     (intervals, distribution)
-        ``intervals``: one row per model × channel: ``model, channel, metric, estimate`` (%),
-        ``rank`` (on the full cohort; ties share the mean rank), ``rank_low, rank_high`` (the rank
-        range), ``tier`` (1 = the top tie group), ``saturated``, ``conf_level, draws,
-        draws_undefined, seed, adjustment``.
+        ``intervals``: one row per model × channel, best first within a channel: ``model, channel,
+        metric, estimate`` (%), ``rank`` (on the full cohort; ties share the mean rank),
+        ``rank_low, rank_high`` (the rank range), ``tier`` (1 = the top tie group), ``saturated``,
+        ``conf_level, draws, draws_undefined, seed, adjustment``.
         ``distribution``: one row per model × channel × rank: ``model, channel, metric, rank,
         probability`` (the share of replicates with that rank).
     """
@@ -254,10 +254,12 @@ def rank_intervals(
         low, high, tier = rank_ranges(estimates, separated)
         top = tier == 1
         saturated = bool(top.sum() >= 2 and intervals.near_ceiling(a, b)[top].all())
-        for j, model in enumerate(models):
+        for j in np.argsort(full_ranks, kind="stable"):  # a leaderboard: best first
+            model = models[j]
             rows.append((model, channel, score, float(estimates[j]), float(full_ranks[j]), float(low[j]),
                          float(high[j]), int(tier[j]), saturated, conf_level, draws, int((~defined).sum()), seed,
                          ADJUSTMENT))
+        for j, model in enumerate(models):
             values, counts = np.unique(ranks[:, j], return_counts=True)
             for value, count in zip(values, counts):
                 distribution.append((model, channel, score, float(value), float(count / len(ranks))))

@@ -20,6 +20,8 @@ TINY = {
     "bench_parse.py": ([], "misses by answer style"),
     "bench_startup.py": (["--repeats", "1"], "molp2s --help"),
     "bench_report.py": (["--repeats", "1", "--target", "setup"], "median"),
+    "bench_bayes_frontier.py": (["--seeds", "1", "--families", "30", "--budget", "0", "--out", "{tmp}/frontier.csv"],
+                                "ceiling pair called certain"),
     "bench_bayes.py": (["--families", "10", "--models", "2", "--chains", "2", "--tune", "30", "--draws", "30",
                         "--samplers", "nutpie", "--process", "1", "--budget", "0"], "whole process"),
     "bench_fit_shapes.py": (["--seeds", "1", "--shapes", "small-study", "--budget", "0", "--out", "{tmp}/shapes.csv"],

@@ -22,8 +22,9 @@ Truths are the ratio of the expected family sums over 400,000 simulated families
 
 Each interval is made by the package's kernels (`molp2s_stats.intervals`) from the same family
 bootstrap draws, under three rules: ``percentile`` (the bootstrap alone, the package before),
-``package`` (percentile in the normal regime, score/MOVER near a bound: what the package prints)
-and ``score`` (score and MOVER everywhere). Printed: coverage (%) and mean width (pp) per metric
+``package`` (percentile in the normal regime, score/MOVER near a bound: what the package prints;
+its threshold is a minority of 10 effective families), ``minority_5`` and ``minority_20`` (the same
+rule at half and twice that threshold) and ``score`` (score and MOVER everywhere). Printed: coverage (%) and mean width (pp) per metric
 and truth, pooled over the cells of that truth, with the lowest and highest cell; then the same
 per family count; rows appended to ``--out`` per cell, skipped when there (a run resumes).
 
@@ -50,7 +51,10 @@ TRUTHS = (0.0, 0.005, 0.03, 0.5, 0.9, 0.97, 0.995, 1.0)
 FAMILIES = (30, 136, 389)
 SPREADS = ("0", "1", "1.5", "mix")
 SAMPLES = (1, 3)
-RULES = {"percentile": None, "package": intervals.MIN_MINORITY, "score": math.inf}
+# the bootstrap alone; the package's rule; score everywhere; and the package's rule at other thresholds of
+# the minority (the default's neighbours, to show the choice is not a knife edge)
+RULES = {"percentile": None, "package": intervals.MIN_MINORITY, "score": math.inf,
+         "minority_5": 5.0, "minority_20": 20.0}
 RATES = ("acc_p0", "acc_source", "acc_shuffled", "cf_accuracy", "pgr", "cfr", "persist", "other")
 DIFFERENCES = ("reliance_margin", "net")
 PERSIST_SHARE = 0.6  # of the cf answers that miss the counterfactual, the share that keep the source
@@ -115,13 +119,16 @@ def simulate(reps: int, n: int, truth: float, spread: str, samples: int, rng: np
         other = cf_draws - flip - persist
         share = lambda c: c / cf_draws  # noqa: E731
         one = np.ones_like(y["source"])
+        cf_tasks = (k - 1).astype(float)
+        # a rate is (a, b, the independent tasks a family's share averages over); a difference (gain, loss, b)
         out[model] = {
-            "acc_p0": (y["none"], one), "acc_source": (y["source"], one), "acc_shuffled": (y["shuffled"], one),
-            "cf_accuracy": (flip / samples, (k - 1).astype(float)),
-            "pgr": (0.5 * y["source"] + 0.5 * share(flip), one),
-            "cfr": (y["source"] * share(flip), y["source"]),
-            "persist": (y["source"] * share(persist), y["source"]),
-            "other": (y["source"] * share(other), y["source"]),
+            "acc_p0": (y["none"], one, None), "acc_source": (y["source"], one, None),
+            "acc_shuffled": (y["shuffled"], one, None),
+            "cf_accuracy": (flip / samples, cf_tasks, None),
+            "pgr": (0.5 * y["source"] + 0.5 * share(flip), one, 4 * cf_tasks / (cf_tasks + 1)),
+            "cfr": (y["source"] * share(flip), y["source"], cf_tasks),
+            "persist": (y["source"] * share(persist), y["source"], cf_tasks),
+            "other": (y["source"] * share(other), y["source"], cf_tasks),
             "reliance_margin": (y["source"] * (1 - y["shuffled"]), y["shuffled"] * (1 - y["source"]), one),
         }
         answers[model] = y["source"]
@@ -159,18 +166,18 @@ def run_cell(truth: float, n: int, spread: str, samples: int, reps: int, draws: 
     for model, metrics in data.items():
         for metric, parts in metrics.items():
             value = values[(model, metric)]
-            if len(parts) == 3:  # a difference: gain, loss, b
+            if metric in DIFFERENCES:
                 gain, loss, b = parts
                 estimate = (gain - loss).sum(axis=0) / b.sum(axis=0)
                 replicates = resample.ratio_of_sums(weights, gain - loss, b)
                 results = {rule: intervals.difference_intervals(gain, loss, b, replicates, 0.95, min_minority=m)
                            for rule, m in RULES.items() if rule != "percentile"}
             else:
-                a, b = parts
+                a, b, trials = parts
                 with np.errstate(invalid="ignore", divide="ignore"):
                     estimate = a.sum(axis=0) / b.sum(axis=0)
                 replicates = resample.ratio_of_sums(weights, a, b)
-                results = {rule: intervals.rate_intervals(a, b, replicates, 0.95, min_minority=m)
+                results = {rule: intervals.rate_intervals(a, b, replicates, 0.95, min_minority=m, trials=trials)
                            for rule, m in RULES.items() if rule != "percentile"}
             low, high, _ = intervals.percentile_interval(replicates, 0.95)  # the package before: the bootstrap alone
             results["percentile"] = (low, high, np.full(len(low), intervals.PERCENTILE, dtype=object))
@@ -246,6 +253,17 @@ def main(argv: list[str] | None = None) -> int:
     print(wide(summarise(frame, "truth"), "truth"))
     print("\nBy families per cohort:")
     print(wide(summarise(frame, "families"), "families"))
+    inside = frame.filter((pl.col("truth") > 0) & (pl.col("truth") < 1)).with_columns(
+        (100 * pl.col("covered") / pl.col("replicates")).alias("cell_coverage"))
+    print("\nPer rule, every metric and cell with a truth strictly inside (0, 100%): pooled coverage, cells under "
+          "90% and over 98% coverage, zero-width intervals, mean width (pp):")
+    print(inside.group_by("rule").agg(
+        (100 * pl.col("covered").sum() / pl.col("replicates").sum()).round(1).alias("coverage"),
+        (pl.col("cell_coverage") < 90).sum().alias("cells_under_90"),
+        (pl.col("cell_coverage") > 98).sum().alias("cells_over_98"), pl.len().alias("cells"),
+        pl.col("points").sum().alias("zero_width"),
+        ((pl.col("mean_width") * pl.col("replicates")).sum() / pl.col("replicates").sum()).round(2).alias("width"))
+        .sort("rule"))
     # mid-range: the metric's own population value between 20% and 80% (RM and net: −60 to 60 pp)
     mid = frame.filter(pl.col("value").is_between(0.2, 0.8) | (pl.col("metric").is_in(DIFFERENCES)
                                                               & pl.col("value").is_between(-0.6, 0.6)

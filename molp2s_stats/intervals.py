@@ -87,9 +87,27 @@ def kish_families(b: np.ndarray) -> np.ndarray:
         return np.where(squares > 0, total ** 2 / np.where(squares > 0, squares, 1.0), 0.0)
 
 
-def effective_size(estimate: np.ndarray, variance: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Kish's effective sample size ``R(1 − R) / Var(R)`` per column, at most the rate's trials ``Σ b``
-    (tasks, never the samples averaged within a task).
+def trial_capacity(b: np.ndarray, trials: np.ndarray | None = None) -> np.ndarray:
+    """The most effective trials a ratio ``Σ a / Σ b`` can hold, per column: ``(Σ b)² / Σ (b² / m)``, with
+    m_f the independent tasks family f's share averages over (its variance is then at least
+    R(1 − R) / m_f when the tasks of a family are not negatively correlated). ``trials`` gives m; by
+    default m = b, which makes it ``Σ b``: a task is one trial, however many samples it had.
+
+    One family of 1 task and one of 3: with b = (1, 1) and m = (1, 3), (1 + 1)² / (1 + 1/3) = 3:
+
+    >>> trial_capacity(np.ones((2, 1)), np.array([[1.0], [3.0]])).tolist()
+    [3.0]
+    """
+    m = b if trials is None else trials
+    with np.errstate(invalid="ignore", divide="ignore"):
+        spread = np.where((b > 0) & (m > 0), b ** 2 / np.where(m > 0, m, 1.0), 0.0).sum(axis=0)
+        return np.where(spread > 0, b.sum(axis=0) ** 2 / np.where(spread > 0, spread, 1.0), 0.0)
+
+
+def effective_size(estimate: np.ndarray, variance: np.ndarray, b: np.ndarray,
+                   trials: np.ndarray | None = None) -> np.ndarray:
+    """Kish's effective sample size ``R(1 − R) / Var(R)`` per column, at most :func:`trial_capacity` (tasks,
+    never the samples averaged within a task).
 
     The cap: a variance measured near a bound can claim far more evidence than the sample holds.
     Three samples per task at 99.5% show it: the sample's few failures are single samples scattered
@@ -103,8 +121,8 @@ def effective_size(estimate: np.ndarray, variance: np.ndarray, b: np.ndarray) ->
     p = np.clip(estimate, 0.0, 1.0)
     measured = (np.isfinite(variance) & (variance > NEGLIGIBLE) & (p > NEGLIGIBLE) & (p < 1 - NEGLIGIBLE))
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(measured, np.minimum(p * (1 - p) / np.where(measured, variance, 1.0), b.sum(axis=0)),
-                        kish_families(b))
+        return np.where(measured, np.minimum(p * (1 - p) / np.where(measured, variance, 1.0),
+                                             trial_capacity(b, trials)), kish_families(b))
 
 
 def wilson(estimate: np.ndarray, n_eff: np.ndarray, quantile: float | np.ndarray,
@@ -127,7 +145,9 @@ def wilson(estimate: np.ndarray, n_eff: np.ndarray, quantile: float | np.ndarray
         k = quantile ** 2 / n
         centre = (p + k / 2) / (1 + k)
         half = quantile / (1 + k) * np.sqrt(p * (1 - p) / n + k / (4 * n))
-        low, high = np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+        # at a bound the end is the bound itself (centre − half rounds to 7e-18 there)
+        low = np.where(p <= NEGLIGIBLE, 0.0, np.clip(centre - half, 0.0, 1.0))
+        high = np.where(p >= 1 - NEGLIGIBLE, 1.0, np.clip(centre + half, 0.0, 1.0))
         if conf_level is not None:
             few = np.where(n > 50, 3.0, 2.0)
             alpha = 1 - conf_level
@@ -168,7 +188,7 @@ def _quantile(b: np.ndarray, conf_level: float) -> np.ndarray:
     return stats.t.ppf(0.5 + conf_level / 2, np.maximum(kish_families(b) - 1, 1.0))
 
 
-def _score(a: np.ndarray, b: np.ndarray, conf_level: float
+def _score(a: np.ndarray, b: np.ndarray, conf_level: float, trials: np.ndarray | None = None
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(estimate, variance, minority, low, high) of each rate ``Σ a / Σ b``, the interval Wilson's on the
     effective sample size; the minority, ``n_eff · min(R, 1 − R)``, is the evidence the normal regime needs."""
@@ -176,28 +196,31 @@ def _score(a: np.ndarray, b: np.ndarray, conf_level: float
     with np.errstate(invalid="ignore", divide="ignore"):
         estimate = np.where(total > 0, a.sum(axis=0) / np.where(total > 0, total, 1.0), np.nan)
     variance = linearized_covariance(a, b, a, b)
-    n_eff = effective_size(estimate, variance, b)
+    n_eff = effective_size(estimate, variance, b, trials)
     low, high = wilson(estimate, n_eff, _quantile(b, conf_level), conf_level)
     return estimate, variance, n_eff * np.minimum(estimate, 1 - estimate), low, high
 
 
-def near_ceiling(a: np.ndarray, b: np.ndarray, *, min_minority: float = MIN_MINORITY) -> np.ndarray:
+def near_ceiling(a: np.ndarray, b: np.ndarray, *, min_minority: float = MIN_MINORITY,
+                 trials: np.ndarray | None = None) -> np.ndarray:
     """Per column: the rate ``Σ a / Σ b`` is at 100% or so close that its failures count fewer than
     ``min_minority`` effective families (where its interval is a score interval, not the bootstrap's).
 
     >>> near_ceiling(np.array([[1.0, 1.0], [1.0, 0.0]] * 20), np.ones((40, 2))).tolist()
     [True, False]
     """
-    estimate, _, minority, _, _ = _score(a, b, 0.95)
+    estimate, _, minority, _, _ = _score(a, b, 0.95, trials)
     return (estimate > 0.5) & (minority < min_minority)
 
 
 def rate_intervals(a: np.ndarray, b: np.ndarray, replicates: np.ndarray, conf_level: float, *,
-                   min_minority: float = MIN_MINORITY) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   min_minority: float = MIN_MINORITY, trials: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The interval of each rate ``Σ a / Σ b`` (columns of a and b, shape (families, columns)), given its
     bootstrap ``replicates`` (draws, columns; NaN where undefined): the percentile interval in the
     normal regime, Wilson's score interval on the effective sample size near a bound.
 
+    ``trials``: the independent tasks each family's share averages over (`trial_capacity`); default b.
     Returns (low, high, method) per column, as proportions; NaN where the rate is undefined.
 
     Ten families, every one right: the percentile interval would be [1, 1]; the score interval on
@@ -207,7 +230,7 @@ def rate_intervals(a: np.ndarray, b: np.ndarray, replicates: np.ndarray, conf_le
     >>> round(float(low[0]), 4), float(high[0]), str(method[0])
     (0.6615, 1.0, 'family_score_wilson')
     """
-    estimate, _, minority, low_score, high_score = _score(a, b, conf_level)
+    estimate, _, minority, low_score, high_score = _score(a, b, conf_level, trials)
     low_pct, high_pct, _ = percentile_interval(replicates, conf_level)
     normal = (minority >= min_minority) & (high_pct > low_pct)
     return (np.where(normal, low_pct, low_score), np.where(normal, high_pct, high_score),

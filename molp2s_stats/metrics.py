@@ -325,7 +325,7 @@ def compute_metrics(
         expr.alias(f"{metric}:{side}")
         for metric in metrics
         for side, expr in zip(("a", "b", "gain", "loss"), (*metric_components(metric), *DIFFERENCE_PARTS.get(metric, ())))
-    ]
+    ] + [trials.alias(f"{metric}:trials") for metric in metrics if (trials := metric_trials(metric)) is not None]
     values = outcomes.select("model", "channel", "family_id", *parts)
     rows = []
     for channel in channels:
@@ -368,6 +368,14 @@ DIFFERENCE_PARTS = {
     "reliance_margin": (pl.col("y_source") * (1 - pl.col("y_shuffled")),
                         pl.col("y_shuffled") * (1 - pl.col("y_source"))),
 }
+def metric_trials(metric: str) -> pl.Expr | None:
+    """The independent tasks a family's share of ``metric`` averages over, where it is not ``b_f`` itself
+    (`intervals.trial_capacity`): PGR weighs the source task ½ and each of the K' cf tasks ½/K', so
+    1 / (¼ + ¼/K') = 4K'/(K' + 1); CFR, Persist and Other average over the K' cf tasks. None: b_f."""
+    cf = pl.col("cf_tasks").fill_null(0).cast(pl.Float64)
+    return {"pgr": 4 * cf / (cf + 1), "cfr": cf, "persist": cf, "other": cf}.get(metric)
+
+
 #: Fixed by the cohort's design (each family's 1/K_f), not by the answers: its percentile interval stays.
 DESIGN_FIXED = ("random_baseline",)
 
@@ -377,11 +385,13 @@ def _channel_metrics(values: pl.DataFrame, channel: str, models: list[str], metr
     # (families, models) matrices of a_f and b_f per metric, side by side: column
     # j·len(metrics) + k is model j, metric k.
     cells = [(model, metric) for model in models for metric in metrics]
-    columns = [f"{m}:{side}" for m in metrics for side in ("a", "b", "gain", "loss") if f"{m}:{side}" in values.columns]
+    columns = [f"{m}:{side}" for m in metrics for side in ("a", "b", "gain", "loss", "trials")
+               if f"{m}:{side}" in values.columns]
     _, matrices = family_matrices(values, models=models, columns=columns)
-    stack = lambda side: np.stack([matrices.get(f"{m}:{side}", matrices[f"{m}:a"]) for m in metrics],  # noqa: E731
-                                  axis=2).reshape(-1, len(cells))
-    a, b = stack("a"), stack("b")
+    # a side a metric lacks: gain and loss only differences have; a family's trials default to its b
+    stack = lambda side, default: np.stack(  # noqa: E731
+        [matrices.get(f"{m}:{side}", matrices[f"{m}:{default}"]) for m in metrics], axis=2).reshape(-1, len(cells))
+    a, b = stack("a", "a"), stack("b", "b")
     n_fam = a.shape[0]
     estimate = resample.ratio_of_sums(np.ones((1, n_fam)), a, b)[0]
     n = (b > 0).sum(axis=0)
@@ -395,11 +405,11 @@ def _channel_metrics(values: pl.DataFrame, channel: str, models: list[str], metr
         used = draws
         replicates = resample.ratio_of_sums(weights, a, b)
         undefined = np.isnan(replicates).sum(axis=0).astype(np.int64)
-        low, high, method = intervals.rate_intervals(a, b, replicates, conf_level)
+        low, high, method = intervals.rate_intervals(a, b, replicates, conf_level, trials=stack("trials", "b"))
         difference = np.array([metric in DIFFERENCE_PARTS for _, metric in cells])
         if difference.any():
             low[difference], high[difference], method[difference] = intervals.difference_intervals(
-                stack("gain")[:, difference], stack("loss")[:, difference], b[:, difference],
+                stack("gain", "a")[:, difference], stack("loss", "a")[:, difference], b[:, difference],
                 replicates[:, difference], conf_level)
         fixed = np.array([metric in DESIGN_FIXED for _, metric in cells])
         if fixed.any():

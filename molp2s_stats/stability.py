@@ -15,7 +15,7 @@ import polars as pl
 from scipy import stats
 
 from . import intervals, resample, units
-from .metrics import family_matrices, metric_components
+from .metrics import family_matrices, metric_components, metric_trials
 from .errors import UsageError
 
 SCORES = ("reliance_margin", "cfr", "pgr")
@@ -28,13 +28,17 @@ STABILITY_SCHEMA = {
 }
 
 
-def _family_matrices(outcomes: pl.DataFrame, channel: str, models: list[str], score: str):
-    """(a, b) of shape (families, models) for one channel, families sorted by id."""
+def _family_matrices(outcomes: pl.DataFrame, channel: str, models: list[str], score: str, *,
+                     trials: bool = False):
+    """(a, b) of shape (families, models) for one channel, families sorted by id; with ``trials``, also
+    each family's independent tasks (`metrics.metric_trials`, b where the metric has none)."""
     a_expr, b_expr = metric_components(score)
-    part = outcomes.filter(pl.col("channel") == channel).select("model", "family_id", a_expr.alias("a"),
-                                                                b_expr.alias("b"))
-    _, matrices = family_matrices(part, models=models, columns=["a", "b"])
-    return matrices["a"], matrices["b"]
+    trials_expr = metric_trials(score) if trials else None
+    part = outcomes.filter(pl.col("channel") == channel).select(
+        "model", "family_id", a_expr.alias("a"), b_expr.alias("b"),
+        (trials_expr if trials_expr is not None else b_expr).alias("trials"))
+    _, matrices = family_matrices(part, models=models, columns=["a", "b", "trials"] if trials else ["a", "b"])
+    return (matrices["a"], matrices["b"], matrices["trials"]) if trials else (matrices["a"], matrices["b"])
 
 
 def subsample_weights(n_families: int, size: int, draws: int, rng: np.random.Generator) -> np.ndarray:
@@ -236,7 +240,7 @@ def rank_intervals(
     resample.check_options(draws=draws, conf_level=conf_level)
     rows, distribution = [], []
     for channel in channels:
-        a, b = _family_matrices(outcomes, channel, models, score)
+        a, b, trials = _family_matrices(outcomes, channel, models, score, trials=True)
         estimates = resample.ratio_of_sums(np.ones((1, len(a))), a, b)[0]
         full_ranks = _ranks(estimates)
         weights = resample.family_weights(len(a), draws, resample.rng_for(seed, channel))
@@ -253,7 +257,7 @@ def rank_intervals(
             separated = (adjusted < 1 - conf_level) & (estimates[:, None] > estimates[None, :])
         low, high, tier = rank_ranges(estimates, separated)
         top = tier == 1
-        saturated = bool(top.sum() >= 2 and intervals.near_ceiling(a, b)[top].all())
+        saturated = bool(top.sum() >= 2 and intervals.near_ceiling(a, b, trials=trials)[top].all())
         for j in np.argsort(full_ranks, kind="stable"):  # a leaderboard: best first
             model = models[j]
             rows.append((model, channel, score, float(estimates[j]), float(full_ranks[j]), float(low[j]),

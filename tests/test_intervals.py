@@ -154,7 +154,7 @@ def test_a_family_counts_as_many_trials_as_the_independent_tasks_behind_its_shar
     # PGR weighs the source task 1/2 and each of K' = 2 cf tasks 1/4: 1 / (1/4 + 2 · 1/16) = 8/3 = 4K'/(K' + 1);
     # CFR averages its K' cf tasks: 2. Forty such families hold at most (Σ b)² / Σ (b² / m) = 40 · 8/3 trials.
     frame = pl.DataFrame({"cf_tasks": [2, 0]})
-    assert frame.select(metrics.metric_trials("pgr"))["cf_tasks"].to_list() == pytest.approx([8 / 3, 0.0])
-    assert frame.select(metrics.metric_trials("cfr"))["cf_tasks"].to_list() == [2.0, 0.0]
+    assert frame.select(metrics.metric_trials("pgr").alias("m"))["m"].to_list() == pytest.approx([8 / 3, 0.0])
+    assert frame.select(metrics.metric_trials("cfr").alias("m"))["m"].to_list() == [2.0, 0.0]
     assert metrics.metric_trials("acc_source") is None
     assert intervals.trial_capacity(np.ones((40, 1)), np.full((40, 1), 8 / 3))[0] == pytest.approx(40 * 8 / 3)

@@ -264,13 +264,16 @@ def main(argv: list[str] | None = None) -> int:
         pl.col("points").sum().alias("zero_width"),
         ((pl.col("mean_width") * pl.col("replicates")).sum() / pl.col("replicates").sum()).round(2).alias("width"))
         .sort("rule"))
-    # mid-range: the metric's own population value between 20% and 80% (RM and net: −60 to 60 pp)
-    mid = frame.filter(pl.col("value").is_between(0.2, 0.8) | (pl.col("metric").is_in(DIFFERENCES)
-                                                              & pl.col("value").is_between(-0.6, 0.6)
-                                                              & (pl.col("truth") == 0.5)))
-    widths = mid.group_by("metric", "rule").agg(pl.col("mean_width").mean()).pivot(on="rule", index="metric")
-    print("\nMid-range cells (value 20-80%): mean width (pp) per rule, and package over percentile:")
-    print(widths.with_columns((pl.col("package") / pl.col("percentile")).round(3).alias("ratio")).sort("metric"))
+    # mid-range: the cells whose truth is 50%, per family count; the package's width over the bootstrap's
+    mid = frame.filter(pl.col("truth") == 0.5, pl.col("rule").is_in(["package", "percentile"]))
+    widths = (mid.group_by("metric", "families", "rule").agg(
+        pl.col("mean_width").mean().round(2).alias("width"),
+        (100 * pl.col("covered").sum() / pl.col("replicates").sum()).round(1).alias("coverage"))
+        .pivot(on="rule", index=["metric", "families"], values=["width", "coverage"])
+        .with_columns((pl.col("width_package") / pl.col("width_percentile")).round(3).alias("width_ratio"))
+        .sort("metric", "families"))
+    print("\nMid-range (truth 50%): mean width (pp) and coverage (%), the package against the bootstrap alone:")
+    print(widths)
     return 0
 
 

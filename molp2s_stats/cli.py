@@ -352,7 +352,9 @@ def explanations_command(
     A response cites the property when its text names the channel's quantity (dipole, gap,
     IR, shielding, ...) or repeats a number the prompt showed. On cf tasks,
     cites_but_persists is the share of answers that cite the property yet keep the source
-    candidate. Only responses with text count (a bare label has no justification).
+    candidate. Only responses with text count (a bare label has no justification). Intervals:
+    the family bootstrap's percentile interval, or near 0% and 100% Wilson's score interval on the
+    effective number of families (the method column says which).
 
     Example: molp2s explanations --channel ir --bootstrap 2000 --seed 1
     """

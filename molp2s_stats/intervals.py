@@ -10,7 +10,9 @@ of a ratio estimator) is never a point unless the sample is infinite, and near a
 asymmetric the way the truth is. Where the sample holds no spread to measure a design effect
 with (every family right), n_eff is Kish's count of families ``(Σ b)² / Σ b²``: each family's share
 a_f / b_f lies in [0, 1], so its variance is at most R(1 − R) and that n_eff is the smallest the
-design allows (the most honest guess, never an optimistic one).
+design allows (the most honest guess, never an optimistic one). Nor can n_eff exceed the
+independent tasks behind the families' shares (`trial_capacity`): near a bound a measured
+variance can claim more than the sample holds.
 
 Which interval a statistic gets is decided per column from the sample (``method`` says which):
 
@@ -20,7 +22,8 @@ Which interval a statistic gets is decided per column from the sample (``method`
 
 A difference of two rates on the same denominators (RM, a paired input comparison, a model
 pair's net) is split into its discordant parts, ``d = gain − loss``, gain and loss each a rate in
-[0, 1] (the tasks right under one side only). Where both parts are in the normal regime the
+[0, 1] (the tasks right under one side only). Where the two parts' minorities together count at
+least :data:`MIN_MINORITY` families' worth (as McNemar's test counts discordant pairs) the
 difference keeps its percentile interval; otherwise it is the MOVER interval (Zou and Donner 2008;
 Newcombe 1998 for paired rates) built from the two parts' intervals and their correlation,
 ``family_mover_wilson``. Working on the discordant parts matters at the bound of a difference:

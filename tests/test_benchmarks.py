@@ -30,7 +30,7 @@ TINY = {
                            "--out", "{tmp}/adaptive.csv"], "regression bound (agree)"),
     "bench_estimate_metrics.py": (["--seeds", "1", "--data", "disagree", "--budgets", "0.15", "--models", "ceiling",
                                    "--out", "{tmp}/metrics.csv"], "of a bound"),
-    "bench_intervals.py": (["--quick"], "Mid-range cells"),
+    "bench_intervals.py": (["--quick"], "Mid-range (truth 50%)"),
     "bench_loo.py": (["--observations", "300", "--repeats", "1"], "largest difference"),
     "bench_sbc.py": (["--replicates", "2", "--draws", "60", "--out", "{tmp}/ranks.csv", "--figure", "{tmp}/ranks.svg"],
                      "family_channel_sd"),

@@ -25,6 +25,10 @@ GOLD, SILVER = "#f4d35e", "#d9d9d9"
 TABLES_ENV = "MOLP2S_REPORT_TABLES"
 
 
+INTERVAL_NOTE = ("Intervals: 95% family-level (the bootstrap's percentile interval; a score interval near 0% or "
+                 "100%; the CSV names each row's method).")
+
+
 def tables_folder() -> Path:
     """Where tables are written: ``$MOLP2S_REPORT_TABLES``, else ``tables/`` in the working folder.
 
@@ -102,7 +106,7 @@ def model_order(order: list[str], models: pl.DataFrame | None) -> tuple[list[str
 
 
 def leaderboard_table(metrics: pl.DataFrame, metric: str, *, title: str, subtitle: str | None = None,
-                      higher_is_better: bool = True, interval_note: str = "Intervals: 95% family bootstrap.",
+                      higher_is_better: bool = True, interval_note: str = INTERVAL_NOTE,
                       models: pl.DataFrame | None = None, channel_table: pl.DataFrame | None = None
                       ) -> tuple[GT, pl.DataFrame]:
     """The leaderboard of one metric as the paper lays it out, and the tidy frame behind it.
@@ -173,7 +177,7 @@ def input_table(metrics: pl.DataFrame, p0: pl.DataFrame, *, title: str, subtitle
     for group in dict.fromkeys(groups.get(m) for m in order if groups.get(m)):
         table = table.tab_spanner(label=group, columns=[m for m in order if groups.get(m) == group])
     table = _fill(table, order, [podium(list(values)) for values in wide.select(order).iter_rows()])
-    return table.tab_source_note("Gold: best per row; silver: second. Intervals: 95% family bootstrap."), tidy
+    return table.tab_source_note(f"Gold: best per row; silver: second. {INTERVAL_NOTE}"), tidy
 
 
 SPLIT_METRICS = {"cfr": "CFR", "persist": "Persist", "other": "Other"}

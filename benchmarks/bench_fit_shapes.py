@@ -11,6 +11,12 @@ whose 90% HDI covers the truth. Per shape: the pass rate, median and maximum tim
     .venv/bin/python benchmarks/bench_fit_shapes.py [--seeds 10] [--first-seed 1]
         [--shapes paper,small,...] [--budget SECONDS] [--out results.csv]
 
+Leaderboard shapes (``lb-MxCxF``: 7, 14, 28 or 56 models × 2, 5, 12 or 15 channels × 136
+or 389 families) take their effects from the seed, in turn (``VARIANTS``): the full
+benchmark's (family sd 0.8, family × channel sd 0.3), no family effects at all, large ones
+(1.5 and 1.0), and the full benchmark's with one model at chance and one at the ceiling.
+``--shapes leaderboard`` names all 32.
+
 Each fit's row is appended to ``--out`` as it finishes (a CSV), and fits already there
 are skipped, so an interrupted run resumes where it stopped.
 """
@@ -18,6 +24,8 @@ are skipped, so an interrupted run resumes where it stopped.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import itertools
 import statistics
 import sys
 import time
@@ -57,11 +65,19 @@ SHAPES = {
         Shape("agreeing-samples", models=4, channels=4, families=136, samples=3, task_sd=0.5, model_task_sd=2.0),
     )
 }
+# leaderboards as the field's grow: every size the fit must pass its gate on, the effects varying by seed
+LEADERBOARD = {f"lb-{m}x{c}x{f}": Shape(f"lb-{m}x{c}x{f}", models=m, channels=c, families=f)
+               for m, c, f in itertools.product((7, 14, 28, 56), (2, 5, 12, 15), (136, 389))}
+VARIANTS = ({}, {"family_sd": 0.0, "family_channel_sd": 0.0}, {"family_sd": 1.5, "family_channel_sd": 1.0},
+            {"at_chance": 1, "at_ceiling": 1})
+SHAPES |= LEADERBOARD
 COLUMNS = ("shape", "seed", "passed", "attempts", "seconds", "r_hat_max", "ess_bulk_min", "ess_tail_min",
            "divergences", "ess_bulk_min_parameter", "draws_per_chain", "covered_reliance", "covered_responsiveness")
 
 
-def fit_one(shape: Shape, seed: int, budget: float) -> dict:
+def fit_one(shape: Shape, seed: int, budget: float | None) -> dict:
+    if shape.name in LEADERBOARD:
+        shape = dataclasses.replace(shape, **VARIANTS[(seed - 1) % len(VARIANTS)])
     data, truth = simulate_cells(shape, seed)
     started = time.perf_counter()
     idata = bayes_fit.fit(data, seed=seed, budget=budget)
@@ -86,10 +102,11 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--first-seed", type=int, default=1)
     parser.add_argument("--shapes", default=",".join(SHAPES))
-    parser.add_argument("--budget", type=float, default=bayes_fit.DEFAULT_BUDGET)
+    parser.add_argument("--budget", type=float, default=None, help="seconds (default: the fit's own)")
     parser.add_argument("--out", type=Path, default=None, help="CSV of every fit (appended; resumes)")
     args = parser.parse_args()
-    names = args.shapes.split(",")
+    names = [n for name in args.shapes.split(",")
+             for n in (list(LEADERBOARD) if name == "leaderboard" else [name])]
     unknown = [n for n in names if n not in SHAPES]
     if unknown:
         sys.exit(f"unknown shape(s) {', '.join(unknown)}; choose from {', '.join(SHAPES)}")

@@ -636,7 +636,8 @@ def fit_command(
     allow_unconverged: Annotated[bool, typer.Option("--allow-unconverged", help="Exit 0 even when the health gate fails.")] = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sampler; saved with the fit.")] = 0,
     target_accept: Annotated[float, typer.Option("--target-accept", help="NUTS target acceptance of the first attempt (higher: smaller steps, fewer divergences, slower).")] = bayes.TARGET_ACCEPT,
-    budget: Annotated[float, typer.Option("--budget", help="Seconds the fit may take: a first run that misses the health gate is extended (more chains) or run again (smaller steps) while the next attempt is expected to end within this.")] = bayes.DEFAULT_BUDGET,
+    budget: Annotated[Optional[float], typer.Option("--budget", help="Seconds the fit may take: a first run that misses the health gate is extended (more chains) or run again (smaller steps) while the next attempt is expected to end within this. Default: 600 s, or five times the first attempt's estimated time on a larger leaderboard.", show_default=False)] = None,
+    warm_start: Annotated[Optional[Path], typer.Option("--warm-start", help="A fit of the same benchmark and channels, typically before a model was added: the chains start from its draws with its step size and a shorter warm-up; the health gate is as strict as ever.")] = None,
 ) -> None:
     """Fit the hierarchical model of per-channel reliance (with family random effects) and save it.
 
@@ -650,27 +651,52 @@ def fit_command(
     from .bayes import data as bayes_data
     from .bayes import fit as bayes_fit
     from .bayes import health
+    from .bayes.progress import Progress
 
     if sampler not in bayes.SAMPLERS:  # before the data are read: a misspelt sampler fails at once
         raise UsageError(f"--sampler must be one of {', '.join(bayes.SAMPLERS)}")
     con = _open(db)
     data = bayes_data.read_model_data(con, channels=channel or None)
-    typer.echo(f"fitting {data.cells.height + data.p0.height} binomial cells: {len(data.models)} models, "
-               f"{len(data.channels)} channels, {len(data.families)} families ({chains} chains × {tune} + "
-               f"{draws if draws is not None else 'draws until the health gate passes'})",
-               err=True)
+    previous = _warm_start_fit(warm_start)
+    progress = Progress()
+    progress.say(f"fitting {len(data.models)} models × {len(data.channels)} channels × {len(data.families)} families "
+                 f"({chains} chains × {tune if previous is None else bayes_fit.WARM_TUNE} warm-up + "
+                 f"{draws if draws is not None else 'draws until the health gate passes'})")
+
+    def estimated(estimate) -> None:
+        progress.say(estimate.line(budget if budget is not None else bayes_fit.default_budget(estimate)))
+
     idata = bayes_fit.fit(data, draws=draws, tune=tune, chains=chains, seed=seed, sampler=sampler, loo=loo,
-                          low_rank=low_rank, progressbar=bayes_fit.show_progress(), budget=budget,
-                          target_accept=target_accept,
-                          on_attempt=lambda row: typer.echo(health.attempt_line(row), err=True))
+                          low_rank=low_rank, progress=progress, budget=budget, target_accept=target_accept,
+                          on_attempt=lambda row: progress.say(health.attempt_line(row)), on_estimate=estimated,
+                          warm_start=previous)
+    if previous is not None:
+        progress.say(bayes_fit.warm_start_note(idata, previous))
     idata.to_netcdf(str(out))
     row = health.diagnostics(idata)
     emit(row, Format.table, None, title=f"Fit health ({out})")
     message = health.failure_message(row.row(0, named=True))
     if message:
         typer.secho(message, err=True, fg="red", bold=True)
+        note = bayes_fit.next_attempt_note(idata)
+        if note:
+            typer.secho(note, err=True, fg="red")
         if not allow_unconverged:
             raise typer.Exit(3)
+
+
+def _warm_start_fit(path: Path | None):
+    """The saved fit a warm start reads, or None; a clear error where it is missing or not a fit."""
+    if path is None:
+        return None
+    import arviz as az
+
+    if not path.exists():
+        raise UsageError(f"--warm-start {path}: no such fit file")
+    try:
+        return az.from_netcdf(str(path))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--warm-start {path}: not a fit saved by `molp2s fit` ({exc})") from exc
 
 
 @command("posterior")
@@ -688,6 +714,7 @@ def posterior_command(
     """
     import arviz as az
 
+    from .bayes import fit as bayes_fit
     from .bayes import health, posterior, predictive
 
     if not fit_file.exists():
@@ -721,7 +748,9 @@ def posterior_command(
     message = health.failure_message(row.row(0, named=True))
     if message:
         typer.secho(message, err=True, fg="red", bold=True)
-
+        note = bayes_fit.next_attempt_note(idata)
+        if note:
+            typer.secho(note, err=True, fg="red")
 
 
 @command("report")

@@ -211,14 +211,19 @@ def test_sampling_stops_at_the_first_reading_that_passes_however_fast_the_chains
     assert backgrounds[0].cancelled == (backgrounds[0].drawn < 1500) == (pace < 5000)
 
 
-def test_a_divergence_ends_the_run_at_once(long_trace, tiny_data, monkeypatch):
+def test_a_divergence_ends_the_run_at_the_first_look_that_sees_it(long_trace, tiny_data, monkeypatch):
     import nutpie
 
     diverged = long_trace.copy()
     diverged.sample_stats["diverging"][1, 120] = True
-    monkeypatch.setattr(nutpie, "sample", lambda *a, **k: _Background(diverged, 100))
+    backgrounds = []
+    monkeypatch.setattr(nutpie, "sample", lambda *a, **k: backgrounds.append(_Background(diverged, 100))
+                        or backgrounds[-1])
     kept, row = bayes_fit.sample_until_passed(tiny_data, max_draws=1500, tune=300, chains=4, seed=9)
-    assert kept.posterior.sizes["draw"] == bayes_fit.MIN_DRAWS and row["divergences"] == 1
+    # 100 draws a look: the first look sees 100 draws (the divergence at draw 120 not yet made), the
+    # second 200 with it; the run stops there, not at the 400 draws of its first gate reading
+    assert kept.posterior.sizes["draw"] == 200 and row["divergences"] == 1
+    assert backgrounds[0].paused and backgrounds[0].cancelled
 
 
 def test_a_default_fit_samples_until_it_passes_and_says_so():
@@ -229,12 +234,12 @@ def test_a_default_fit_samples_until_it_passes_and_says_so():
     table = health.attempts(idata)
     final = health.diagnostics(idata).row(0, named=True)
     assert final["passed"] and table["passed"][-1] and not any(table["passed"][:-1])
-    # every fresh start stopped between the least and the most it may draw (divergences end one sooner)
-    fresh = table.filter(~table["action"].str.starts_with("more chains"))
+    # every fresh start without divergences stopped between the least and the most it may draw
+    fresh = table.filter(~table["action"].str.starts_with("more chains") & (table["divergences"] == 0))
     assert fresh["draws_per_chain"].is_between(bayes_fit.MIN_DRAWS, bayes_fit.AUTO_DRAWS).all()
     assert table["draws_per_chain"][-1] == idata.posterior.sizes["draw"]
     diverged = table.filter(table["divergences"] > 0)
-    assert (diverged["draws_per_chain"] < bayes_fit.AUTO_DRAWS).all()  # a divergence ends a run at its reading
+    assert (diverged["draws_per_chain"] < bayes_fit.AUTO_DRAWS).all()  # a divergence ends a run when seen
     assert idata.posterior.attrs["draws"] == 0  # saved as "until the gate passed"
     if not table["action"][-1].startswith("more chains"):
         assert min(final["ess_bulk_min"], final["ess_tail_min"]) >= bayes_fit.STOP_MARGIN * health.ESS_MIN

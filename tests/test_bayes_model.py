@@ -157,6 +157,16 @@ def test_fit_and_posterior_commands(small_fit, tmp_path):
                                  "--no-loo", "--out", str(tmp_path / "quick.nc")])
     assert result.exit_code == 3  # unconverged: non-zero unless --allow-unconverged
     assert (tmp_path / "quick.nc").exists()
+    # before sampling: the size and the estimate; after: what the budget did not leave time for
+    assert "binomial cells," in result.output and " parameters; a leapfrog step takes " in result.output
+    assert "The next attempt (" in result.output and "would have taken about" in result.output
+    # a warm start from a saved fit of the same cells says what it saved
+    result = runner.invoke(app, ["fit", "--db", str(db), "--draws", "50", "--tune", "50", "--chains", "2", "--budget", "0",
+                                 "--warm-start", str(path), "--out", str(tmp_path / "warm.nc"), "--allow-unconverged"])
+    assert result.exit_code == 0, result.output
+    assert "warm start: the fit took " in result.output and " s saved" in result.output
+    result = runner.invoke(app, ["fit", "--db", str(db), "--warm-start", str(tmp_path / "missing.nc")])
+    assert result.exit_code != 0 and "missing.nc: no such fit file" in result.output
 
 
 def _grid(successes, trials):

@@ -81,3 +81,11 @@ def index(cells: pl.DataFrame, p0: pl.DataFrame, *, n_candidates: float) -> Mode
     p0 = p0.sort("model", "family_id").with_columns(
         code("model", models).alias("model_index"), code("family_id", families).alias("family_index"))
     return ModelData(models, channels, families, pairs, n_candidates, cells, p0)
+
+
+def only_models(data: ModelData, models: list[str]) -> ModelData:
+    """The cells of ``models`` alone, indexed afresh (a leaderboard before some models were added)."""
+    raw = ["model", "channel", "condition", "family_id", "successes", "trials"]
+    return index(data.cells.filter(pl.col("model").is_in(models)).select(raw),
+                 data.p0.filter(pl.col("model").is_in(models)).select("model", "family_id", "successes", "trials"),
+                 n_candidates=data.n_candidates)

@@ -38,8 +38,10 @@ the scalars are Python floats (weakly typed), so the function is float32 whether
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from math import prod, sqrt
+from typing import Callable
 
 import numpy as np
 
@@ -139,6 +141,35 @@ class Density:
             if raw in values:  # effect = spread · z: z = raw / σ^λ
                 values[standardised] = values[raw] * np.exp(-self.log_raw_sd(spread, values))
         return {name: np.asarray(values[name], dtype=np.float64, order="C") for name in self.dims}
+
+
+def _zero_sum_free(values: np.ndarray) -> np.ndarray:
+    """The inverse of ``_zero_sum``: (…, n) summing to zero → its (…, n − 1) free coordinates."""
+    n = values.shape[-1]
+    total = -values[..., -1:] * sqrt(n)
+    return values[..., :-1] + total / (sqrt(n) + n)
+
+
+def pack(model: Density, effects: dict[str, np.ndarray]) -> np.ndarray:
+    """The flat point of ``model`` whose parameters have these values, on the scale the model reports:
+    ``condition_mean``, ``p0_mean`` and the spreads as they are; ``channel_effect`` (cell − mean,
+    (model, condition, channel)), ``family_effect`` (families) and ``family_channel_effect`` (pairs) as
+    effects on the logit scale. Zero-sum effects are centred first. Spreads are taken positive."""
+    free = {"condition_mean": effects["condition_mean"], "p0_mean": effects["p0_mean"]}
+    scale = {}
+    for spread in [s for s in ("channel_sd", "family_sd", "family_channel_sd") if s in model.shapes]:
+        value = np.maximum(np.asarray(effects[spread], dtype=float), 1e-3)
+        signed = np.asarray(model.signed[spread])
+        free[spread] = np.where(signed, value, np.log(value))
+        # the raw deviation is effect / σ^(1 − λ) (s itself where signed)
+        scale[spread] = np.where(signed, value, value ** (1 - model.lam_of[spread]))
+    channel = effects["channel_effect"] - effects["channel_effect"].mean(axis=-1, keepdims=True)
+    free["channel_z"] = _zero_sum_free(channel / scale["channel_sd"][..., None])
+    if model.family_effects:
+        family = effects["family_effect"] - effects["family_effect"].mean()
+        free["family_z_raw"] = _zero_sum_free(family / scale["family_sd"])
+        free["family_channel_z_raw"] = effects["family_channel_effect"] / scale["family_channel_sd"]
+    return np.concatenate([np.asarray(free[name], dtype=float).reshape(-1) for name in model.free_shapes])
 
 
 def density(data: ModelData, *, family_effects: bool = True) -> Density:
@@ -271,20 +302,74 @@ def initial_point(model: Density, seed: int) -> np.ndarray:
     return point
 
 
-def nutpie_model(data: ModelData, *, family_effects: bool = True):
-    """The density as a nutpie model (``nutpie.sample`` takes it as it takes a compiled PyMC model)."""
+@dataclass(frozen=True)
+class Compiled:
+    """A model's density and its jitted log density and gradient, built once and shared by every
+    attempt of a fit (compiling takes seconds on large leaderboards)."""
+
+    model: Density
+    evaluate: Callable[[np.ndarray], tuple[float, np.ndarray]]
+
+    def step_seconds(self, chains: int, *, seconds: float = 0.6) -> float:
+        """Wall time per chain of one leapfrog step with ``chains`` chains running at once, as nutpie runs
+        them: one thread a chain, each evaluating the gradient and expanding a draw in turn, for about
+        ``seconds``. Timed this way rather than one gradient alone, which XLA may spread over every core
+        and which shares no memory bandwidth: on 2 cores a gradient of 28 models × 5 channels timed alone
+        as fast as one of 14, yet sampled half as fast."""
+        import threading
+
+        point = initial_point(self.model, 0)
+        self.evaluate(point)  # compiles
+        counts = [0] * chains
+        stop = threading.Event()
+
+        def work(at: int) -> None:
+            while not stop.is_set():
+                self.evaluate(point)
+                counts[at] += 1
+
+        threads = [threading.Thread(target=work, args=(at,), daemon=True) for at in range(chains)]
+        started = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        time.sleep(seconds)
+        stop.set()
+        for thread in threads:
+            thread.join()
+        elapsed = time.perf_counter() - started
+        return elapsed / max(1, min(counts))
+
+    def expand_seconds(self, repeats: int = 20) -> float:
+        """Wall time of turning one draw into the reported variables (done once a draw, in Python)."""
+        point = initial_point(self.model, 0)
+        started = time.perf_counter()
+        for _ in range(repeats):
+            self.model.reported(point)
+        return (time.perf_counter() - started) / repeats
+
+
+def compile_density(data: ModelData, *, family_effects: bool = True) -> Compiled:
+    model = density(data, family_effects=family_effects)
+    return Compiled(model, log_density_function(model))
+
+
+def nutpie_model(compiled: Compiled, *, initial_points: Callable[[int], np.ndarray] | None = None):
+    """The density as a nutpie model (``nutpie.sample`` takes it as it takes a compiled PyMC model).
+
+    ``initial_points`` maps a chain's seed to its starting point (flat, unconstrained); by
+    default U(−1, 1) jitter around the priors' centres (``initial_point``).
+    """
     from nutpie.compiled_pyfunc import from_pyfunc
 
-    model = density(data, family_effects=family_effects)
-    evaluate = log_density_function(model)
+    model = compiled.model
     return from_pyfunc(
         ndim=model.ndim,
-        make_logp_fn=lambda: evaluate,
+        make_logp_fn=lambda: compiled.evaluate,
         make_expand_fn=lambda seed1, seed2, chain: model.reported,
         expanded_dtypes=[np.dtype("float64")] * len(model.dims),
         expanded_shapes=[tuple(len(model.coords[dim]) for dim in dims) for dims in model.dims.values()],
         expanded_names=list(model.dims),
         coords=model.coords,
         dims=model.dims,
-        make_initial_point_fn=lambda seed: initial_point(model, seed),
+        make_initial_point_fn=initial_points or (lambda seed: initial_point(model, seed)),
     )

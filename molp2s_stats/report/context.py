@@ -118,8 +118,12 @@ def fit_path() -> Path:
         from ..bayes import fit as bayes_fit
 
         # the posterior page shows LOO against the model without family effects: ask for it
-        bayes_fit.fit(bayes_data.read_model_data(database()), seed=seed(), loo=True,
-                      progressbar=bayes_fit.show_progress()).to_netcdf(str(path))
+        from ..bayes.progress import Progress
+
+        progress = Progress()
+        bayes_fit.fit(bayes_data.read_model_data(database()), seed=seed(), loo=True, progress=progress,
+                      on_estimate=lambda estimate: progress.say(f"fitting the model for the report: {estimate.line(bayes_fit.default_budget(estimate))}"),
+                      ).to_netcdf(str(path))
     return path
 
 

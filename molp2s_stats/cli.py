@@ -637,6 +637,7 @@ def fit_command(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sampler; saved with the fit.")] = 0,
     target_accept: Annotated[float, typer.Option("--target-accept", help="NUTS target acceptance of the first attempt (higher: smaller steps, fewer divergences, slower).")] = bayes.TARGET_ACCEPT,
     budget: Annotated[Optional[float], typer.Option("--budget", help="Seconds the fit may take: a first run that misses the health gate is extended (more chains) or run again (smaller steps) while the next attempt is expected to end within this. Default: 600 s, or five times the first attempt's estimated time on a larger leaderboard.", show_default=False)] = None,
+    device: Annotated[Optional[str], typer.Option("--device", help="Where the gradient is evaluated: cpu or gpu (JAX built for CUDA: pip install -e '.[gpu]'); default: JAX's default device.", show_default=False)] = None,
     warm_start: Annotated[Optional[Path], typer.Option("--warm-start", help="A fit of the same benchmark and channels, typically before a model was added: the chains start from its draws with its step size and a shorter warm-up; the health gate is as strict as ever.")] = None,
 ) -> None:
     """Fit the hierarchical model of per-channel reliance (with family random effects) and save it.
@@ -669,7 +670,7 @@ def fit_command(
     idata = bayes_fit.fit(data, draws=draws, tune=tune, chains=chains, seed=seed, sampler=sampler, loo=loo,
                           low_rank=low_rank, progress=progress, budget=budget, target_accept=target_accept,
                           on_attempt=lambda row: progress.say(health.attempt_line(row)), on_estimate=estimated,
-                          warm_start=previous)
+                          warm_start=previous, device=device)
     if previous is not None:
         progress.say(bayes_fit.warm_start_note(idata, previous))
     idata.to_netcdf(str(out))

@@ -16,7 +16,7 @@ from . import predictive, psis
 from .convergence import usable_cores
 from .data import ModelData
 from .density import Compiled
-from .model import LOO_DRAWS, pointwise_log_likelihood
+from .model import LOO_DRAWS, log_likelihood_blocks, thinned
 from .progress import Progress
 from ..errors import UsageError
 
@@ -293,7 +293,7 @@ def fit(data: ModelData, *, draws: int | None = None, tune: int = DEFAULT_TUNE, 
         seed: int = 0, sampler: str = "nutpie", target_accept: float = TARGET_ACCEPT, low_rank: bool = LOW_RANK,
         loo: bool = False, progress: Progress | None = None, budget: float | None = None,
         on_attempt: Callable[[dict], None] | None = None, on_estimate: Callable[[CostEstimate], None] | None = None,
-        warm_start: az.InferenceData | None = None) -> az.InferenceData:
+        warm_start: az.InferenceData | None = None, device: str | None = None) -> az.InferenceData:
     """Sample the model until it passes its health gate or the time ``budget`` (seconds) runs out.
 
     ``draws`` per chain; ``None`` (the default, nutpie only) samples until the gate passes
@@ -315,6 +315,8 @@ def fit(data: ModelData, *, draws: int | None = None, tune: int = DEFAULT_TUNE, 
     it would have taken). A fit that never passes keeps its best attempt (no divergences
     first, then the most effective draws). ``on_attempt`` is called with each attempt's
     row (``health.attempts`` has the columns).
+
+    ``device`` (``cpu`` or ``gpu``; None: JAX's default) is where the gradient is evaluated.
 
     ``warm_start``, a saved fit of the same benchmark (typically before a model was added),
     starts the first attempt's chains from its draws with its step size and a shorter
@@ -338,7 +340,7 @@ def fit(data: ModelData, *, draws: int | None = None, tune: int = DEFAULT_TUNE, 
     if sampler == "nutpie":
         from .density import compile_density
 
-        compiled = compile_density(data)
+        compiled = compile_density(data, device=device)
         warm = WarmStart.from_fit(warm_start, compiled) if warm_start is not None else None
         first_tune = WARM_TUNE if warm is not None else tune
         estimate = estimate_cost(compiled, chains=chains, tune=first_tune,
@@ -346,8 +348,8 @@ def fit(data: ModelData, *, draws: int | None = None, tune: int = DEFAULT_TUNE, 
                                  cells=data.cells.height + data.p0.height)
         if on_estimate is not None:
             on_estimate(estimate)
-    elif warm_start is not None:
-        raise UsageError("a warm start needs the nutpie sampler")
+    elif warm_start is not None or device is not None:
+        raise UsageError("a warm start or a device needs the nutpie sampler")
     if budget is None:
         budget = default_budget(estimate)
     options = {"draws": 0 if until_passed else draws, "tune": tune, "chains": chains, "seed": seed,
@@ -413,7 +415,7 @@ def fit(data: ModelData, *, draws: int | None = None, tune: int = DEFAULT_TUNE, 
     attrs = {**options, "low_rank": int(low_rank), "seconds": seconds, "budget": budget,
              "n_candidates": data.n_candidates, "cohort": json.dumps(data.family_channels),
              "attempts": json.dumps(attempts), "final_attempt": final + 1,
-             "warm_start": int(warm is not None)}
+             "warm_start": int(warm is not None), "device": device or "default"}
     if estimate is not None:
         attrs |= {"estimated_seconds": estimate.seconds, "step_ms": estimate.step_ms}
     if skipped is not None:
@@ -423,7 +425,7 @@ def fit(data: ModelData, *, draws: int | None = None, tune: int = DEFAULT_TUNE, 
         # are drawn (it is small and mixes fast)
         plain = sample(data, family_effects=False, progress=progress,
                        **{**options, "draws": min(draws, -(-LOO_DRAWS // chains))})
-        attrs.update(_loo_comparison(pointwise_log_likelihood(idata, data), pointwise_log_likelihood(plain, data)))
+        attrs.update(_loo_comparison(idata, plain, data))
     idata = predictive.save_data(slim(idata), data)
     idata.posterior.attrs.update(attrs)
     return idata
@@ -703,13 +705,21 @@ def _pointwise_loo(log_likelihood: az.InferenceData) -> tuple[np.ndarray, np.nda
     return psis.loo_pointwise(draws, psis.relative_efficiency(log_likelihood.posterior))
 
 
-def _loo_comparison(with_family: az.InferenceData, without_family: az.InferenceData) -> dict[str, float]:
+def _blocked_loo(idata: az.InferenceData, data: ModelData) -> tuple[np.ndarray, np.ndarray]:
+    """``_pointwise_loo`` of the fit's cells, read a block of cells at a time (memory bounded by the block)."""
+    reff = psis.relative_efficiency(thinned(idata).posterior[["cell"]])
+    parts = [psis.loo_pointwise(block, reff) for block in log_likelihood_blocks(idata, data)]
+    return np.concatenate([elpd for elpd, _ in parts]), np.concatenate([k for _, k in parts])
+
+
+def _loo_comparison(with_family: az.InferenceData, without_family: az.InferenceData,
+                    data: ModelData) -> dict[str, float]:
     """elpd_loo of both models over the same binomial cells, and their difference with its SE."""
     with warnings.catch_warnings():
         # a high Pareto k is reported in the diagnostics (loo_pareto_k_max), not as a stray warning
         warnings.filterwarnings("ignore", message="Estimated shape parameter of Pareto")
-        first, first_k = _pointwise_loo(with_family)
-        second, second_k = _pointwise_loo(without_family)
+        first, first_k = _blocked_loo(with_family, data)
+        second, second_k = _blocked_loo(without_family, data)
     difference = first - second
     return {"loo_elpd": float(first.sum()), "loo_elpd_no_family": float(second.sum()),
             "loo_difference": float(difference.sum()),

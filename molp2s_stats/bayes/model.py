@@ -36,8 +36,8 @@ predictor is a broadcast sum rather than a 35,000-element gather whose gradient 
 scatter; and the likelihood is the binomial kernel ``y·η − n·log(1 + e^η)`` as a
 Potential, without the normalising constant and the parameter checks of
 ``pm.Binomial``, which cost about 40 % of each gradient evaluation. Neither changes the
-posterior. The pointwise log-likelihood, for LOO, is computed from the draws by
-``pointwise_log_likelihood`` (scipy.special's log_expit).
+posterior. The pointwise log-likelihood, for LOO, is computed from the draws a block of cells at a time by
+``log_likelihood_blocks`` (scipy.special's log_expit).
 """
 
 from __future__ import annotations
@@ -264,40 +264,64 @@ def pair_effects(idata: az.InferenceData, data_pairs: list[tuple[str, str]]) -> 
 # (SE 32.3) and the largest Pareto k from 0.41 to 0.56, below 1 − 1/log10(500) = 0.63, the
 # threshold at this many draws (Vehtari et al. 2024); it took 43 s against 73 s.
 LOO_DRAWS = 500
-LOG_LIKELIHOOD_BLOCK = 25  # draws at a time in pointwise_log_likelihood
+CELLS_PER_BLOCK = 20_000  # cells at a time in log_likelihood_blocks: 500 draws × 20,000 × 8 bytes = 80 MB
+
+
+def thinned(idata: az.InferenceData, max_draws: int = LOO_DRAWS) -> az.InferenceData:
+    """At most ``max_draws`` draws of ``idata``'s posterior, evenly thinned per chain."""
+    post = idata.posterior
+    step = max(1, -(-post.sizes["chain"] * post.sizes["draw"] // max_draws))
+    return az.InferenceData(posterior=post.isel(draw=slice(None, None, step)))
+
+
+def log_likelihood_blocks(idata: az.InferenceData, data: ModelData, *, max_draws: int = LOO_DRAWS,
+                          cells_per_block: int | None = None):
+    """The binomial log-likelihood of every observed cell (cohort cells, then P0), a block of cells at a
+    time: arrays of cells × draws (at most ``max_draws``, evenly thinned per chain).
+
+    A block at a time so that memory stays bounded however large the leaderboard: the whole
+    array is draws × cells (at 56 models × 15 channels × 389 families, 500 × 1 million × 8 bytes,
+    4 GB, for each of the two models LOO compares).
+    """
+    cells_per_block = cells_per_block or CELLS_PER_BLOCK
+    post = thinned(idata, max_draws).posterior
+    chains, draws = post.sizes["chain"], post.sizes["draw"]
+    cell = post["cell"].values.reshape(chains * draws, *post["cell"].shape[2:])
+    effects = pair_effects(az.InferenceData(posterior=post), data.family_channels)
+    family = _family_draws(post)
+    p0_mean = post["p0_mean"].values.reshape(chains * draws, -1)
+    cells = data.cells
+    at = [np.concatenate([cells[c].to_numpy(), np.full(data.p0.height, -1)])
+          for c in ("model_index", "condition_index", "channel_index", "family_channel_index")]
+    p0_model = np.concatenate([np.full(cells.height, -1), data.p0["model_index"].to_numpy()])
+    p0_family = np.concatenate([np.full(cells.height, -1), data.p0["family_index"].to_numpy()])
+    successes = np.concatenate([cells["successes"].to_numpy(), data.p0["successes"].to_numpy()]).astype(float)
+    failures = np.concatenate([cells["trials"].to_numpy(), data.p0["trials"].to_numpy()]) - successes
+    for start in range(0, len(successes), cells_per_block):
+        rows = slice(start, start + cells_per_block)
+        cohort = at[0][rows] >= 0
+        eta = np.empty((chains * draws, cohort.size))
+        eta[:, cohort] = (cell[:, at[0][rows][cohort], at[1][rows][cohort], at[2][rows][cohort]]
+                          + effects[:, at[3][rows][cohort]])
+        eta[:, ~cohort] = p0_mean[:, p0_model[rows][~cohort]]
+        if family is not None:
+            eta[:, ~cohort] += family[:, p0_family[rows][~cohort]]
+        s, f = successes[rows], failures[rows]
+        # the binomial pmf on the logit scale: stable where σ(η) rounds to 0 or 1, unlike binom.logpmf(σ(η))
+        log_choose = gammaln(s + f + 1) - gammaln(s + 1) - gammaln(f + 1)
+        yield (log_choose + s * log_expit(eta) + f * log_expit(-eta)).T
 
 
 def pointwise_log_likelihood(idata: az.InferenceData, data: ModelData, *, max_draws: int = LOO_DRAWS
                              ) -> az.InferenceData:
-    """The binomial log-likelihood of every observed cell (cohort cells, then P0), for ``az.loo``.
+    """The binomial log-likelihood of every observed cell (cohort cells, then P0), for ``az.loo``, whole
+    (``log_likelihood_blocks`` gives it a block of cells at a time, as the fit's LOO reads it).
 
     At most ``max_draws`` draws (evenly thinned per chain): the array is draws × cells,
     and PSIS-LOO needs hundreds of draws, not thousands.
     """
-    post = idata.posterior
-    step = max(1, -(-post.sizes["chain"] * post.sizes["draw"] // max_draws))
-    thinned = az.InferenceData(posterior=post.isel(draw=slice(None, None, step)))
-    chains, draws = thinned.posterior.sizes["chain"], thinned.posterior.sizes["draw"]
-    cell = thinned.posterior["cell"].values.reshape(chains * draws, *thinned.posterior["cell"].shape[2:])
-    effects = pair_effects(thinned, data.family_channels)
-    cells = data.cells
-    cell_at = tuple(cells[c].to_numpy() for c in ("model_index", "condition_index", "channel_index"))
-    pair_at = cells["family_channel_index"].to_numpy()
-    eta_p0 = thinned.posterior["p0_mean"].values.reshape(chains * draws, -1)[:, data.p0["model_index"].to_numpy()]
-    family = _family_draws(thinned.posterior)
-    if family is not None:
-        eta_p0 = eta_p0 + family[:, data.p0["family_index"].to_numpy()]
-    successes = np.concatenate([cells["successes"].to_numpy(), data.p0["successes"].to_numpy()]).astype(float)
-    failures = np.concatenate([cells["trials"].to_numpy(), data.p0["trials"].to_numpy()]) - successes
-    # the binomial pmf on the logit scale: stable where σ(η) rounds to 0 or 1, unlike binom.logpmf(σ(η))
-    log_choose = gammaln(successes + failures + 1) - gammaln(successes + 1) - gammaln(failures + 1)
-    log_lik = np.empty((chains * draws, len(successes)))
-    # a block of draws at a time: whole-array temporaries of draws × cells (690 MB each on the
-    # default data) made this take 28 s, most of it spent faulting in fresh memory
-    for at in range(0, chains * draws, LOG_LIKELIHOOD_BLOCK):
-        rows = slice(at, at + LOG_LIKELIHOOD_BLOCK)
-        eta = np.concatenate([cell[rows][:, cell_at[0], cell_at[1], cell_at[2]] + effects[rows][:, pair_at],
-                              eta_p0[rows]], axis=1)
-        log_lik[rows] = log_choose + successes * log_expit(eta) + failures * log_expit(-eta)
-    return az.from_dict(posterior={"cell": thinned.posterior["cell"].values},
+    post = thinned(idata, max_draws).posterior
+    chains, draws = post.sizes["chain"], post.sizes["draw"]
+    log_lik = np.concatenate(list(log_likelihood_blocks(idata, data, max_draws=max_draws)), axis=0).T
+    return az.from_dict(posterior={"cell": post["cell"].values},
                         log_likelihood={"y": log_lik.reshape(chains, draws, -1)})

@@ -27,6 +27,7 @@ TINY = {
     "bench_fit_cost.py": (["--models", "2,3", "--channels", "2", "--families", "20", "--budget", "0",
                            "--out", "{tmp}/cost.csv"], "seconds per effective draw grow as cells^"),
     "bench_warm_start.py": (["--sizes", "3x2x20", "--budget", "0"], "the warm start saved"),
+    "bench_fit_geometry.py": (["--sizes", "2x2x20", "--draws", "50", "--tune", "50"], "leapfrog steps a draw"),
     "bench_fit_shapes.py": (["--seeds", "1", "--shapes", "small-study", "--budget", "0", "--out", "{tmp}/shapes.csv"],
                             "all shapes"),
     "bench_adaptive.py": (["--seeds", "1", "--data", "disagree,agree", "--budgets", "0.15", "--models", "1",

@@ -11,7 +11,7 @@ effective draw with the cells: the slope of log(seconds / min ESS) on log(cells)
 least squares (scipy.stats.linregress), with its standard error; 1 is linear.
 
     .venv/bin/python benchmarks/bench_fit_cost.py [--models 7,14,28,56] [--channels 5,12,15]
-        [--families 136,389] [--seeds 1] [--budget SECONDS] [--out results.csv]
+        [--families 136,389] [--seeds 1] [--budget SECONDS] [--device gpu] [--out results.csv]
 
 Each fit's row is appended to ``--out`` as it finishes, and fits already there are
 skipped, so an interrupted run resumes where it stopped.
@@ -35,7 +35,8 @@ COLUMNS = ("models", "channels", "families", "seed", "cells", "parameters", "est
            "ess_per_second", "passed", "attempts", "draws_per_chain", "divergences", "r_hat_max", "peak_mb")
 
 
-def fit_one(models: int, channels: int, families: int, seed: int, budget: float | None) -> dict:
+def fit_one(models: int, channels: int, families: int, seed: int, budget: float | None,
+            device: str | None = None) -> dict:
     """One fit with the defaults, in this process: its row."""
     from molp2s_stats.bayes import fit as bayes_fit
     from molp2s_stats.bayes import health
@@ -45,7 +46,7 @@ def fit_one(models: int, channels: int, families: int, seed: int, budget: float 
                                    families=families), seed)
     estimates = []
     started = time.perf_counter()
-    idata = bayes_fit.fit(data, seed=seed, budget=budget, on_estimate=estimates.append)
+    idata = bayes_fit.fit(data, seed=seed, budget=budget, on_estimate=estimates.append, device=device)
     seconds = time.perf_counter() - started
     row = health.diagnostics(idata).row(0, named=True)
     min_ess = min(row["ess_bulk_min"], row["ess_tail_min"])
@@ -80,11 +81,12 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=1)
     parser.add_argument("--budget", type=float, default=None, help="seconds (default: the fit's own)")
     parser.add_argument("--out", type=Path, default=None, help="CSV of every fit (appended; resumes)")
+    parser.add_argument("--device", default=None, help="cpu or gpu: where the gradient runs (default: JAX's default)")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # models,channels,families,seed: one fit
     args = parser.parse_args()
     if args.one:
         models, channels, families, seed = map(int, args.one.split(","))
-        print(json.dumps(fit_one(models, channels, families, seed, args.budget)))
+        print(json.dumps(fit_one(models, channels, families, seed, args.budget, args.device)))
         return
     sizes = list(itertools.product(*(map(int, getattr(args, name).split(","))
                                      for name in ("models", "channels", "families"))))
@@ -108,7 +110,8 @@ def main() -> None:
         if (models, channels, families, seed) in finished:
             continue
         command = [sys.executable, __file__, "--one", f"{models},{channels},{families},{seed}",
-                   *(["--budget", str(args.budget)] if args.budget is not None else [])]
+                   *(["--budget", str(args.budget)] if args.budget is not None else []),
+                   *(["--device", args.device] if args.device else [])]
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode:
             raise SystemExit(f"fit {models} × {channels} × {families} (seed {seed}) failed:\n{done.stderr[-3000:]}")

@@ -337,7 +337,7 @@ class Compiled:
     model: Density
     evaluate: Callable[[np.ndarray], tuple[float, np.ndarray]]
 
-    def step_seconds(self, chains: int, *, seconds: float = 0.6) -> float:
+    def step_seconds(self, chains: int, *, seconds: float = 0.3) -> float:
         """Wall time per chain of one leapfrog step with ``chains`` chains running at once, as nutpie runs
         them: one thread a chain, each evaluating the gradient and expanding a draw in turn, for about
         ``seconds``. Timed this way rather than one gradient alone, which XLA may spread over every core

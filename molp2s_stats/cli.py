@@ -601,6 +601,37 @@ def separability_command(
          title="Separability of source candidates (nearest distractor; UV-Vis and bundles over the cutoff)")
 
 
+@command("audit")
+def audit_command(
+    db: DbOption = Path(DEFAULT_DB),
+    q: Annotated[float, typer.Option("--q", help="False-discovery rate over families at which wrong_key flags a family (Benjamini–Hochberg).")] = 0.05,
+    replicates: Annotated[int, typer.Option("--replicates", help="Answer sets drawn under each family's key for wrong_key's p-value (more where a family's statistic is far out, up to 100,000).")] = 999,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of those draws.")] = 0,
+    fmt: FormatOption = None,
+    out: OutOption = None,
+) -> None:
+    """Audit the benchmark: families whose key the answers contradict (wrong_key), candidates that are one
+    molecule (duplicate_candidates), a source whose shown properties match a distractor's within the channel's
+    resolution (indistinguishable), and families every model gets right, or wrong, under every condition
+    (no_signal). One row per finding, most suspicious first within each flag.
+
+    Example: molp2s audit --db runs.duckdb --format csv --out findings.csv
+    """
+    from . import audit
+
+    if not 0 < q < 1:
+        raise UsageError("--q must be between 0 and 1")
+    if replicates < 99:
+        raise UsageError("--replicates must be at least 99")
+    con = _open(db)
+    findings = audit.audit(con, q=q, replicates=replicates, seed=seed).sort(
+        pl.col("flag").replace_strict({f: i for i, f in enumerate(audit.FLAGS)}), -pl.col("score"), "family_id",
+        "channel")
+    counts = ", ".join(f"{flag} {findings.filter(pl.col('flag') == flag).height}" for flag in audit.FLAGS)
+    typer.echo(f"findings: {counts} (wrong_key at a false-discovery rate of {q:g}, seed {seed})", err=True)
+    emit(findings, fmt, out, title="Benchmark audit: families that cannot measure what they claim")
+
+
 @command("simulate")
 def simulate_command(
     out: Annotated[Path, typer.Option("--out", help="Folder for the response files; the truth and parameters go to its simulation/ subfolder.")],

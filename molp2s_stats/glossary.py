@@ -177,6 +177,12 @@ COLUMNS: dict[str, str] = {
     "nearest_q1": "first quartile of that distance",
     "nearest_q3": "third quartile of that distance",
     "scale": "raw distance, or over_cutoff (distance divided by the cutoff: UV-Vis and bundles)",
+    # the benchmark audit (molp2s audit)
+    "flag": "what the audit found: wrong_key, duplicate_candidates, indistinguishable or no_signal",
+    "score": "how suspicious a finding is, comparable within its flag (higher: more): wrong_key, the log likelihood "
+             "ratio of another label as the key; duplicate_candidates, 2 where the key is duplicated, else 1; "
+             "indistinguishable, 1 − distance / cutoff; no_signal, the answers behind it",
+    "evidence": "what the audit saw, in words and numbers",
     # the benchmark as loaded (staging views)
     "group": "a channel's group (electronic, vibrational, magnetic_resonance, bundles), or a model's (closed-weight, "
              "say): the leaderboards' spanners",

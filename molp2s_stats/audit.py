@@ -1,0 +1,252 @@
+"""Auditing the benchmark itself: the families that cannot measure what they claim.
+
+Every metric assumes a family is sound: its key is the right answer, its candidates are
+different molecules, and the properties shown can tell the source from its
+distractors. A pipeline that builds families fails systematically (two fragments that
+give the same molecule, a conformer that converged to the source's geometry, a key
+written for the wrong label), so the audit looks for each failure and returns one row
+per finding: ``family_id, channel, flag, score, evidence`` (``channel`` = ``all`` where
+the finding is not channel-specific; ``score`` ranks findings within a flag, higher =
+more suspicious; ``evidence`` says what was seen, with numbers). The flags:
+
+- ``wrong_key``: the answers point to another candidate. Each model has an ability
+  (the logit of its accuracy over every family), each family a difficulty, and the key
+  draws a model's right answers, P = σ(ability − difficulty), its wrong ones spread evenly
+  over the other labels. The score is the log likelihood ratio of the best other label
+  as the key against the benchmark's key (each at its own best difficulty); its p-value
+  is the share of ``replicates`` answer sets drawn under the benchmark's key that score
+  as high, and families are flagged at a false-discovery rate ``q`` (Benjamini–Hochberg
+  over the families audited).
+- ``duplicate_candidates``: two labels of a family are the same molecule (RDKit
+  canonical SMILES of the completed molecule, stereochemistry and charge kept as written).
+- ``indistinguishable``: on a channel, the source's shown properties and a distractor's
+  are closer than the channel's resolution (the cutoff behind the separability table),
+  so the task cannot be solved from them.
+- ``no_signal``: on a channel, every model is right (or every model wrong) on every
+  answer under every condition: the family adds nothing to the reliance measures.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import polars as pl
+from scipy.special import expit, logit
+from scipy.stats import false_discovery_control
+
+FLAGS = {
+    "wrong_key": "the answers point to another candidate than the key",
+    "duplicate_candidates": "two labels are the same molecule",
+    "indistinguishable": "the source's shown properties and a distractor's are closer than the channel's resolution",
+    "no_signal": "every model right, or every model wrong, on every answer under every condition",
+}
+AUDIT_SCHEMA = {"family_id": pl.String, "channel": pl.String, "flag": pl.String, "score": pl.Float64,
+                "evidence": pl.String}
+FDR_Q = 0.05  # wrong_key: the false-discovery rate over families at which a family is flagged
+NULL_REPLICATES = 999  # answer sets drawn under the benchmark's key, per family, for wrong_key's p-value
+MIN_ANSWERS = 10  # wrong_key reads a family with at least this many valid answers on key-target tasks
+DIFFICULTY_GRID = np.linspace(-12.0, 12.0, 481)  # the difficulties a family's likelihood is maximised over
+ABILITY_LIMIT = 6.0  # a model right (or wrong) on every answer has ability ±6 on the logit scale, not ±∞
+
+
+def audit(con: duckdb.DuckDBPyConnection, *, q: float = FDR_Q, replicates: int = NULL_REPLICATES,
+          seed: int = 0) -> pl.DataFrame:
+    """Every finding on the loaded benchmark and responses, flag by flag, most suspicious first."""
+    parts = [wrong_key(con, q=q, replicates=replicates, seed=seed), duplicate_candidates(con),
+             indistinguishable(con), no_signal(con)]
+    return pl.concat(parts, how="vertical").select(list(AUDIT_SCHEMA))
+
+
+def _empty() -> pl.DataFrame:
+    return pl.DataFrame(schema=AUDIT_SCHEMA)
+
+
+def duplicate_candidates(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Labels of a family whose completed molecules are one molecule; score 2 where the key is among them
+    (the task has two right answers), else 1."""
+    from rdkit import Chem
+
+    frame = con.sql("""SELECT c.family_id, c.label, c.molecule, f.source_label
+                       FROM stg_candidates AS c JOIN stg_families AS f USING (family_id)
+                       ORDER BY c.family_id, c.label""").pl()
+    if frame.height == 0:
+        return _empty()
+
+    def canonical(smiles: str) -> str:
+        mol = Chem.MolFromSmiles(smiles)
+        return Chem.MolToSmiles(mol, isomericSmiles=True) if mol is not None else f"unreadable:{smiles}"
+
+    frame = frame.with_columns(pl.col("molecule").map_elements(canonical, return_dtype=pl.String).alias("canonical"))
+    groups = (frame.group_by("family_id", "canonical", maintain_order=True)
+              .agg(pl.col("label"), pl.col("source_label").first())
+              .filter(pl.col("label").list.len() > 1))
+    rows = []
+    for family, molecule, labels, key in groups.iter_rows():
+        named = ", ".join(labels[:-1]) + f" and {labels[-1]}"
+        keyed = key in labels
+        evidence = f"labels {named} are the same molecule ({molecule})"
+        evidence += f"; {key} is the key, so the task has {len(labels)} right answers" if keyed else ""
+        rows.append((family, "all", "duplicate_candidates", 2.0 if keyed else 1.0, evidence))
+    return pl.DataFrame(rows, schema=AUDIT_SCHEMA, orient="row") if rows else _empty()
+
+
+def indistinguishable(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Source–distractor pairs closer than the channel's cutoff on a channel the family has source tasks in;
+    score 1 − distance / cutoff (1: identical properties)."""
+    frame = con.sql("""
+        SELECT p.family_id, p.channel, f.source_label,
+               CASE WHEN p.label_a = f.source_label THEN p.label_b ELSE p.label_a END AS distractor,
+               p.distance, p.cutoff, p.distance_over_cutoff
+        FROM pair_separation AS p
+        JOIN stg_families AS f USING (family_id)
+        WHERE NOT p.separated AND f.source_label IN (p.label_a, p.label_b)
+          AND EXISTS (SELECT 1 FROM benchmark_tasks AS t
+                      WHERE t.family_id = p.family_id AND t.channel = p.channel AND t.condition = 'source')
+        ORDER BY p.family_id, p.channel, distractor""").pl()
+    rows = []
+    for family, channel, key, distractor, distance, cutoff, over in frame.iter_rows():
+        how_far = (f"{distance:.3g} apart, under the cutoff of {cutoff:.3g}" if distance is not None
+                   else f"{over:.2f} of the cutoff apart in every component")
+        rows.append((family, channel, "indistinguishable", 1.0 - float(over),
+                     f"the source {key} and the distractor {distractor} are {how_far}: the properties shown "
+                     "cannot tell them apart"))
+    return pl.DataFrame(rows, schema=AUDIT_SCHEMA, orient="row") if rows else _empty()
+
+
+def no_signal(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Family × channel cells where every answer of every model under every condition is right, or every
+    one wrong; score: the answers behind it."""
+    frame = con.sql("""
+        SELECT family_id, channel, count(DISTINCT model) AS models, sum(samples) AS answers,
+               min(y) AS lowest, max(y) AS highest
+        FROM task_outcomes
+        WHERE condition <> 'none'
+        GROUP BY family_id, channel
+        HAVING count(DISTINCT model) >= 2 AND (min(y) = 1 OR max(y) = 0)
+        ORDER BY family_id, channel""").pl()
+    rows = []
+    for family, channel, models, answers, lowest, _ in frame.iter_rows():
+        verdict = "right" if lowest == 1 else "wrong"
+        rows.append((family, channel, "no_signal", float(answers),
+                     f"all {models} models {verdict} on all {answers} answers under source, shuffled and cf"))
+    return pl.DataFrame(rows, schema=AUDIT_SCHEMA, orient="row") if rows else _empty()
+
+
+def key_target_choices(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Valid answers on the tasks whose target is the key (P0, source, shuffled): family, model, label, count."""
+    return con.sql("""
+        SELECT t.family_id, r.model, r.choice AS label, count(*) AS answers
+        FROM stg_terminal_responses AS r
+        JOIN benchmark_tasks AS t USING (task_id)
+        WHERE t.condition IN ('none', 'source', 'shuffled') AND r.choice IS NOT NULL
+        GROUP BY ALL""").pl()
+
+
+def wrong_key(con: duckdb.DuckDBPyConnection, *, q: float = FDR_Q, replicates: int = NULL_REPLICATES,
+              seed: int = 0) -> pl.DataFrame:
+    """Families whose answers favour another label than the key, flagged at false-discovery rate ``q``."""
+    choices = key_target_choices(con)
+    labels = con.sql("SELECT family_id, label FROM stg_candidates ORDER BY family_id, label").pl()
+    keys = dict(con.sql("SELECT family_id, source_label FROM stg_families").fetchall())
+    if choices.height == 0:
+        return _empty()
+    models = sorted(choices["model"].unique().to_list())
+    model_at = {m: i for i, m in enumerate(models)}
+    # each model's ability: the logit of its accuracy on key-target answers over every family
+    right = choices.with_columns((pl.col("label") == pl.col("family_id").replace_strict(keys)).alias("right"))
+    accuracy = right.group_by("model").agg((pl.col("answers") * pl.col("right")).sum() / pl.col("answers").sum())
+    ability = np.zeros(len(models))
+    for model, share in accuracy.iter_rows():
+        ability[model_at[model]] = np.clip(logit(share), -ABILITY_LIMIT, ABILITY_LIMIT)
+    family_labels = {f: g["label"].to_list() for (f,), g in labels.group_by("family_id")}
+    rng = np.random.default_rng(seed)
+    found = []
+    for (family,), part in choices.sort("family_id").group_by("family_id", maintain_order=True):
+        candidates = family_labels.get(family, [])
+        key = keys.get(family)
+        if key not in candidates or len(candidates) < 2 or part["answers"].sum() < MIN_ANSWERS:
+            continue
+        counts = np.zeros((len(models), len(candidates)))
+        at = {label: j for j, label in enumerate(candidates)}
+        for _, model, label, answers in part.iter_rows():
+            if label in at:
+                counts[model_at[model], at[label]] += answers
+        statistic, best, difficulty = _key_swap_statistic(counts[None], ability, at[key])
+        p_value = _p_value(float(statistic[0]), counts.sum(axis=1), ability, at[key], float(difficulty[0]),
+                           len(candidates), replicates, rng)
+        found.append((family, key, candidates[int(best[0])], float(statistic[0]), p_value, counts, at))
+    if not found:
+        return _empty()
+    q_values = false_discovery_control([p for *_, p, _, _ in found], method="bh")
+    rows = []
+    for (family, key, other, statistic, p_value, counts, at), q_value in zip(found, q_values):
+        if q_value > q:
+            continue
+        strong = ability > np.median(ability)
+        rows.append((family, "all", "wrong_key", statistic,
+                     f"{int(counts[:, at[other]].sum())} of {int(counts.sum())} answers chose {other}, "
+                     f"{int(counts[:, at[key]].sum())} the key {key} (the stronger half of the models: "
+                     f"{int(counts[strong, at[other]].sum())} and {int(counts[strong, at[key]].sum())}); "
+                     f"log likelihood ratio {statistic:.1f} for {other} as the key, p = {p_value:.3g}, "
+                     f"q = {q_value:.3g}"))
+    return pl.DataFrame(rows, schema=AUDIT_SCHEMA, orient="row") if rows else _empty()
+
+
+def _key_swap_statistic(counts: np.ndarray, ability: np.ndarray, key: int
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For answer counts (sets × models × labels): the log likelihood ratio of the best non-key label as the
+    key against the key, the best label, and the difficulty fitted under the key; one of each per set.
+
+    Under "label j is the key" a model's answer is j with P = σ(ability − difficulty) and each other label
+    with (1 − P) / (K − 1); the difficulty is maximised over ``DIFFICULTY_GRID`` (the log likelihood is
+    concave in it, so the grid's maximum is the maximum to the grid's spacing).
+    """
+    labels = counts.shape[2]
+    p = expit(ability[:, None] - DIFFICULTY_GRID[None, :])  # models × grid
+    log_right, log_wrong = np.log(p), np.log1p(-p) - np.log(labels - 1)
+    answers = counts.sum(axis=2)  # sets × models
+    # sets × labels × grid: Σ_m c_mj log P_m + (n_m − c_mj) log((1 − P_m)/(K − 1))
+    as_key = np.einsum("sml,mg->slg", counts, log_right - log_wrong) + (answers @ log_wrong)[:, None, :]
+    best_fit = as_key.max(axis=2)  # sets × labels
+    under_key = best_fit[:, key]
+    others = np.delete(best_fit, key, axis=1)
+    best = np.delete(np.arange(labels), key)[others.argmax(axis=1)]
+    return others.max(axis=1) - under_key, best, DIFFICULTY_GRID[as_key[:, key].argmax(axis=1)]
+
+
+P_VALUE_EXCEEDANCES = 10  # draw more answer sets while fewer than this many score as high as the family
+MAX_REPLICATES = 100_000
+NULL_CHUNK = 2000  # answer sets drawn at a time (memory: chunk × labels × grid)
+
+
+def _p_value(statistic: float, answers: np.ndarray, ability: np.ndarray, key: int, difficulty: float,
+             labels: int, replicates: int, rng: np.random.Generator) -> float:
+    """The Monte Carlo p-value of ``statistic`` under the benchmark's key, drawn sequentially.
+
+    ``replicates`` answer sets first; while fewer than P_VALUE_EXCEEDANCES of all drawn score
+    as high, ten times as many (at most MAX_REPLICATES): a family whose statistic is far out
+    gets a p-value below 1 / (replicates + 1), which a false-discovery control over hundreds
+    of families needs, and a clean family costs only the first round (Besag & Clifford 1991
+    stop early the other way; this grows the draws where the evidence is strongest).
+    """
+    drawn, exceed, target = 0, 0, replicates
+    while True:
+        while drawn < target:
+            chunk = min(NULL_CHUNK, target - drawn)
+            null = _null_statistics(answers, ability, key, difficulty, labels, chunk, rng)
+            exceed += int((null >= statistic - 1e-9).sum())
+            drawn += chunk
+        if exceed >= P_VALUE_EXCEEDANCES or target >= MAX_REPLICATES:
+            return (1 + exceed) / (1 + drawn)
+        target = min(MAX_REPLICATES, target * 10 + 9)
+
+
+def _null_statistics(answers: np.ndarray, ability: np.ndarray, key: int, difficulty: float, labels: int,
+                     replicates: int, rng: np.random.Generator) -> np.ndarray:
+    """The statistic on ``replicates`` answer sets drawn under the benchmark's key at its fitted difficulty."""
+    p = expit(ability - difficulty)
+    probabilities = np.repeat(((1 - p) / (labels - 1))[:, None], labels, axis=1)
+    probabilities[:, key] = p
+    draws = rng.multinomial(answers.astype(np.int64), probabilities, size=(replicates, len(answers)))
+    statistic, _, _ = _key_swap_statistic(draws.astype(float), ability, key)
+    return statistic

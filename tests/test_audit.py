@@ -1,0 +1,143 @@
+"""The benchmark audit on a hand-built benchmark whose defects are known.
+
+Twelve families of three candidates (A, B, C; the key A) in one channel, answered by six
+models of skill 3 to 8 in 10, three samples a task, the right answers decided by a fixed
+pattern and the wrong ones alternating between the two other labels. Then, one defect
+each:
+
+- F02: B and C are one molecule (ethylbenzene, written two ways);
+- F03: C's dipole equals the source A's (0.0 D both): the dipole cannot tell them apart;
+- F04: every model answers C on every P0, source and shuffled task: the key should be C;
+- F05: every model right on every source, shuffled and cf answer.
+
+A clean copy (no defect) raises no finding at all.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from molp2s_stats import audit, store
+from molp2s_stats.chem import complete
+from molp2s_stats.glossary import check_columns
+from molp2s_stats.ingest import load
+
+SCAFFOLD = "c1ccc(cc1)[*]"
+FRAGMENTS = {"A": "[*]C", "B": "[*]CC", "C": "[*]O"}
+FAMILIES = [f"F{i:02d}" for i in range(1, 13)]
+SKILLS = (3, 4, 5, 6, 7, 8)  # right answers in 10, per model
+SAMPLES = 3
+
+
+def _benchmark(folder, *, defects: bool):
+    folder.mkdir()
+    families, candidates, properties, tasks = [], [], [], []
+    for i, family in enumerate(FAMILIES):
+        families.append((family, SCAFFOLD, "A"))
+        for j, (label, fragment) in enumerate(FRAGMENTS.items()):
+            molecule = complete(SCAFFOLD, fragment)
+            if defects and family == "F02" and label == "C":
+                fragment, molecule = "[*]C(C)", "c1ccc(CC)cc1"  # B's ethylbenzene, written otherwise
+            dipole = 0.0 if defects and family == "F03" and label == "C" else float(j)
+            candidates.append((family, label, fragment, molecule))
+            properties.append((family, label, "dipole_norm", str(dipole)))
+        other = FAMILIES[(i + 1) % len(FAMILIES)]
+        tasks += [(f"{family}-p0", family, "none", "none", "A", None, None),
+                  (f"{family}-s", family, "dipole_norm", "source", "A", family, "A"),
+                  (f"{family}-sh", family, "dipole_norm", "shuffled", "A", other, "A")]
+        tasks += [(f"{family}-cf-{k}", family, "dipole_norm", "cf", k, family, k) for k in "BC"]
+    for name, rows, columns in (("families", families, ["family_id", "scaffold", "source"]),
+                                ("candidates", candidates, ["family_id", "label", "fragment", "molecule"]),
+                                ("properties", properties, ["family_id", "label", "channel", "value"]),
+                                ("tasks", tasks, ["task_id", "family_id", "channel", "condition", "target",
+                                                  "shown_family", "shown_label"])):
+        pl.DataFrame(rows, schema=columns, orient="row").write_csv(folder / f"{name}.csv")
+    return folder, tasks
+
+
+def _responses(folder, tasks, *, defects: bool):
+    folder.mkdir()
+    rows = []
+    for m, skill in enumerate(SKILLS):
+        for n, (task, family, _, condition, target, _, _) in enumerate(tasks):
+            for sample in range(SAMPLES):
+                right = (7 * n + 3 * m + 5 * sample) % 10 < skill
+                if defects and family == "F04" and condition in ("none", "source", "shuffled"):
+                    choice = "C"
+                elif defects and family == "F05" and condition != "none":
+                    choice = target
+                else:
+                    wrong = [label for label in FRAGMENTS if label != target]
+                    choice = target if right else wrong[(n + sample + m) % 2]
+                rows.append((f"model-{m}", task, sample, choice))
+    path = folder / "answers.csv"
+    pl.DataFrame(rows, schema=["model", "task_id", "sample", "choice"], orient="row").write_csv(path)
+    return [path]
+
+
+def _database(root, *, defects: bool):
+    bench, tasks = _benchmark(root / "bench", defects=defects)
+    con = store.connect(root / "db.duckdb")
+    load(con, benchmark=bench, responses=_responses(root / "responses", tasks, defects=defects))
+    return con
+
+
+@pytest.fixture(scope="module")
+def findings(tmp_path_factory):
+    con = _database(tmp_path_factory.mktemp("audit"), defects=True)
+    return audit.audit(con, seed=1)
+
+
+def test_every_defect_is_found_and_nothing_else(findings):
+    check_columns(findings.columns)
+    assert findings.columns == ["family_id", "channel", "flag", "score", "evidence"]
+    found = set(findings.select("family_id", "channel", "flag").iter_rows())
+    assert found == {("F02", "all", "duplicate_candidates"), ("F03", "dipole_norm", "indistinguishable"),
+                     ("F04", "all", "wrong_key"), ("F05", "dipole_norm", "no_signal")}
+
+
+def test_each_finding_says_what_was_seen(findings):
+    evidence = dict(zip(findings["flag"], findings["evidence"]))
+    assert evidence["duplicate_candidates"] == "labels B and C are the same molecule (CCc1ccccc1)"
+    # 0.0 D against 0.0 D: distance 0, under the dipole's cutoff of 0.3 D; score 1 − 0 / 0.3 = 1
+    assert evidence["indistinguishable"].startswith("the source A and the distractor C are 0 apart, under the cutoff")
+    assert findings.filter(pl.col("flag") == "indistinguishable")["score"].item() == 1.0
+    # 6 models × 3 samples × 3 conditions = 54 answers, every one C
+    assert evidence["wrong_key"].startswith("54 of 54 answers chose C, 0 the key A")
+    # 6 models × 3 samples × (source, shuffled, 2 cf) = 72 answers, every one right
+    assert evidence["no_signal"] == "all 6 models right on all 72 answers under source, shuffled and cf"
+    assert findings.filter(pl.col("flag") == "no_signal")["score"].item() == 72.0
+
+
+def test_a_clean_benchmark_raises_no_finding(tmp_path):
+    con = _database(tmp_path, defects=False)
+    assert audit.audit(con, seed=1).height == 0
+
+
+def test_the_key_swap_statistic_by_hand():
+    import numpy as np
+
+    # two models of ability 0 (P right = σ(0 − d)), three labels, the key 0; all 10 answers on label 2.
+    # Under "label 2 is the key" the best difficulty is the grid's lowest (every answer right):
+    # log σ(12) × 10 ≈ −6e-5; under the key, every answer wrong: 10 × log((1 − σ(−d)) / 2), best at the
+    # grid's highest difficulty: 10 × (log σ(12) − log 2) ≈ −6.93. The ratio: 10 × log 2 = 6.93.
+    counts = np.zeros((1, 2, 3))
+    counts[0, :, 2] = 5
+    statistic, best, _ = audit._key_swap_statistic(counts, np.zeros(2), 0)
+    assert best[0] == 2 and statistic[0] == pytest.approx(10 * np.log(2), abs=1e-3)
+
+
+def test_audit_command(tmp_path):
+    from typer.testing import CliRunner
+
+    from molp2s_stats.cli import app
+
+    _database(tmp_path, defects=True).close()
+    result = CliRunner().invoke(app, ["audit", "--db", str(tmp_path / "db.duckdb"), "--format", "csv", "--seed", "1"])
+    assert result.exit_code == 0, result.output
+    table = pl.read_csv(result.stdout.encode())
+    assert table["flag"].to_list() == ["wrong_key", "duplicate_candidates", "indistinguishable", "no_signal"]
+    assert "findings: wrong_key 1, duplicate_candidates 1, indistinguishable 1, no_signal 1" in result.output
+    bad = CliRunner().invoke(app, ["audit", "--db", str(tmp_path / "db.duckdb"), "--q", "2"])
+    assert bad.exit_code == 2 and "--q must be between 0 and 1" in bad.output

@@ -215,14 +215,14 @@ def test_a_divergence_ends_the_run_at_the_first_look_that_sees_it(long_trace, ti
     import nutpie
 
     diverged = long_trace.copy()
-    diverged.sample_stats["diverging"][1, 120] = True
+    diverged.sample_stats["diverging"][1, 100] = True  # chain 1 runs a draw ahead: not among the first look's 100
     backgrounds = []
     monkeypatch.setattr(nutpie, "sample", lambda *a, **k: backgrounds.append(_Background(diverged, 100))
                         or backgrounds[-1])
     kept, row = bayes_fit.sample_until_passed(tiny_data, max_draws=1500, tune=300, chains=4, seed=9)
-    # 100 draws a look: the first look sees 100 draws (the divergence at draw 120 not yet made), the
-    # second 200 with it; the run stops there, not at the 400 draws of its first gate reading
-    assert kept.posterior.sizes["draw"] == 200 and row["divergences"] == 1
+    # 100 draws a look: the first look sees 100 common draws (the divergence, at chain 1's 101st, beyond them), the
+    # second 200 with it; the run stops there, keeping the draws up to it, not at its first gate reading (400)
+    assert kept.posterior.sizes["draw"] == 101 and row["divergences"] == 1  # the draws up to the divergence
     assert backgrounds[0].paused and backgrounds[0].cancelled
 
 

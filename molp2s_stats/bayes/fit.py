@@ -75,20 +75,31 @@ def _nutpie(data: ModelData, *, family_effects: bool = True, blocking: bool = Tr
 def _follow(background, progress: Progress, *, attempt: int, draws: int) -> az.InferenceData:
     """Wait for a run of fixed length, reporting its draws and divergences as they come."""
     started = time.perf_counter()
+    first = None  # (when, draws) at the first look that found draws: the pace is measured from there
     try:
         while True:
             final = _wait(background, 1.0 if progress.terminal else progress.every)
             if final is not None:
                 return final
             trace = _look(background)
-            drawn = _common_draws(trace)
-            elapsed = time.perf_counter() - started
+            drawn, now = _common_draws(trace), time.perf_counter()
+            if drawn and first is None:
+                first = (now, drawn)
+            pace = None if first is None or drawn <= first[1] else (drawn - first[1]) / (now - first[0])
             progress.update(attempt=attempt, drawn=drawn, max_draws=draws, divergences=_divergences(trace),
-                            elapsed=elapsed, left=None if drawn == 0 else elapsed * (draws - drawn) / drawn,
+                            elapsed=now - started, left=None if pace is None else (draws - drawn) / pace,
                             warming_up=drawn == 0)
     except BaseException:
         background.cancel()
         raise
+
+
+def _first_divergence(trace: az.InferenceData, drawn: int) -> int | None:
+    """The first draw (among the ``drawn`` every chain has made) at which any chain diverged, or None."""
+    if not drawn or "sample_stats" not in trace or "diverging" not in trace.sample_stats:
+        return None
+    diverged = np.asarray(trace.sample_stats["diverging"].values[:, :drawn], dtype=bool).any(axis=0)
+    return int(np.argmax(diverged)) if diverged.any() else None
 
 
 def _divergences(trace: az.InferenceData) -> int:
@@ -163,13 +174,15 @@ def sample_until_passed(data: ModelData, *, max_draws: int, tune: int, chains: i
         while True:
             trace = final if final is not None else _look(background)
             drawn = _common_draws(trace)
-            divergences = _divergences(trace)
+            first_divergence = _first_divergence(trace, drawn)
+            divergences = 0 if first_divergence is None else 1
             progress_so_far.append((time.perf_counter(), drawn))
-            if divergences and final is None:
+            if first_divergence is not None and final is None:
                 # divergent draws are never kept (the next attempt starts afresh with smaller steps):
-                # sampling on to the checkpoint would only spend time
+                # sampling on to the checkpoint would only spend time. The draws up to the first
+                # divergence are what the attempt made, whenever the look came: the same on any machine
                 background.pause()
-                kept = _first_draws(trace, drawn)
+                kept = _first_draws(trace, first_divergence + 1)
                 return kept, health.gate(kept)
             if final is not None:
                 checkpoint = min(checkpoint, drawn)

@@ -250,3 +250,51 @@ def _null_statistics(answers: np.ndarray, ability: np.ndarray, key: int, difficu
     draws = rng.multinomial(answers.astype(np.int64), probabilities, size=(replicates, len(answers)))
     statistic, _, _ = _key_swap_statistic(draws.astype(float), ability, key)
     return statistic
+
+
+def read_exclusions(path, known_families: set[str]) -> pl.DataFrame:
+    """The (family_id, channel) cells a file leaves out of the cohort; channel ``all`` for every channel.
+
+    The file: the audit's own output (CSV, JSON or Parquet with ``family_id`` and
+    ``channel``), any table with a ``family_id`` column, or plain text with one family id a
+    line (``#`` starts a comment). A family the benchmark does not have is an error that
+    names the file and the row: a typo must not leave the cohort silently as it was.
+    """
+    from pathlib import Path
+
+    from .errors import UsageError
+
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"--exclude {path}: no such file")
+    suffix = path.suffix.lower()
+    if suffix in (".csv", ".parquet", ".json"):
+        reader = {".csv": lambda p: pl.read_csv(p, infer_schema=False), ".parquet": pl.read_parquet,
+                  ".json": pl.read_json}[suffix]
+        table = reader(path)
+        if "family_id" not in table.columns:
+            raise UsageError(f"--exclude {path}: no family_id column (columns: {', '.join(table.columns)})")
+        if "channel" not in table.columns:
+            table = table.with_columns(pl.lit("all").alias("channel"))
+        table = table.select(pl.col("family_id").cast(pl.String), pl.col("channel").cast(pl.String).fill_null("all"))
+        first_row = 2 if suffix == ".csv" else 1  # a CSV's row 1 is its header
+    else:
+        lines = [(n, line.split("#", 1)[0].strip()) for n, line in
+                 enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)]
+        lines = [(n, text) for n, text in lines if text]
+        table = pl.DataFrame({"family_id": [t for _, t in lines], "channel": ["all"] * len(lines)},
+                             schema={"family_id": pl.String, "channel": pl.String})
+        rows = [n for n, _ in lines]
+    for at, family in enumerate(table["family_id"].to_list()):
+        if family not in known_families:
+            where = f"line {rows[at]}" if suffix not in (".csv", ".parquet", ".json") else f"row {at + first_row}"
+            raise UsageError(f"--exclude {path}: {where}: family {family!r} is not in the benchmark")
+    return table.unique(maintain_order=True)
+
+
+def excluding(outcomes: pl.DataFrame, exclusions: pl.DataFrame) -> pl.DataFrame:
+    """``outcomes`` (one row per model × channel × family) without the excluded cells: the cohort, less them."""
+    every = exclusions.filter(pl.col("channel") == "all")["family_id"]
+    cells = exclusions.filter(pl.col("channel") != "all")
+    kept = outcomes.filter(~pl.col("family_id").is_in(every.implode()))
+    return kept.join(cells, on=["family_id", "channel"], how="anti") if cells.height else kept

@@ -62,6 +62,25 @@ SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap; 
 ChannelsOption = Annotated[Optional[list[str]], typer.Option(
     "--channel", "--channels", help="Channel(s), repeat for several; default: every channel.")]
 LevelOption = Annotated[float, typer.Option("--conf-level", help="Interval coverage, e.g. 0.95.")]
+ExcludeOption = Annotated[Optional[Path], typer.Option(
+    "--exclude", help="Leave these families out of the cohort: `molp2s audit`'s output (family_id, channel), any "
+                      "table with a family_id column, or one family id a line.", show_default=False)]
+
+
+def _outcomes(con, exclude: Path | None):
+    """The cohort's family outcomes, channels and models; without the families ``exclude`` lists (said on stderr)."""
+    outcomes, channels, models = metrics.read_family_outcomes(con)
+    if exclude is None:
+        return outcomes, channels, models
+    from . import audit
+
+    known = set(con.sql("SELECT family_id FROM stg_families").pl()["family_id"])
+    exclusions = audit.read_exclusions(exclude, known)
+    kept = audit.excluding(outcomes, exclusions)
+    cells = outcomes.select("family_id", "channel").unique().height - kept.select("family_id", "channel").unique().height
+    typer.echo(f"left out of the cohort: {exclusions['family_id'].n_unique()} families listed in {exclude} "
+               f"({cells} family × channel cells)", err=True)
+    return kept, channels, models
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -236,6 +255,7 @@ def metrics_command(
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
     invalid: Annotated[str, typer.Option("--invalid", help="Invalid answers: wrong (scored 0, the paper's rule) | exclude (left out; n counts the families that entered).")] = "wrong",
+    exclude: ExcludeOption = None,
     fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
@@ -244,7 +264,7 @@ def metrics_command(
     Example: molp2s metrics --metric pgr --metric cfr --bootstrap 2000 --seed 1 --format csv --out metrics.csv
     """
     con = _open(db)
-    outcomes, channels, models = metrics.read_family_outcomes(con)
+    outcomes, channels, models = _outcomes(con, exclude)
     result = metrics.compute_metrics(outcomes, channels=_known_channels(channel, channels), models=models,
                                      metrics=tuple(metric) if metric else metrics.METRICS,
                                      draws=bootstrap, seed=seed, conf_level=conf_level, invalid=invalid)
@@ -477,6 +497,7 @@ def stability_command(
     sizes: Annotated[str, typer.Option("--sizes", help="Subset sizes, comma-separated (capped at the cohort).")] = "25,50,75,100,125",
     draws: Annotated[int, typer.Option("--subsets", "--draws", help="Family subsets drawn per size.")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the subsampling; recorded in the output.")] = 0,
+    exclude: ExcludeOption = None,
     fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
@@ -485,7 +506,7 @@ def stability_command(
     Example: molp2s stability --metric reliance_margin --macro --sizes 25,50,75,100,125 --subsets 1000 --seed 1
     """
     con = _open(db)
-    outcomes, channels, models = metrics.read_family_outcomes(con)
+    outcomes, channels, models = _outcomes(con, exclude)
     models = _ranked(con, models)
     chosen = _known_channels(channel, channels)
     size_list = tuple(int(part) for part in sizes.split(",") if part.strip())
@@ -517,6 +538,7 @@ def ranks_command(
     distribution: Annotated[bool, typer.Option("--distribution", help="Print P(rank) per model instead of the intervals.")] = False,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
+    exclude: ExcludeOption = None,
     fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
@@ -532,7 +554,7 @@ def ranks_command(
     Example: molp2s ranks --metric pgr --channel ir
     """
     con = _open(db)
-    outcomes, channels, models = metrics.read_family_outcomes(con)
+    outcomes, channels, models = _outcomes(con, exclude)
     models = _ranked(con, models)
     ranges, probabilities = stability.rank_intervals(
         outcomes, score=score, channels=_known_channels(channel, channels), models=models, draws=bootstrap,

@@ -141,3 +141,42 @@ def test_audit_command(tmp_path):
     assert "findings: wrong_key 1, duplicate_candidates 1, indistinguishable 1, no_signal 1" in result.output
     bad = CliRunner().invoke(app, ["audit", "--db", str(tmp_path / "db.duckdb"), "--q", "2"])
     assert bad.exit_code == 2 and "--q must be between 0 and 1" in bad.output
+
+
+def test_exclude_leaves_the_listed_families_out_of_the_cohort_and_changes_nothing_else(tmp_path):
+    from typer.testing import CliRunner
+
+    from molp2s_stats import metrics
+    from molp2s_stats.cli import app
+
+    con = _database(tmp_path, defects=True)
+    outcomes, channels, models = metrics.read_family_outcomes(con)
+    con.close()
+    db = str(tmp_path / "db.duckdb")
+    runner = CliRunner()
+    findings = tmp_path / "findings.csv"
+    assert runner.invoke(app, ["audit", "--db", db, "--seed", "1", "--out", str(findings)]).exit_code == 0
+    listed = tmp_path / "families.txt"
+    listed.write_text("# the audit's wrong key and the family with no signal\nF04\nF05  # every model right\n")
+    base = ["metrics", "--db", db, "--metric", "acc_source", "--bootstrap", "200", "--seed", "3", "--format", "csv"]
+    for exclude in (listed, findings):
+        result = runner.invoke(app, [*base, "--exclude", str(exclude)])
+        assert result.exit_code == 0, result.output
+        table = pl.read_csv(result.stdout.encode())
+        # the cohort (11 families: F03's source and distractor C are indistinguishable, so it is not
+        # input-validated) loses the excluded families and nothing else: the metrics of the cohort without them
+        gone = {"F04", "F05"} if exclude == listed else {"F02", "F03", "F04", "F05"}
+        expected = metrics.compute_metrics(outcomes.filter(~pl.col("family_id").is_in(list(gone))),
+                                           channels=channels, models=models, metrics=("acc_source",), draws=200,
+                                           seed=3)
+        assert table["n"].unique().to_list() == [11 - len(gone - {"F03"})] == expected["n"].unique().to_list()
+        assert table["estimate"].to_list() == pytest.approx(expected["estimate"].to_list())
+        assert table["conf_low"].to_list() == pytest.approx(expected["conf_low"].to_list())
+        assert f"left out of the cohort: {len(gone)} families listed in" in result.output
+    for command in (["ranks", "--bootstrap", "100"], ["stability", "--sizes", "5", "--subsets", "20"]):
+        result = runner.invoke(app, [*command, "--db", db, "--exclude", str(listed)])
+        assert result.exit_code == 0, result.output
+    typo = tmp_path / "typo.txt"
+    typo.write_text("F04\n\nF4\n")
+    result = runner.invoke(app, [*base, "--exclude", str(typo)])
+    assert result.exit_code == 2 and "typo.txt: line 3: family 'F4' is not in the benchmark" in result.output

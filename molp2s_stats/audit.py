@@ -298,3 +298,34 @@ def excluding(outcomes: pl.DataFrame, exclusions: pl.DataFrame) -> pl.DataFrame:
     cells = exclusions.filter(pl.col("channel") != "all")
     kept = outcomes.filter(~pl.col("family_id").is_in(every.implode()))
     return kept.join(cells, on=["family_id", "channel"], how="anti") if cells.height else kept
+
+
+def impact(outcomes: pl.DataFrame, exclusions: pl.DataFrame, *, channels: list[str], models: list[str],
+           metric: str = "pgr", draws: int = 2000, seed: int = 0, conf_level: float = 0.95) -> pl.DataFrame:
+    """``metric`` per model × channel on the whole cohort (``exclusion`` none) and without the excluded
+    families (``exclusion`` flagged), each with its family-level interval and the models' rank on it."""
+    from . import metrics
+
+    frames = []
+    for name, part in (("none", outcomes), ("flagged", excluding(outcomes, exclusions))):
+        table = metrics.compute_metrics(part, channels=channels, models=models, metrics=(metric,), draws=draws,
+                                        seed=seed, conf_level=conf_level)
+        frames.append(table.with_columns(
+            pl.lit(name).alias("exclusion"),
+            pl.col("estimate").rank("average", descending=True).over("channel").alias("rank")))
+    order = {c: i for i, c in enumerate(channels)}
+    return (pl.concat(frames, how="diagonal")
+            .select("exclusion", "model", "channel", "metric", "estimate", "conf_low", "conf_high", "n", "rank")
+            .sort(pl.col("channel").replace_strict(order), "model", pl.col("exclusion") != "none"))
+
+
+def rank_changes(table: pl.DataFrame) -> list[str]:
+    """One line per channel whose ranking moves when the flagged families leave (from ``impact``'s table)."""
+    wide = table.pivot(on="exclusion", index=["channel", "model"], values="rank")
+    lines = []
+    for (channel,), part in wide.group_by("channel", maintain_order=True):
+        moved = part.filter(pl.col("none") != pl.col("flagged"))
+        if moved.height:
+            lines.append(f"{channel}: " + ", ".join(f"{m} {a:g} → {b:g}" for _, m, a, b in
+                                                      moved.select("channel", "model", "none", "flagged").iter_rows()))
+    return lines

@@ -628,7 +628,10 @@ def audit_command(
     db: DbOption = Path(DEFAULT_DB),
     q: Annotated[float, typer.Option("--q", help="False-discovery rate over families at which wrong_key flags a family (Benjamini–Hochberg).")] = 0.05,
     replicates: Annotated[int, typer.Option("--replicates", help="Answer sets drawn under each family's key for wrong_key's p-value (more where a family's statistic is far out, up to 100,000).")] = 999,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of those draws.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of those draws and of the bootstrap.")] = 0,
+    impact: Annotated[bool, typer.Option("--impact", help="Print instead how --metric and each model's rank move per channel when the flagged families leave the cohort, with family-level intervals.")] = False,
+    metric: Annotated[str, typer.Option("--metric", help="The headline metric --impact reports.")] = "pgr",
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates for --impact's intervals.")] = DEFAULT_DRAWS,
     fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
@@ -636,6 +639,10 @@ def audit_command(
     molecule (duplicate_candidates), a source whose shown properties match a distractor's within the channel's
     resolution (indistinguishable), and families every model gets right, or wrong, under every condition
     (no_signal). One row per finding, most suspicious first within each flag.
+
+    Then how the ranking by --metric moves without the flagged families (--impact: the metric
+    and rank of every model with and without them, with intervals). Leave them out of any
+    table with --exclude findings.csv on metrics, ranks and stability.
 
     Example: molp2s audit --db runs.duckdb --format csv --out findings.csv
     """
@@ -651,6 +658,17 @@ def audit_command(
         "channel")
     counts = ", ".join(f"{flag} {findings.filter(pl.col('flag') == flag).height}" for flag in audit.FLAGS)
     typer.echo(f"findings: {counts} (wrong_key at a false-discovery rate of {q:g}, seed {seed})", err=True)
+    if metric not in METRICS:
+        raise UsageError(f"--metric must be one of {', '.join(METRICS)}")
+    outcomes, channels, models = metrics.read_family_outcomes(con)
+    moved = audit.impact(outcomes, findings.select("family_id", "channel"), channels=channels,
+                         models=_ranked(con, models), metric=metric, draws=bootstrap if impact else 0, seed=seed)
+    changes = audit.rank_changes(moved)
+    typer.echo(f"without the flagged families, the ranking by {metric} "
+               + ("moves: " + "; ".join(changes) if changes else "stays as it is on every channel"), err=True)
+    if impact:
+        emit(moved, fmt, out, title=f"{metric} with and without the flagged families (exclusion: none | flagged)")
+        return
     emit(findings, fmt, out, title="Benchmark audit: families that cannot measure what they claim")
 
 

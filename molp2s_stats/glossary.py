@@ -115,7 +115,9 @@ COLUMNS: dict[str, str] = {
     "spearman_rho": "mean Spearman correlation of the subsample ranking with the full-cohort ranking",
     "exact": "% of subsamples whose complete ranking equals the full-cohort ranking",
     "mad": "mean absolute deviation of the score from its full-cohort value, over models and draws (pp)",
-    "rank": "rank on the full cohort (1 = best; ties share the mean rank)",
+    "rank": "rank among the models on the row's cohort, the full cohort unless said (1 = best; ties share the "
+            "mean rank)",
+    "exclusion": "which families the row leaves out of the cohort: none, or those the audit flagged",
     "rank_low": "best rank the data allow: 1 + the models significantly ahead (paired bootstrap, Holm-adjusted)",
     "rank_high": "worst rank the data allow: the number of models − those significantly behind",
     "rank_range": "rank_low–rank_high as printed on the Leaderboard page",

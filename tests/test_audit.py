@@ -139,6 +139,17 @@ def test_audit_command(tmp_path):
     table = pl.read_csv(result.stdout.encode())
     assert table["flag"].to_list() == ["wrong_key", "duplicate_candidates", "indistinguishable", "no_signal"]
     assert "findings: wrong_key 1, duplicate_candidates 1, indistinguishable 1, no_signal 1" in result.output
+    assert "without the flagged families, the ranking by pgr " in result.output
+    # --impact: every model × channel on the whole cohort and without the flagged families, with its rank
+    result = CliRunner().invoke(app, ["audit", "--db", str(tmp_path / "db.duckdb"), "--seed", "1", "--impact",
+                                      "--bootstrap", "100", "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    moved = pl.read_csv(result.stdout.encode())
+    check_columns(moved.columns)
+    assert moved.height == 2 * 6 and moved["exclusion"].to_list() == ["none", "flagged"] * 6
+    # the cohort's 11 families (F03 is not input-validated), less F02, F04 and F05
+    assert moved.filter(pl.col("exclusion") == "flagged")["n"].unique().to_list() == [8]
+    assert sorted(moved.filter(pl.col("exclusion") == "none")["rank"].to_list()) == [1, 2, 3, 4, 5, 6]
     bad = CliRunner().invoke(app, ["audit", "--db", str(tmp_path / "db.duckdb"), "--q", "2"])
     assert bad.exit_code == 2 and "--q must be between 0 and 1" in bad.output
 

@@ -96,20 +96,22 @@ def indistinguishable(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     frame = con.sql("""
         SELECT p.family_id, p.channel, f.source_label,
                CASE WHEN p.label_a = f.source_label THEN p.label_b ELSE p.label_a END AS distractor,
-               p.distance, p.cutoff, p.distance_over_cutoff
+               p.distance, p.cutoff, p.distance_over_cutoff, coalesce(c.in_cohort, false) AS in_cohort
         FROM pair_separation AS p
         JOIN stg_families AS f USING (family_id)
+        LEFT JOIN cohort AS c ON c.family_id = p.family_id AND c.channel = p.channel
         WHERE NOT p.separated AND f.source_label IN (p.label_a, p.label_b)
           AND EXISTS (SELECT 1 FROM benchmark_tasks AS t
                       WHERE t.family_id = p.family_id AND t.channel = p.channel AND t.condition = 'source')
         ORDER BY p.family_id, p.channel, distractor""").pl()
     rows = []
-    for family, channel, key, distractor, distance, cutoff, over in frame.iter_rows():
+    for family, channel, key, distractor, distance, cutoff, over, in_cohort in frame.iter_rows():
         how_far = (f"{distance:.3g} apart, under the cutoff of {cutoff:.3g}" if distance is not None
                    else f"{over:.2f} of the cutoff apart in every component")
+        where = "in the cohort" if in_cohort else "already out of the cohort"
         rows.append((family, channel, "indistinguishable", 1.0 - float(over),
                      f"the source {key} and the distractor {distractor} are {how_far}: the properties shown "
-                     "cannot tell them apart"))
+                     f"cannot tell them apart ({where})"))
     return pl.DataFrame(rows, schema=AUDIT_SCHEMA, orient="row") if rows else _empty()
 
 

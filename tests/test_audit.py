@@ -102,6 +102,7 @@ def test_each_finding_says_what_was_seen(findings):
     assert evidence["duplicate_candidates"] == "labels B and C are the same molecule (CCc1ccccc1)"
     # 0.0 D against 0.0 D: distance 0, under the dipole's cutoff of 0.3 D; score 1 − 0 / 0.3 = 1
     assert evidence["indistinguishable"].startswith("the source A and the distractor C are 0 apart, under the cutoff")
+    assert evidence["indistinguishable"].endswith("(already out of the cohort)")  # input validation dropped it
     assert findings.filter(pl.col("flag") == "indistinguishable")["score"].item() == 1.0
     # 6 models × 3 samples × 3 conditions = 54 answers, every one C
     assert evidence["wrong_key"].startswith("54 of 54 answers chose C, 0 the key A")

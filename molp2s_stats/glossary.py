@@ -185,6 +185,7 @@ COLUMNS: dict[str, str] = {
              "ratio of another label as the key; duplicate_candidates, 2 where the key is duplicated, else 1; "
              "indistinguishable, 1 − distance / cutoff; no_signal, the answers behind it",
     "evidence": "what the audit saw, in words and numbers",
+    "findings": "how many findings the audit made: families, or family × channel cells",
     # the benchmark as loaded (staging views)
     "group": "a channel's group (electronic, vibrational, magnetic_resonance, bundles), or a model's (closed-weight, "
              "say): the leaderboards' spanners",

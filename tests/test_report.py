@@ -20,7 +20,7 @@ from molp2s_stats.report import render, tables
 from simulated_benchmark import write_simulated
 from test_quarto_route import element_ids
 
-PAGES = ("posterior", "reliance", "stability", "leaderboard", "comparisons", "index", "data")  # render order, slowest first
+PAGES = ("posterior", "reliance", "stability", "leaderboard", "comparisons", "index", "health", "data")  # render order, slowest first
 
 
 def test_read_qmd_splits_front_matter_prose_and_cells(tmp_path):
@@ -38,7 +38,7 @@ def test_read_qmd_splits_front_matter_prose_and_cells(tmp_path):
     assert notebook.metadata["quarto"] == {"title": "A page"}
 
 
-def test_project_lists_the_seven_pages():
+def test_project_lists_the_eight_pages():
     config, pages = render.read_project(REPORTS)
     assert [p.source for p in pages] == [f"{name}.qmd" for name in PAGES]
     assert [p.source for p in pages] == config["project"]["render"]  # the render list, not the navbar

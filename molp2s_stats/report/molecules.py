@@ -98,3 +98,15 @@ def invalid_rates(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Share of terminal answers that name no candidate, per model (%)."""
     rates = con.sql("SELECT model, answers, invalid_share FROM invalid_rates ORDER BY model").pl()
     return rates.select("model", "answers", units.percent_column("invalid_share", "invalid_pct"))
+
+
+def family_figure(con: duckdb.DuckDBPyConnection, family_id: str, caption: str) -> str:
+    """HTML of one family's candidates drawn side by side, the key marked, under ``caption`` (an audit finding)."""
+    rows = con.sql("""SELECT c.label, c.molecule, f.source_label FROM stg_candidates AS c
+                      JOIN stg_families AS f USING (family_id) WHERE c.family_id = $family ORDER BY c.label""",
+                   params={"family": family_id}).fetchall()
+    if not rows:
+        raise UsageError(f"no family {family_id!r} in the benchmark")
+    drawings = "".join(_svg(molecule, f"{label} (key)" if label == key else label) for label, molecule, key in rows)
+    return (f"<div class='task-figure'><p><strong>{html.escape(family_id)}</strong>: {html.escape(caption)}</p>"
+            f"<div class='molecules'>{drawings}</div></div>")

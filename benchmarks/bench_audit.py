@@ -16,7 +16,10 @@ input-validated), answered by the eight simulated models of ``simulate.DEFAULT_M
 Printed per flag over the seeds: planted, flagged, precision and recall at the default
 threshold (wrong keys at a false-discovery rate of 0.05), and precision among the top 20
 findings by score; and how many families have no signal (not planted: every model right,
-or wrong, on every answer).
+or wrong, on every answer). For wrong keys, which score ranks the planted families first:
+of the N families each ranks highest (N the number planted), how many were planted, for
+the audit's likelihood ratio (ability × difficulty model) and for a plain count (the most
+chosen other label's share of the answers less the key's).
 
     .venv/bin/python benchmarks/bench_audit.py [--seeds 5] [--families 136] [--wrong-keys 0.04]
         [--duplicates 3] [--indistinguishable 3] [--samples 1]
@@ -87,6 +90,19 @@ def planted_benchmark(root: Path, *, families: int, seed: int, wrong_keys: float
     return folder, paths, planted
 
 
+def plain_count(con) -> pl.Series:
+    """Families ranked by the most chosen non-key label's share of the key-target answers less the key's."""
+    choices = audit.key_target_choices(con)
+    keys = con.sql("SELECT family_id, source_label AS key FROM stg_families").pl()
+    shares = (choices.join(keys, on="family_id").group_by("family_id", "label", "key").agg(pl.col("answers").sum())
+              .with_columns((pl.col("answers") / pl.col("answers").sum().over("family_id")).alias("share")))
+    key_share = shares.filter(pl.col("label") == pl.col("key")).select("family_id", pl.col("share").alias("key_share"))
+    other = shares.filter(pl.col("label") != pl.col("key")).group_by("family_id").agg(pl.col("share").max())
+    scored = other.join(key_share, on="family_id", how="left").with_columns(
+        (pl.col("share") - pl.col("key_share").fill_null(0.0)).alias("score"))
+    return scored.sort("score", descending=True)["family_id"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
@@ -99,6 +115,7 @@ def main() -> None:
     scores = {flag: {"planted": 0, "flagged": 0, "hits": 0, "top": 0, "top_hits": 0} for flag in
               ("wrong_key", "duplicate_candidates", "indistinguishable")}
     no_signal, seconds = [], []
+    ranking = {"likelihood ratio": 0, "plain count": 0, "planted": 0}
     for seed in range(1, args.seeds + 1):
         with tempfile.TemporaryDirectory() as tmp:
             folder, paths, planted = planted_benchmark(
@@ -109,6 +126,11 @@ def main() -> None:
             started = time.perf_counter()
             findings = audit.audit(con, seed=seed)
             seconds.append(time.perf_counter() - started)
+            n = len(planted["wrong_key"])
+            ratio = audit.key_swap_scores(con).sort("score", descending=True)["family_id"].head(n)
+            ranking["likelihood ratio"] += sum(f in planted["wrong_key"] for f in ratio)
+            ranking["plain count"] += sum(f in planted["wrong_key"] for f in plain_count(con).head(n))
+            ranking["planted"] += n
             con.close()
         for flag, truth in planted.items():
             part = findings.filter(pl.col("flag") == flag).sort("score", descending=True)
@@ -130,6 +152,9 @@ def main() -> None:
         recall = s["hits"] / s["planted"] if s["planted"] else float("nan")
         top = s["top_hits"] / s["top"] if s["top"] else float("nan")
         print(f"{flag:<22} {s['planted']:>7} {s['flagged']:>7} {precision:>9.0%} {recall:>7.0%} {top:>16.0%}")
+    print(f"wrong keys among the top-ranked families (as many as planted, {ranking['planted']} over the seeds): "
+          f"likelihood ratio {ranking['likelihood ratio'] / ranking['planted']:.0%}, "
+          f"plain count {ranking['plain count'] / ranking['planted']:.0%}")
     print(f"no_signal (not planted): {np.mean(no_signal):.1f} family × channel cells a seed; "
           f"audit time median {np.median(seconds):.1f} s")
 

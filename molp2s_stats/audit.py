@@ -144,14 +144,12 @@ def key_target_choices(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
         GROUP BY ALL""").pl()
 
 
-def wrong_key(con: duckdb.DuckDBPyConnection, *, q: float = FDR_Q, replicates: int = NULL_REPLICATES,
-              seed: int = 0) -> pl.DataFrame:
-    """Families whose answers favour another label than the key, flagged at false-discovery rate ``q``."""
+def _family_counts(con: duckdb.DuckDBPyConnection):
+    """The models' abilities, then per family audited: (family, labels, the key's index, answers as a
+    models × labels array of counts) over the key-target tasks' valid answers."""
     choices = key_target_choices(con)
     labels = con.sql("SELECT family_id, label FROM stg_candidates ORDER BY family_id, label").pl()
     keys = dict(con.sql("SELECT family_id, source_label FROM stg_families").fetchall())
-    if choices.height == 0:
-        return _empty()
     models = sorted(choices["model"].unique().to_list())
     model_at = {m: i for i, m in enumerate(models)}
     # each model's ability: the logit of its accuracy on key-target answers over every family
@@ -161,22 +159,49 @@ def wrong_key(con: duckdb.DuckDBPyConnection, *, q: float = FDR_Q, replicates: i
     for model, share in accuracy.iter_rows():
         ability[model_at[model]] = np.clip(logit(share), -ABILITY_LIMIT, ABILITY_LIMIT)
     family_labels = {f: g["label"].to_list() for (f,), g in labels.group_by("family_id")}
+
+    def families():
+        for (family,), part in choices.sort("family_id").group_by("family_id", maintain_order=True):
+            candidates = family_labels.get(family, [])
+            key = keys.get(family)
+            if key not in candidates or len(candidates) < 2 or part["answers"].sum() < MIN_ANSWERS:
+                continue
+            counts = np.zeros((len(models), len(candidates)))
+            at = {label: j for j, label in enumerate(candidates)}
+            for _, model, label, answers in part.iter_rows():
+                if label in at:
+                    counts[model_at[model], at[label]] += answers
+            yield family, candidates, at[key], counts
+
+    return ability, families()
+
+
+def key_swap_scores(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Every family audited for a wrong key, its statistic (the score of ``wrong_key``) and the label it
+    points to; no p-values (for ranking every family, as bench_audit does)."""
+    ability, families = _family_counts(con)
+    rows = []
+    for family, candidates, key, counts in families:
+        statistic, best, _ = _key_swap_statistic(counts[None], ability, key)
+        rows.append((family, candidates[int(best[0])], float(statistic[0])))
+    return pl.DataFrame(rows, schema={"family_id": pl.String, "label": pl.String, "score": pl.Float64},
+                        orient="row")
+
+
+def wrong_key(con: duckdb.DuckDBPyConnection, *, q: float = FDR_Q, replicates: int = NULL_REPLICATES,
+              seed: int = 0) -> pl.DataFrame:
+    """Families whose answers favour another label than the key, flagged at false-discovery rate ``q``."""
+    if key_target_choices(con).height == 0:
+        return _empty()
+    ability, families = _family_counts(con)
     rng = np.random.default_rng(seed)
     found = []
-    for (family,), part in choices.sort("family_id").group_by("family_id", maintain_order=True):
-        candidates = family_labels.get(family, [])
-        key = keys.get(family)
-        if key not in candidates or len(candidates) < 2 or part["answers"].sum() < MIN_ANSWERS:
-            continue
-        counts = np.zeros((len(models), len(candidates)))
-        at = {label: j for j, label in enumerate(candidates)}
-        for _, model, label, answers in part.iter_rows():
-            if label in at:
-                counts[model_at[model], at[label]] += answers
-        statistic, best, difficulty = _key_swap_statistic(counts[None], ability, at[key])
-        p_value = _p_value(float(statistic[0]), counts.sum(axis=1), ability, at[key], float(difficulty[0]),
+    for family, candidates, key, counts in families:
+        statistic, best, difficulty = _key_swap_statistic(counts[None], ability, key)
+        p_value = _p_value(float(statistic[0]), counts.sum(axis=1), ability, key, float(difficulty[0]),
                            len(candidates), replicates, rng)
-        found.append((family, key, candidates[int(best[0])], float(statistic[0]), p_value, counts, at))
+        found.append((family, candidates[key], candidates[int(best[0])], float(statistic[0]), p_value, counts,
+                      {label: j for j, label in enumerate(candidates)}))
     if not found:
         return _empty()
     q_values = false_discovery_control([p for *_, p, _, _ in found], method="bh")

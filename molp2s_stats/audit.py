@@ -91,27 +91,37 @@ def duplicate_candidates(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 
 
 def indistinguishable(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """Source–distractor pairs closer than the channel's cutoff on a channel the family has source tasks in;
-    score 1 − distance / cutoff (1: identical properties)."""
+    """Family × channel cells (with source tasks) whose source lies closer than the channel's cutoff to a
+    distractor; score 1 − distance / cutoff for the nearest one (1: identical properties)."""
     frame = con.sql("""
-        SELECT p.family_id, p.channel, f.source_label,
-               CASE WHEN p.label_a = f.source_label THEN p.label_b ELSE p.label_a END AS distractor,
-               p.distance, p.cutoff, p.distance_over_cutoff, coalesce(c.in_cohort, false) AS in_cohort
-        FROM pair_separation AS p
-        JOIN stg_families AS f USING (family_id)
-        LEFT JOIN cohort AS c ON c.family_id = p.family_id AND c.channel = p.channel
-        WHERE NOT p.separated AND f.source_label IN (p.label_a, p.label_b)
-          AND EXISTS (SELECT 1 FROM benchmark_tasks AS t
-                      WHERE t.family_id = p.family_id AND t.channel = p.channel AND t.condition = 'source')
-        ORDER BY p.family_id, p.channel, distractor""").pl()
+        WITH close AS (
+            SELECT p.family_id, p.channel, f.source_label,
+                   CASE WHEN p.label_a = f.source_label THEN p.label_b ELSE p.label_a END AS distractor,
+                   p.distance, p.cutoff, p.distance_over_cutoff
+            FROM pair_separation AS p
+            JOIN stg_families AS f USING (family_id)
+            WHERE NOT p.separated AND f.source_label IN (p.label_a, p.label_b)
+              AND EXISTS (SELECT 1 FROM benchmark_tasks AS t
+                          WHERE t.family_id = p.family_id AND t.channel = p.channel AND t.condition = 'source')
+        )
+        SELECT family_id, channel, any_value(source_label) AS source_label,
+               arg_min(distractor, distance_over_cutoff) AS distractor,
+               arg_min(distance, distance_over_cutoff) AS distance, any_value(cutoff) AS cutoff,
+               min(distance_over_cutoff) AS over, count(*) AS close_distractors,
+               coalesce(any_value(c.in_cohort), false) AS in_cohort
+        FROM close
+        LEFT JOIN cohort AS c USING (family_id, channel)
+        GROUP BY family_id, channel
+        ORDER BY family_id, channel""").pl()
     rows = []
-    for family, channel, key, distractor, distance, cutoff, over, in_cohort in frame.iter_rows():
+    for family, channel, key, distractor, distance, cutoff, over, close, in_cohort in frame.iter_rows():
         how_far = (f"{distance:.3g} apart, under the cutoff of {cutoff:.3g}" if distance is not None
                    else f"{over:.2f} of the cutoff apart in every component")
+        more = f" ({close - 1} more distractor{'s' if close > 2 else ''} within the cutoff)" if close > 1 else ""
         where = "in the cohort" if in_cohort else "already out of the cohort"
         rows.append((family, channel, "indistinguishable", 1.0 - float(over),
-                     f"the source {key} and the distractor {distractor} are {how_far}: the properties shown "
-                     f"cannot tell them apart ({where})"))
+                     f"the source {key} and the distractor {distractor} are {how_far}{more}: the properties "
+                     f"shown cannot tell them apart ({where})"))
     return pl.DataFrame(rows, schema=AUDIT_SCHEMA, orient="row") if rows else _empty()
 
 

@@ -45,7 +45,7 @@ AUDIT_SCHEMA = {"family_id": pl.String, "channel": pl.String, "flag": pl.String,
 FDR_Q = 0.05  # wrong_key: the false-discovery rate over families at which a family is flagged
 NULL_REPLICATES = 999  # answer sets drawn under the benchmark's key, per family, for wrong_key's p-value
 MIN_ANSWERS = 10  # wrong_key reads a family with at least this many valid answers on key-target tasks
-DIFFICULTY_GRID = np.linspace(-12.0, 12.0, 481)  # the difficulties a family's likelihood is maximised over
+DIFFICULTY_GRID = np.linspace(-12.0, 12.0, 241)  # the difficulties a family's likelihood is maximised over (0.1 apart)
 ABILITY_LIMIT = 6.0  # a model right (or wrong) on every answer has ability ±6 on the logit scale, not ±∞
 
 

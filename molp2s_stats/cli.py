@@ -97,6 +97,10 @@ def command(name: str, **options):
         def wrapper(*args, **kwargs):
             try:
                 return function(*args, **kwargs)
+            except KeyboardInterrupt:
+                # outputs are written whole or not at all (output.replacing): say so, and exit as shells expect
+                typer.echo(f"interrupted: {name} stopped; no output file was left half-written", err=True)
+                raise typer.Exit(130) from None
             except Exception as exc:  # StoreError is looked up only on failure: store is imported lazily
                 if isinstance(exc, UsageError) or isinstance(exc, store.StoreError):
                     _fail(str(exc))
@@ -744,7 +748,10 @@ def fit_command(
                           warm_start=previous, device=device)
     if previous is not None:
         progress.say(bayes_fit.warm_start_note(idata, previous))
-    idata.to_netcdf(str(out))
+    from .output import replacing
+
+    with replacing(out) as partial:  # a fit interrupted while saving leaves an earlier fit file whole
+        idata.to_netcdf(str(partial))
     row = health.diagnostics(idata)
     emit(row, Format.table, None, title=f"Fit health ({out})")
     message = health.failure_message(row.row(0, named=True))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -61,25 +63,49 @@ def resolve_format(fmt: Format | None, out: Path | None) -> Format:
     return SUFFIX_FORMATS.get(Path(out).suffix.lower(), Format.table) if out is not None else Format.table
 
 
+@contextlib.contextmanager
+def replacing(path: Path | str):
+    """A temporary file beside ``path`` to write to, put in ``path``'s place only once it is whole.
+
+    An interrupted or failed write (Ctrl-C, a full disk) leaves ``path`` as it was, not half
+    a file: the temporary one is removed and the error goes on. The rename is atomic on one
+    file system (os.replace), which is why the temporary file sits in the same folder.
+    """
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
+    try:
+        yield partial
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
 def emit(frame: pl.DataFrame, fmt: Format | None, out: Path | None, *, title: str | None = None) -> None:
-    """Print or write ``frame``; Parquet needs a file."""
+    """Print or write ``frame``; Parquet needs a file. A file is written whole or not at all (``replacing``)."""
     fmt = resolve_format(fmt, out)
     if fmt is Format.parquet:
         if out is None:
             raise UsageError("--format parquet needs --out FILE")
-        frame.write_parquet(out)
+        with replacing(out) as partial:
+            frame.write_parquet(partial)
         return
     if fmt is Format.table:
         from rich.console import Console
 
-        console = Console(file=open(out, "w", encoding="utf-8") if out else sys.stdout, width=max(Console().width, 160))
-        console.print(rich_table(frame, title))
+        if out is None:
+            Console(file=sys.stdout, width=max(Console().width, 160)).print(rich_table(frame, title))
+            return
+        with replacing(out) as partial, open(partial, "w", encoding="utf-8") as handle:
+            Console(file=handle, width=max(Console().width, 160)).print(rich_table(frame, title))
         return
     text = frame.write_csv() if fmt is Format.csv else frame.write_json()
+    text += "" if text.endswith("\n") else "\n"
     if out is not None:
-        Path(out).write_text(text + ("" if text.endswith("\n") else "\n"), encoding="utf-8")
+        with replacing(out) as partial:
+            partial.write_text(text, encoding="utf-8")
     else:
-        sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
+        sys.stdout.write(text)
 
 
 def with_interval(frame: pl.DataFrame, value: str = "estimate") -> pl.Expr:

@@ -415,6 +415,13 @@ def fit(data: ModelData, *, draws: int | None = None, tune: int = DEFAULT_TUNE, 
             next_settings = {**next_settings, "draws": max(next_settings["draws"], AUTO_DRAWS)}
         expected = expected_seconds(attempt_seconds, ran, next_settings, row=row,
                                     until_passed=until_passed and not pool)
+        if diverged and estimate is not None:
+            # steps that diverge were too large for the posterior's narrow parts, and such a run also takes
+            # long trajectories (28 × 5: 154 leapfrog steps a draw at 0.8, 31 at 0.9): its pace says little
+            # about the restart's, which the estimate made before sampling prices better
+            restart_draws = min(next_settings["draws"], EXPECTED_DRAWS) if until_passed else next_settings["draws"]
+            expected = min(expected, SMALLER_STEP_COST * estimate.seconds_for(
+                next_settings["tune"] + restart_draws, chains=next_settings["chains"]))
         if time.perf_counter() - started + expected > budget:
             skipped = {"action": action, "seconds": round(expected, 1),
                        "budget": round(time.perf_counter() - started + expected, 1)}
@@ -494,6 +501,11 @@ class CostEstimate:
     chains: int
     steps: int  # warm-up + expected draws per chain
     seconds: float  # the first attempt, expected
+
+    def seconds_for(self, steps: int, *, chains: int) -> float:
+        """The estimate for ``steps`` warm-up and draws a chain, ``chains`` chains (in rounds of this many)."""
+        per_draw = (self.seconds - START_SECONDS) / self.steps
+        return START_SECONDS + steps * per_draw * -(-chains // self.chains)
 
     def line(self, budget: float) -> str:
         return (f"{self.cells:,} binomial cells, {self.parameters:,} parameters; a leapfrog step takes "

@@ -104,6 +104,11 @@ def command(name: str, **options):
             except Exception as exc:  # StoreError is looked up only on failure: store is imported lazily
                 if isinstance(exc, UsageError) or isinstance(exc, store.StoreError):
                     _fail(str(exc))
+                duckdb_module = sys.modules.get("duckdb")
+                if duckdb_module is not None and isinstance(exc, duckdb_module.Error):
+                    message = store.explain_failure(exc, kwargs.get("db"))
+                    if message:
+                        _fail(message, code=1)
                 raise
         return app.command(name, **options)(wrapper)
     return register

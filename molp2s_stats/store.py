@@ -67,6 +67,35 @@ class StoreError(RuntimeError):
     """The database cannot be opened or does not hold what a command needs."""
 
 
+# What DuckDB says when a database file cannot be used, and what a user can do about it. A failure of
+# the store is one line naming the file, never a traceback (the CLI's command wrapper asks this).
+FAILURES = (
+    (("checksum", "corrupt", "could not read enough bytes"), "the database file is damaged or truncated ({error}); rebuild it: `molp2s load` the benchmark "
+                              "and the response files again into a new file (`molp2s sql \"SELECT path, sha256 FROM "
+                              "response_files\"` on a copy that still opens lists them)"),
+    (("no space left", "file too large", "disk is full", "could not write"),
+     "the disk is full or the file is over its size limit ({error}); nothing was written: free space and run the "
+     "same command again"),
+    (("permission denied",), "permission denied ({error}): the file or its folder is not writable by you; use "
+                             "a file you can write, or a read-only command"),
+    (("not a valid duckdb database",), "not a DuckDB database file ({error})"),
+    (("newer version", "version number", "storage version"),
+     "the database was written by another DuckDB version ({error}); rebuild it with this version "
+     "(`molp2s load` the benchmark and responses into a new file)"),
+)
+
+
+def explain_failure(error: BaseException, path: object = None) -> str | None:
+    """One line for a DuckDB failure a user can act on (a damaged file, a full disk …), or None."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    lowered = str(error).lower()
+    for needles, message in FAILURES:
+        if any(needle in lowered for needle in needles):
+            where = f"{path}: " if path is not None else ""
+            return where + message.format(error=text)
+    return None
+
+
 def default_db_path() -> str:
     """``$MOLP2S_DB`` when set, else ``molp2s.duckdb`` in the current folder."""
     return os.environ.get(DB_ENV_VAR, DEFAULT_DB)
@@ -107,7 +136,9 @@ def connect(path: str | os.PathLike[str], *, read_only: bool = False, wait: floa
             if locked:
                 raise StoreError(f"{path}: another process has the database open (waited {wait:g} s; "
                                  f"try again when it has finished)") from exc
-            raise StoreError(f"{path}: cannot open the database ({exc})") from exc
+            raise StoreError(explain_failure(exc, path) or f"{path}: cannot open the database ({exc})") from exc
+        except duckdb.Error as exc:  # a damaged file can fail to open with other errors than IOException
+            raise StoreError(explain_failure(exc, path) or f"{path}: cannot open the database ({exc})") from exc
     # Under the cap, large joins and aggregations spill to disk beside the database.
     limit = os.environ.get(MEMORY_ENV_VAR, "").strip() or DEFAULT_MEMORY_LIMIT
     if not limit[0].isdigit():

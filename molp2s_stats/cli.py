@@ -47,10 +47,16 @@ app = typer.Typer(
 
 @app.callback()
 def _entry() -> None:
-    """Before every command: third-party notices known to be harmless stay quiet."""
+    """Before every command: third-party notices known to be harmless stay quiet, and Ctrl-C interrupts."""
+    import signal
+
     from .notices import silence_known_notices
 
     silence_known_notices()
+    # A shell script's background job starts with SIGINT ignored, so `kill -INT` would not stop a load
+    # there: this process asks for it explicitly (the command wrapper turns it into a message and 130).
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 DbOption = Annotated[Path, typer.Option("--db", help="DuckDB database file (env MOLP2S_DB).",
                                         envvar=DB_ENV_VAR, show_default=True)]
@@ -98,8 +104,11 @@ def command(name: str, **options):
             try:
                 return function(*args, **kwargs)
             except KeyboardInterrupt:
-                # outputs are written whole or not at all (output.replacing): say so, and exit as shells expect
-                typer.echo(f"interrupted: {name} stopped; no output file was left half-written", err=True)
+                # a load is one transaction, rolled back; other outputs are written whole or not at all
+                # (output.replacing): say so, and exit as shells expect of an interrupt
+                left = ("nothing was loaded: the database is as it was" if name == "load"
+                        else "no output file was left half-written")
+                typer.echo(f"interrupted: {name} stopped; {left}", err=True)
                 raise typer.Exit(130) from None
             except Exception as exc:  # StoreError is looked up only on failure: store is imported lazily
                 if isinstance(exc, UsageError) or isinstance(exc, store.StoreError):
@@ -159,15 +168,20 @@ def load_command(
         task_ids = dict(mapping.select("sample_id", "task_id").iter_rows())
     if benchmark is None and not files:
         _fail("nothing to load: give --benchmark DIR and/or --responses FILE ...")
+    # resolved before the load starts: a Ctrl-C during this import is then an interrupt, not a failed lookup
+    from .ingest.errors import InputError
+
     existed = Path(db).exists()
     con = store.connect(db, wait=wait)
     try:
         summary = ingest.load(con, benchmark=benchmark, responses=files, fmt=fmt, model=model, task_ids=task_ids)
-    except ingest.InputError as exc:
+    except (InputError, KeyboardInterrupt) as exc:  # the load's transaction has been rolled back
         con.close()
         if not existed:  # leave no half-made database behind
             for leftover in (Path(db), Path(f"{db}.wal")):
                 leftover.unlink(missing_ok=True)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
         _fail(f"{exc}\nnothing was loaded; the database is unchanged")
     if summary.benchmark is not None:
         b = summary.benchmark

@@ -56,3 +56,71 @@ def test_explain_failure_reads_what_duckdb_says():
         "a.duckdb: the disk is full or the file is over its size limit")
     assert "File too large" in store.explain_failure(OSError("IO Error: File too large"), "a.duckdb")
     assert store.explain_failure(OSError("Binder Error: no such column"), "a.duckdb") is None
+
+
+# --- crash tests: a load stopped at some point is all or nothing ------------------------------------------
+
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+MOLP2S = Path(sys.executable).with_name("molp2s")
+
+
+def _load_process(db):
+    """`molp2s load` of the default data (389 families, 8 models: about 160,000 answers, several seconds)."""
+    return subprocess.Popen([str(MOLP2S), "load", "--benchmark", str(DATA / "benchmark"), "--responses",
+                             *map(str, sorted((DATA / "responses").glob("*.parquet"))), "--db", str(db)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _counts(db) -> tuple[int, int]:
+    con = store.connect(db, read_only=True)
+    try:
+        return (con.execute("SELECT count(*) FROM families").fetchall()[0][0],
+                con.execute("SELECT count(*) FROM responses").fetchall()[0][0])
+    finally:
+        con.close()
+
+
+def _full_counts(tmp_path) -> tuple[int, int]:
+    db = tmp_path / "complete.duckdb"
+    process = _load_process(db)
+    process.communicate(timeout=300)
+    assert process.returncode == 0
+    return _counts(db)
+
+
+@pytest.mark.parametrize("after", [1.5, 3.0])
+def test_ctrl_c_stops_a_load_and_leaves_nothing(tmp_path, after):
+    db = tmp_path / "interrupted.duckdb"
+    process = _load_process(db)
+    time.sleep(after)
+    if process.poll() is not None:
+        pytest.skip("the load finished before the interrupt")
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "interrupted: load stopped; nothing was loaded: the database is as it was" in stderr
+    assert "Traceback" not in stderr
+    assert not db.exists()  # a database the load was making is not left behind, half made or empty
+
+
+def test_a_load_killed_at_any_point_is_all_or_nothing(tmp_path):
+    full = _full_counts(tmp_path)
+    for trial, after in enumerate((0.8, 2.0, 3.5, 5.0)):
+        db = tmp_path / f"killed-{trial}.duckdb"
+        process = _load_process(db)
+        time.sleep(after)
+        process.kill()  # SIGKILL: no handler runs, no rollback is asked for
+        process.communicate(timeout=60)
+        if not db.exists():
+            continue  # killed before the file was made
+        assert _counts(db) in ((0, 0), full), (trial, after)
+        # and the same load, run again, completes
+    again = _load_process(db)
+    again.communicate(timeout=300)
+    assert again.returncode == 0 and _counts(db) == full

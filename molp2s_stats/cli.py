@@ -695,6 +695,35 @@ def audit_command(
     emit(findings, fmt, out, title="Benchmark audit: families that cannot measure what they claim")
 
 
+@command("check")
+def check_command(
+    db: DbOption = Path(DEFAULT_DB),
+    fmt: FormatOption = None,
+    out: OutOption = None,
+) -> None:
+    """Can this database be trusted? Reads every table through (DuckDB checks each block as it reads it),
+    compares each response file's answers with the rows it had, and looks for the files on disk (SHA-256 as
+    recorded at load). Exit 1 if it cannot be trusted, with the `molp2s load` that rebuilds it.
+
+    Example: molp2s check --db runs.duckdb
+    """
+    from . import check as checking
+
+    con = store.connect(db, read_only=True)
+    result = checking.check(con)
+    con.close()
+    emit(result, fmt, out, title=f"Database check ({db})")
+    if not checking.trusted(result):
+        files = result.filter(pl.col("check") == "file").height
+        how = (checking.rebuild_command(None, result, str(db)) if files else
+               "molp2s load --benchmark BENCHMARK --responses FILES --db NEW.duckdb (its file list cannot be read)")
+        typer.secho(f"{db}: cannot be trusted (see the rows marked failed); rebuild it: {how}", err=True, fg="red")
+        raise typer.Exit(1)
+    gone = result.filter((pl.col("check").is_in(["file", "benchmark"])) & (pl.col("status") != "ok")).height
+    typer.echo(f"{db}: can be trusted" + (f"; {gone} of the files it was loaded from are missing or changed: keep "
+                                          "copies, they are what it can be rebuilt from" if gone else ""), err=True)
+
+
 @command("simulate")
 def simulate_command(
     out: Annotated[Path, typer.Option("--out", help="Folder for the response files; the truth and parameters go to its simulation/ subfolder.")],
@@ -983,7 +1012,13 @@ def demo_command(
 
 
 def main() -> None:  # pragma: no cover
-    app()
+    """The `molp2s` command: an interrupt before a command's own handling starts (while typer parses the
+    arguments, say) is a line and status 130 too, not a traceback."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted before the command started; nothing was done\n")
+        sys.exit(130)
 
 
 if __name__ == "__main__":  # pragma: no cover

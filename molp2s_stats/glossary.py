@@ -186,6 +186,12 @@ COLUMNS: dict[str, str] = {
              "indistinguishable, 1 − distance / cutoff; no_signal, the answers behind it",
     "evidence": "what the audit saw, in words and numbers",
     "findings": "how many findings the audit made: families, or family × channel cells",
+    # molp2s check
+    "check": "what was checked: readable (a table read through), rows (a file's answers against its rows), file "
+             "(a loaded file on disk, SHA-256 as recorded) or benchmark (the benchmark folder)",
+    "subject": "the table, file or folder checked",
+    "status": "ok, changed (a file edited since it was loaded), missing or failed",
+    "detail": "what the check saw",
     # the benchmark as loaded (staging views)
     "group": "a channel's group (electronic, vibrational, magnetic_resonance, bundles), or a model's (closed-weight, "
              "say): the leaderboards' spanners",

@@ -175,13 +175,16 @@ def load_command(
     con = store.connect(db, wait=wait)
     try:
         summary = ingest.load(con, benchmark=benchmark, responses=files, fmt=fmt, model=model, task_ids=task_ids)
-    except (InputError, KeyboardInterrupt) as exc:  # the load's transaction has been rolled back
-        con.close()
+    except (InputError, KeyboardInterrupt, duckdb.Error) as exc:  # the load's transaction has been rolled back
+        try:
+            con.close()
+        except duckdb.Error:  # a store that failed (a full disk) may fail to close too: the file goes below
+            pass
         if not existed:  # leave no half-made database behind
             for leftover in (Path(db), Path(f"{db}.wal")):
                 leftover.unlink(missing_ok=True)
-        if isinstance(exc, KeyboardInterrupt):
-            raise
+        if not isinstance(exc, InputError):
+            raise  # an interrupt, or a failure of the store: the command wrapper says it in one line
         _fail(f"{exc}\nnothing was loaded; the database is unchanged")
     if summary.benchmark is not None:
         b = summary.benchmark

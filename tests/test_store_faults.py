@@ -162,3 +162,19 @@ def test_check_says_how_to_rebuild_a_damaged_database(database, tmp_path):
     # damaged where the check reads it: either it cannot be opened at all, or a table fails to read through
     assert (f"error: {path}: the database file is damaged or truncated" in result.output
             or f"{path}: cannot be trusted" in result.output), result.output
+
+
+def test_a_full_disk_during_a_load_is_a_message_and_leaves_nothing(tmp_path):
+    import resource
+
+    def small_files():  # every file this process writes is capped at 4 MB: the database outgrows it
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4 * 2**20, 4 * 2**20))
+
+    db = tmp_path / "full.duckdb"
+    done = subprocess.run([str(MOLP2S), "load", "--benchmark", str(DATA / "benchmark"), "--responses",
+                           *map(str, sorted((DATA / "responses").glob("*.parquet"))), "--db", str(db)],
+                          capture_output=True, text=True, preexec_fn=small_files, timeout=300)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert f"error: {db}: the disk is full or the file is over its size limit" in done.stderr
+    assert not db.exists()  # the database the load was making is not left behind

@@ -178,3 +178,20 @@ def test_a_full_disk_during_a_load_is_a_message_and_leaves_nothing(tmp_path):
     assert "Traceback" not in done.stderr
     assert f"error: {db}: the disk is full or the file is over its size limit" in done.stderr
     assert not db.exists()  # the database the load was making is not left behind
+
+
+def test_a_reader_during_a_load_is_told_to_wait_and_two_loads_both_land(tmp_path):
+    db = tmp_path / "busy.duckdb"
+    first = _load_process(db)
+    deadline = time.monotonic() + 60
+    while not db.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    second = _load_process(db)  # the same files: it waits for the first, then finds them loaded
+    reader = subprocess.run([str(MOLP2S), "sql", "--db", str(db), "SELECT count(*) FROM responses"],
+                            capture_output=True, text=True, timeout=120)
+    first.communicate(timeout=300)
+    _, second_err = second.communicate(timeout=300)
+    assert first.returncode == 0 and second.returncode == 0, second_err
+    if reader.returncode:  # it came while a load held the file: a message, not a traceback
+        assert "another process has the database open" in reader.stderr and "Traceback" not in reader.stderr
+    assert _counts(db) == _full_counts(tmp_path)

@@ -488,7 +488,11 @@ def write_prompts(prompts: pl.DataFrame, out, *, fmt: str = "jsonl", model: str 
     if api is not None:
         lines = batch_requests(prompts, api=api, model=model or "", max_tokens=max_tokens,
                                reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
-        out.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+        from .output import replacing
+
+        with replacing(out) as partial:  # an interrupted export leaves an earlier request file whole
+            partial.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines),
+                               encoding="utf-8")
         # the limit the lines were written with, from the same rule (an empty export has no first line to read)
         limit = max_tokens if max_tokens is not None else default_max_tokens(
             api=api, reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
@@ -498,7 +502,8 @@ def write_prompts(prompts: pl.DataFrame, out, *, fmt: str = "jsonl", model: str 
                         if max_tokens is None else None),
                     "reasoning_effort": reasoning_effort, "thinking_budget": thinking_budget,
                     "tasks": len(lines)}
-        Path(f"{out}.manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        with replacing(Path(f"{out}.manifest.json")) as partial:
+            partial.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
         return manifest
     check_request_options(api=None, max_tokens=max_tokens, reasoning_effort=reasoning_effort,
                           thinking_budget=thinking_budget)

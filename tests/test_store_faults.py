@@ -165,15 +165,13 @@ def test_check_says_how_to_rebuild_a_damaged_database(database, tmp_path):
 
 
 def test_a_full_disk_during_a_load_is_a_message_and_leaves_nothing(tmp_path):
-    import resource
-
-    def small_files():  # every file this process writes is capped at 4 MB: the database outgrows it
-        resource.setrlimit(resource.RLIMIT_FSIZE, (4 * 2**20, 4 * 2**20))
-
     db = tmp_path / "full.duckdb"
-    done = subprocess.run([str(MOLP2S), "load", "--benchmark", str(DATA / "benchmark"), "--responses",
+    # every file the load writes capped at 4 MB (bash's ulimit -f counts 1,024-byte blocks): the database
+    # outgrows it. Set by the shell, not by a preexec_fn: forking this process (JAX's threads) is unsafe
+    done = subprocess.run(["bash", "-c", 'ulimit -f 4096 && exec "$0" "$@"', str(MOLP2S), "load", "--benchmark",
+                           str(DATA / "benchmark"), "--responses",
                            *map(str, sorted((DATA / "responses").glob("*.parquet"))), "--db", str(db)],
-                          capture_output=True, text=True, preexec_fn=small_files, timeout=300)
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
     assert f"error: {db}: the disk is full or the file is over its size limit" in done.stderr

@@ -172,20 +172,60 @@ def load_command(
     from .ingest.errors import InputError
 
     existed = Path(db).exists()
-    con = store.connect(db, wait=wait)
+    try:
+        con = store.connect(db, wait=wait)
+        loads_before = _loads(con)
+    except KeyboardInterrupt:  # while the schema was being made: nothing is loaded yet
+        if not existed:
+            for leftover in (Path(db), Path(f"{db}.wal")):
+                leftover.unlink(missing_ok=True)
+        raise
     try:
         summary = ingest.load(con, benchmark=benchmark, responses=files, fmt=fmt, model=model, task_ids=task_ids)
-    except (InputError, KeyboardInterrupt, duckdb.Error) as exc:  # the load's transaction has been rolled back
-        try:
+    except (InputError, KeyboardInterrupt, duckdb.Error, RuntimeError) as exc:
+        # Ctrl-C inside DuckDB comes back as its own error ("Query interrupted", or a scan of a Python
+        # object that failed with KeyboardInterrupt): an interrupt all the same
+        interrupted = isinstance(exc, KeyboardInterrupt) or any(
+            sign in str(exc) for sign in ("Query interrupted", "KeyboardInterrupt"))
+        if isinstance(exc, RuntimeError) and not isinstance(exc, duckdb.Error) and not interrupted:
+            raise  # a bug, with its traceback
+        # an interrupt may land just after the load's COMMIT: what the database holds says which it was
+        if interrupted and _loads(con) != loads_before:
+            con.close()
+            typer.echo("interrupted after the load was committed: it is in the database whole "
+                       "(`molp2s check` lists it)", err=True)
+            raise typer.Exit(130) from None
+        try:  # otherwise the load's transaction has been rolled back
             con.close()
         except duckdb.Error:  # a store that failed (a full disk) may fail to close too: the file goes below
             pass
         if not existed:  # leave no half-made database behind
             for leftover in (Path(db), Path(f"{db}.wal")):
                 leftover.unlink(missing_ok=True)
+        if interrupted:
+            raise KeyboardInterrupt from None  # the command wrapper says it in one line, exit 130
         if not isinstance(exc, InputError):
-            raise  # an interrupt, or a failure of the store: the command wrapper says it in one line
+            raise  # a failure of the store: the command wrapper says it in one line
         _fail(f"{exc}\nnothing was loaded; the database is unchanged")
+    con.close()
+    try:
+        _report_load(summary)
+    except KeyboardInterrupt:
+        typer.echo("interrupted after the load was committed: it is in the database whole", err=True)
+        raise typer.Exit(130) from None
+
+
+def _loads(con) -> tuple[int, int]:
+    """What the database records of its loads (benchmarks, response files): how a commit shows."""
+    try:
+        return tuple(con.execute("SELECT (SELECT count(*) FROM benchmark), (SELECT count(*) FROM response_files)")
+                     .fetchall()[0])
+    except duckdb.Error:
+        return (-1, -1)
+
+
+def _report_load(summary) -> None:
+    """What a load added, file by file."""
     if summary.benchmark is not None:
         b = summary.benchmark
         state = "already loaded" if b.already_loaded else "loaded"

@@ -26,6 +26,9 @@ def test_status_line_says_draws_divergences_time_and_time_left():
                        warming_up=True) == "attempt 2: warming up, 3 s"
     assert "1 divergence," in status_text(attempt=1, drawn=10, max_draws=20, divergences=1, elapsed=1, left=-4)
     assert status_text(attempt=1, drawn=10, max_draws=20, divergences=1, elapsed=1, left=-4).endswith("about 0 s left")
+    # sampling until the gate passes: the time is to the next reading of the gate, and the line says so
+    assert status_text(attempt=1, drawn=450, max_draws=2400, divergences=0, elapsed=20, left=6.2, reading=650).endswith(
+        "20 s, the gate read at 650 draws in about 6 s")
 
 
 def test_off_a_terminal_progress_is_one_line_every_few_seconds():

@@ -25,6 +25,7 @@ TINY = {
     "bench_bayes.py": (["--families", "10", "--models", "2", "--chains", "2", "--tune", "30", "--draws", "30",
                         "--samplers", "nutpie", "--process", "1", "--budget", "0"], "whole process"),
     "bench_audit.py": (["--seeds", "1", "--families", "40"], "top-20 precision"),
+    "bench_crash.py": (["--trials", "2"], "faults survived"),
     "bench_fit_cost.py": (["--models", "2,3", "--channels", "2", "--families", "20", "--budget", "0",
                            "--out", "{tmp}/cost.csv"], "seconds per effective draw grow as cells^"),
     "bench_warm_start.py": (["--sizes", "3x2x20", "--budget", "0"], "the warm start saved"),

@@ -152,7 +152,7 @@ def sample_until_passed(data: ModelData, *, max_draws: int, tune: int, chains: i
         if drawn == 0 and expected is not None:
             left = expected - elapsed
         progress.update(attempt=attempt, drawn=drawn, max_draws=max_draws, divergences=divergences,
-                        elapsed=elapsed, left=left, warming_up=drawn == 0, force=force)
+                        elapsed=elapsed, left=left, warming_up=drawn == 0, force=force, reading=checkpoint)
 
     def wait(seconds: float, drawn: int):
         """_wait, in slices short enough for a progress line, with the draws made meanwhile extrapolated."""

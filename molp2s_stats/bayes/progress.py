@@ -49,13 +49,13 @@ class Progress:
         self.stream.flush()
 
     def update(self, *, attempt: int, drawn: int, max_draws: int, divergences: int | None, elapsed: float,
-               left: float | None, warming_up: bool = False, force: bool = False) -> None:
+               left: float | None, warming_up: bool = False, force: bool = False, reading: int | None = None) -> None:
         now = self.clock()
         if not force and self._last is not None and now - self._last < (1.0 if self.terminal else self.every):
             return
         self._last = now
         text = status_text(attempt=attempt, drawn=drawn, max_draws=max_draws, divergences=divergences,
-                           elapsed=elapsed, left=left, warming_up=warming_up)
+                           elapsed=elapsed, left=left, warming_up=warming_up, reading=reading)
         if self.terminal:
             filled = 0 if warming_up or max_draws <= 0 else min(BAR_WIDTH, round(BAR_WIDTH * drawn / max_draws))
             self.stream.write(f"\r[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {text}\033[K")
@@ -72,13 +72,18 @@ class Progress:
 
 
 def status_text(*, attempt: int, drawn: int, max_draws: int, divergences: int | None, elapsed: float,
-                left: float | None, warming_up: bool = False) -> str:
-    """One progress line, e.g. ``attempt 1: 400 of at most 2400 draws a chain, 0 divergences, 35 s, about 20 s left``."""
+                left: float | None, warming_up: bool = False, reading: int | None = None) -> str:
+    """One progress line, e.g. ``attempt 1: 400 of at most 2400 draws a chain, 0 divergences, 35 s, about 20 s left``.
+
+    A run that stops when its gate passes cannot know its end: with ``reading`` (the draws a chain at
+    which the gate is next read) the time is to that reading, and the line says so."""
     what = "warming up" if warming_up else f"{drawn} of at most {max_draws} draws a chain"
     parts = [f"attempt {attempt}: {what}"]
     if divergences is not None and not warming_up:
         parts.append(f"{divergences} divergence{'s' if divergences != 1 else ''}")
     parts.append(f"{elapsed:.0f} s")
-    if left is not None:
+    if left is not None and reading is not None and not warming_up:
+        parts.append(f"the gate read at {reading} draws in about {max(left, 0.0):.0f} s")
+    elif left is not None:
         parts.append(f"about {max(left, 0.0):.0f} s left")
     return ", ".join(parts)

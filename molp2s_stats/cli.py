@@ -176,9 +176,7 @@ def load_command(
         con = store.connect(db, wait=wait)
         loads_before = _loads(con)
     except KeyboardInterrupt:  # while the schema was being made: nothing is loaded yet
-        if not existed:
-            for leftover in (Path(db), Path(f"{db}.wal")):
-                leftover.unlink(missing_ok=True)
+        _remove_new_database(db, existed)
         raise
     try:
         summary = ingest.load(con, benchmark=benchmark, responses=files, fmt=fmt, model=model, task_ids=task_ids)
@@ -199,9 +197,7 @@ def load_command(
             con.close()
         except duckdb.Error:  # a store that failed (a full disk) may fail to close too: the file goes below
             pass
-        if not existed:  # leave no half-made database behind
-            for leftover in (Path(db), Path(f"{db}.wal")):
-                leftover.unlink(missing_ok=True)
+        _remove_new_database(db, existed)
         if interrupted:
             raise KeyboardInterrupt from None  # the command wrapper says it in one line, exit 130
         if not isinstance(exc, InputError):
@@ -213,6 +209,13 @@ def load_command(
     except KeyboardInterrupt:
         typer.echo("interrupted after the load was committed: it is in the database whole", err=True)
         raise typer.Exit(130) from None
+
+
+def _remove_new_database(db: Path, existed: bool) -> None:
+    """Leave no half-made database behind: the file (and its WAL) a failed load created, not one it found."""
+    if not existed:
+        for leftover in (Path(db), Path(f"{db}.wal")):
+            leftover.unlink(missing_ok=True)
 
 
 def _loads(con) -> tuple[int, int]:

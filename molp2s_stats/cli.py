@@ -175,16 +175,15 @@ def load_command(
     try:
         con = store.connect(db, wait=wait)
         loads_before = _loads(con)
-    except KeyboardInterrupt:  # while the schema was being made: nothing is loaded yet
+    except (KeyboardInterrupt, RuntimeError) as exc:  # while the schema was being made: nothing is loaded yet
         _remove_new_database(db, existed)
+        if _interrupted(exc):
+            raise KeyboardInterrupt from None
         raise
     try:
         summary = ingest.load(con, benchmark=benchmark, responses=files, fmt=fmt, model=model, task_ids=task_ids)
     except (InputError, KeyboardInterrupt, duckdb.Error, RuntimeError) as exc:
-        # Ctrl-C inside DuckDB comes back as its own error ("Query interrupted", or a scan of a Python
-        # object that failed with KeyboardInterrupt): an interrupt all the same
-        interrupted = isinstance(exc, KeyboardInterrupt) or any(
-            sign in str(exc) for sign in ("Query interrupted", "KeyboardInterrupt"))
+        interrupted = _interrupted(exc)
         if isinstance(exc, RuntimeError) and not isinstance(exc, duckdb.Error) and not interrupted:
             raise  # a bug, with its traceback
         # an interrupt may land just after the load's COMMIT: what the database holds says which it was
@@ -209,6 +208,13 @@ def load_command(
     except KeyboardInterrupt:
         typer.echo("interrupted after the load was committed: it is in the database whole", err=True)
         raise typer.Exit(130) from None
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Ctrl-C, also as DuckDB reports it from inside a query ("Query interrupted", or a scan of a Python
+    object that failed with KeyboardInterrupt)."""
+    return isinstance(exc, KeyboardInterrupt) or any(sign in str(exc) for sign in ("Query interrupted",
+                                                                                   "KeyboardInterrupt"))
 
 
 def _remove_new_database(db: Path, existed: bool) -> None:

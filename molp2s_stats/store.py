@@ -182,7 +182,10 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
     try:
         yield con
     except BaseException:
-        con.execute("ROLLBACK")
+        try:
+            con.execute("ROLLBACK")
+        except duckdb.Error:  # a connection DuckDB closed (interrupted inside a query) holds no transaction
+            pass  # to roll back: uncommitted work is gone with it; the first error is the one to report
         raise
     con.execute("COMMIT")
 

@@ -8,6 +8,7 @@ calls when it calls it.
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import sys
 import time
@@ -23,7 +24,7 @@ from .defaults import (CONDITIONS, DB_ENV_VAR, DEFAULT_BENCHMARK, DEFAULT_DB, DE
 from .errors import UsageError
 from .glossary import METRICS
 from .lazy import lazy_import
-from .output import Format, emit, leaderboard, resolve_format
+from .output import Format, emit, leaderboard, replacing_folder, resolve_format
 
 pl = lazy_import("polars")
 duckdb = lazy_import("duckdb")
@@ -45,10 +46,20 @@ app = typer.Typer(
 )
 
 
+DEBUG_ENV_VAR = "MOLP2S_DEBUG"
+_debug_flag = False
+
+
 @app.callback()
-def _entry() -> None:
+def _entry(
+    debug: Annotated[bool, typer.Option(
+        "--debug", help=f"Show the Python traceback behind an error message (or set {DEBUG_ENV_VAR}=1).")] = False,
+) -> None:
     """Before every command: third-party notices known to be harmless stay quiet, and Ctrl-C interrupts."""
     import signal
+
+    global _debug_flag
+    _debug_flag = debug  # set on every invocation, so one run's --debug does not outlive it in a test process
 
     from .notices import silence_known_notices
 
@@ -89,8 +100,14 @@ def _outcomes(con, exclude: Path | None):
     return kept, channels, models
 
 
+def _debugging() -> bool:
+    return _debug_flag or os.environ.get(DEBUG_ENV_VAR, "") not in ("", "0")
+
+
 def _fail(message: str, code: int = 2) -> None:
     typer.echo(f"error: {message}", err=True)
+    if _debugging() and sys.exc_info()[0] is not None:
+        raise  # the line above, then the traceback that led to it (--debug)
     raise typer.Exit(code)
 
 
@@ -945,16 +962,13 @@ def report_command(
 
     Example: molp2s report --db runs.duckdb --fit fit.nc --out site/
     """
-    import os
-
     from .report import context, render
 
     if engine not in ("auto", "quarto", "jupyter"):
         raise UsageError("--engine must be auto, quarto or jupyter")
     if engine == "quarto" and not shutil.which("quarto"):
         raise UsageError("--engine quarto: quarto is not on PATH (use --engine jupyter)")
-    env = {"MOLP2S_SEED": str(seed), "MOLP2S_BOOTSTRAP": str(bootstrap),
-           "MOLP2S_REPORT_TABLES": str((out / "tables").resolve())}
+    env = {"MOLP2S_SEED": str(seed), "MOLP2S_BOOTSTRAP": str(bootstrap)}
     if db is not None:
         if not db.exists():
             raise UsageError(f"{db}: no such database (make one with `molp2s load`)")
@@ -978,10 +992,15 @@ def report_command(
         except FileNotFoundError as exc:
             raise UsageError(str(exc)) from exc
     try:
-        # on Quarto, the kernels and the post-render script run on this Python (render.quarto_environment)
-        used = render.render_site(REPORTS, out, env, engine=engine, log=lambda line: typer.echo(line, err=True))
+        # the site is rendered beside --out and takes its place only when every page is done: an
+        # interrupted or failed render leaves the previous site whole (tables/ included)
+        with replacing_folder(out) as partial:
+            env["MOLP2S_REPORT_TABLES"] = str((partial / "tables").resolve())
+            # on Quarto, the kernels and the post-render script run on this Python (render.quarto_environment)
+            used = render.render_site(REPORTS, partial, env, engine=engine,
+                                      log=lambda line: typer.echo(line, err=True))
     except render.RenderError as exc:
-        _fail(str(exc))
+        _fail(f"{exc}; {out} is as it was")
     typer.echo(f"rendered {REPORTS} into {out} with {used} in {time.perf_counter() - started:.0f} s")
 
 

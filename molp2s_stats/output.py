@@ -81,6 +81,39 @@ def replacing(path: Path | str):
         raise
 
 
+
+@contextlib.contextmanager
+def replacing_folder(path: Path | str):
+    """A temporary folder beside ``path`` to fill, put in ``path``'s place only once it is complete.
+
+    For outputs that are many files (the report site): an interrupted or failed render leaves
+    the previous folder as it was. Two renames swap the folders (a folder cannot replace a
+    non-empty one in one step): the old one steps aside, the new one takes its name, and only
+    then is the old one removed; an interrupt between the two renames leaves the old folder,
+    whole, under ``.<name>.previous-<pid>`` beside it, which the error message names.
+    """
+    import shutil
+
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
+    previous = path.with_name(f".{path.name}.previous-{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    try:
+        yield partial
+        if path.exists():
+            os.replace(path, previous)
+        try:
+            os.replace(partial, path)
+        except BaseException:
+            if previous.exists() and not path.exists():
+                os.replace(previous, path)
+            raise
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    shutil.rmtree(previous, ignore_errors=True)
+
 def emit(frame: pl.DataFrame, fmt: Format | None, out: Path | None, *, title: str | None = None) -> None:
     """Print or write ``frame``; Parquet needs a file. A file is written whole or not at all (``replacing``)."""
     fmt = resolve_format(fmt, out)

@@ -51,6 +51,22 @@ def test_a_damaged_database_is_a_message(database, tmp_path, how, says):
     assert result.exception is None or isinstance(result.exception, SystemExit)  # a message, not an exception
 
 
+
+@pytest.mark.parametrize("how", ["--debug", "MOLP2S_DEBUG"])
+def test_debug_shows_the_traceback_behind_the_message(database, tmp_path, monkeypatch, how):
+    path = _damaged(database, tmp_path, "text")
+    monkeypatch.setenv("MOLP2S_DEBUG", "0")  # 0 is off; and the variable is restored after the test
+    arguments = ["metrics", "--db", str(path), "--bootstrap", "0"]
+    if how == "--debug":
+        arguments.insert(0, "--debug")
+    else:
+        monkeypatch.setenv("MOLP2S_DEBUG", "1")
+    result = CliRunner().invoke(app, arguments)
+    assert f"error: {path}: not a DuckDB database file" in result.output  # the line first
+    assert result.exit_code != 0 and result.exception is not None and not isinstance(result.exception, SystemExit)
+    cause = result.exception.__cause__ or result.exception.__context__  # DuckDB's own error, behind ours
+    assert "duckdb" in type(cause).__module__
+
 def test_explain_failure_reads_what_duckdb_says():
     assert store.explain_failure(OSError("IO Error: No space left on device"), "a.duckdb").startswith(
         "a.duckdb: the disk is full or the file is over its size limit")

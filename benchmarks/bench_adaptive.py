@@ -48,6 +48,8 @@ from scipy import stats
 
 from molp2s_stats import metrics, resample, subsample
 
+import _provenance  # benchmarks/_provenance.py: where and when the results were measured
+
 SCHEMA = {"data": pl.String, "held_out": pl.String, "strongest": pl.Boolean, "budget": pl.Float64,
           "families": pl.Int64, "seed": pl.Int64, "channel": pl.String, "truth": pl.Float64,
           "estimate": pl.Float64, "conf_low": pl.Float64, "conf_high": pl.Float64, "predicted_half_width": pl.Float64,
@@ -287,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only-strongest", action="store_true", help="hold out the strongest model alone")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/adaptive.csv"))
     args = parser.parse_args(argv)
+    if args.out:
+        _provenance.record(args.out, __file__, argv)
     budgets = [float(b) for b in args.budgets.split(",")]
     done = pl.read_csv(args.out, schema=SCHEMA) if args.out.exists() else pl.DataFrame(schema=SCHEMA)
     keys = set(done.select("data", "held_out", "budget", "seed").iter_rows())

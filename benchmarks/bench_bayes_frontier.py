@@ -37,6 +37,8 @@ from molp2s_stats.bayes import fit as bayes_fit
 from molp2s_stats.bayes import health, posterior
 from molp2s_stats.bayes.synthetic import Shape, simulate_cells
 
+import _provenance  # benchmarks/_provenance.py: where and when the results were measured
+
 FRONTIER = Shape("frontier", models=5, channels=2, families=136, ability=(2.5, 3.0, 3.5, 4.0, 4.0))
 CEILING_PAIR = ("m03", "m04")
 CERTAIN = 0.975
@@ -100,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=None, help="the fit's time budget (default: the fit's)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "bayes_frontier.csv")
     args = parser.parse_args(argv)
+    if args.out:
+        _provenance.record(args.out, __file__, argv)
     shape = Shape(FRONTIER.name, models=FRONTIER.models, channels=FRONTIER.channels, families=args.families,
                   ability=FRONTIER.ability)
     options = {} if args.budget is None else {"budget": args.budget}

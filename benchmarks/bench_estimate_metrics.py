@@ -36,6 +36,8 @@ import bench_adaptive
 from molp2s_stats import metrics, subsample
 from molp2s_stats.glossary import METRICS
 
+import _provenance  # benchmarks/_provenance.py: where and when the results were measured
+
 ESTIMATED = tuple(m for m in METRICS if m != "random_baseline")  # the baseline needs no answers
 SCHEMA = {"data": pl.String, "held_out": pl.String, "budget": pl.Float64, "seed": pl.Int64, "channel": pl.String,
           "metric": pl.String, "truth": pl.Float64, "near_bound": pl.Boolean, "estimate": pl.Float64,
@@ -100,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default="", help="comma-separated held-out models (default: every model)")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/estimate_metrics.csv"))
     args = parser.parse_args(argv)
+    if args.out:
+        _provenance.record(args.out, __file__, argv)
     budgets = [float(b) for b in args.budgets.split(",")]
     done = pl.read_csv(args.out, schema=SCHEMA) if args.out.exists() else pl.DataFrame(schema=SCHEMA)
     keys = set(done.select("data", "held_out", "budget", "seed").iter_rows())

@@ -31,6 +31,8 @@ from pathlib import Path
 
 import polars as pl
 
+import _provenance  # benchmarks/_provenance.py: where and when the results were measured
+
 COLUMNS = ("models", "channels", "families", "seed", "cells", "parameters", "estimate", "seconds", "min_ess",
            "ess_per_second", "passed", "attempts", "draws_per_chain", "divergences", "r_hat_max", "peak_mb")
 
@@ -84,6 +86,8 @@ def main() -> None:
     parser.add_argument("--device", default=None, help="cpu or gpu: where the gradient runs (default: JAX's default)")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # models,channels,families,seed: one fit
     args = parser.parse_args()
+    if args.out and not args.one:
+        _provenance.record(args.out, __file__)
     if args.one:
         models, channels, families, seed = map(int, args.one.split(","))
         print(json.dumps(fit_one(models, channels, families, seed, args.budget, args.device)))

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -36,6 +35,8 @@ import polars as pl
 from molp2s_stats.bayes import fit as bayes_fit
 from molp2s_stats.bayes import health, posterior
 from molp2s_stats.bayes.synthetic import Shape, simulate_cells
+
+import _provenance  # benchmarks/_provenance.py: where and when the results were measured
 
 SHAPES = {
     shape.name: shape for shape in (
@@ -97,6 +98,19 @@ def fit_one(shape: Shape, seed: int, budget: float | None) -> dict:
             "covered_responsiveness": covered["responsiveness"]}
 
 
+def summarise(table: pl.DataFrame) -> pl.DataFrame:
+    """One row per shape: fits, the share that passed the gate (and on the first attempt), the time
+    (median, slowest), the 90% HDIs' coverage of the truth, and the parameter slowest to mix most often."""
+    return (table.group_by("shape", maintain_order=True).agg(
+        fits=pl.len(), passed_pct=(100 * pl.col("passed").mean()).round(0),
+        first_attempt_pct=(100 * (pl.col("passed") & (pl.col("attempts") == 1)).mean()).round(0),
+        most_attempts=pl.col("attempts").max(), median_seconds=pl.col("seconds").median().round(0),
+        slowest_seconds=pl.col("seconds").max().round(0),
+        covered_reliance_pct=(100 * pl.col("covered_reliance").mean()).round(0),
+        covered_responsiveness_pct=(100 * pl.col("covered_responsiveness").mean()).round(0),
+        slowest_parameter=pl.col("ess_bulk_min_parameter").mode().first()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
@@ -105,6 +119,8 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=None, help="seconds (default: the fit's own)")
     parser.add_argument("--out", type=Path, default=None, help="CSV of every fit (appended; resumes)")
     args = parser.parse_args()
+    if args.out:
+        _provenance.record(args.out, __file__)
     names = [n for name in args.shapes.split(",")
              for n in (list(LEADERBOARD) if name == "leaderboard" else [name])]
     unknown = [n for n in names if n not in SHAPES]
@@ -127,17 +143,10 @@ def main() -> None:
                 with args.out.open("a") as handle:
                     frame.write_csv(handle, include_header=handle.tell() == 0)
     table = pl.DataFrame(rows).filter(pl.col("shape").is_in(names))
-    print(f"\n{'shape':<22} {'fits':>4} {'passed':>7} {'first try':>9} {'median s':>9} {'max s':>7} "
-          f"{'cover rel':>9} {'cover cf':>8}  slowest parameter (most often)")
-    for name in names:
-        part = table.filter(pl.col("shape") == name)
-        if part.height == 0:
-            continue
-        slowest = part["ess_bulk_min_parameter"].mode().to_list()[0]
-        print(f"{name:<22} {part.height:>4} {part['passed'].mean():>7.0%} "
-              f"{(part['passed'] & (part['attempts'] == 1)).mean():>9.0%} {statistics.median(part['seconds']):>9.1f} "
-              f"{part['seconds'].max():>7.1f} {part['covered_reliance'].mean():>9.0%} "
-              f"{part['covered_responsiveness'].mean():>8.0%}  {slowest}")
+    print()
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, tbl_hide_dataframe_shape=True,
+                   tbl_hide_column_data_types=True):
+        print(summarise(table).filter(pl.col("shape").is_in(names)))
     print(f"\nall shapes: {table['passed'].mean():.1%} of {table.height} fits passed the gate; "
           f"90% HDIs covered the truth in {table['covered_reliance'].mean():.0%} (reliance) and "
           f"{table['covered_responsiveness'].mean():.0%} (cf accuracy) of cells")

@@ -47,6 +47,8 @@ from scipy import optimize, special
 
 from molp2s_stats import intervals, resample
 
+import _provenance  # benchmarks/_provenance.py: where and when the results were measured
+
 TRUTHS = (0.0, 0.005, 0.03, 0.5, 0.9, 0.97, 0.995, 1.0)
 FAMILIES = (30, 136, 389)
 SPREADS = ("0", "1", "1.5", "mix")
@@ -224,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a small grid (136 families, spreads 0 and 1.5, "
                         "one sample, 40 replicates): seconds, for the smoke test")
     args = parser.parse_args(argv)
+    if not args.quick:
+        _provenance.record(args.out, __file__, argv)
     grid = list(itertools.product(TRUTHS, FAMILIES, SPREADS, SAMPLES))
     reps = args.replicates
     if args.quick:

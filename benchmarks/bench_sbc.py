@@ -32,6 +32,8 @@ from molp2s_stats.bayes import calibration, predictive
 from molp2s_stats.bayes.synthetic import Shape, simulate_cells
 from molp2s_stats.report import charts
 
+import _provenance  # benchmarks/_provenance.py: where and when the results were measured
+
 STUDY = Shape("sbc", models=2, channels=2, families=24)
 
 
@@ -67,6 +69,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/sbc_ranks.csv"))
     parser.add_argument("--figure", type=Path, default=Path("benchmarks/results/sbc_ranks.svg"))
     args = parser.parse_args()
+    if args.out:
+        _provenance.record(args.out, __file__)
     data, _ = simulate_cells(STUDY, args.seed)
     cells = predictive.Cells.from_data(data)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -243,6 +243,15 @@ def _page_html(title: str, body: str, links: list[tuple[str, str]], current: Pag
 
 _HEADING = re.compile(r'<h([1-6]) id="[^"]*">(.*?)</h\1>', re.DOTALL)
 _CELL_ID = re.compile(r' id="cell-id=([^"]*)"')
+# a relative link to a page's source: no scheme (no ':'), a .qmd path, perhaps an anchor
+_SOURCE_LINK = re.compile(r'href="([^":?#]+)\.qmd(#[^"]*)?"')
+
+
+def _output_links(body: str) -> str:
+    """A link to another page's .qmd points at its .html, as Quarto rewrites links to the project's
+    inputs into links to their outputs (quarto-cli src/project/types/website/website-navigation.ts,
+    the navigation postprocessor's resolveInputTarget)."""
+    return _SOURCE_LINK.sub(lambda m: f'href="{m.group(1)}.html{m.group(2) or ""}"', body)
 
 
 def _quarto_ids(body: str, labels: dict[str, str]) -> str:
@@ -262,7 +271,7 @@ def _quarto_ids(body: str, labels: dict[str, str]) -> str:
             used[ident] = 0
         return f'<h{level} id="{ident}">{inner}</h{level}>'
 
-    body = _HEADING.sub(heading, body)
+    body = _output_links(_HEADING.sub(heading, body))
     return _CELL_ID.sub(lambda m: f' id="{html.escape(labels[m.group(1)])}"' if m.group(1) in labels else "", body)
 
 

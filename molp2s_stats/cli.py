@@ -21,7 +21,7 @@ from . import bayes  # constants only: bayes/__init__ imports nothing
 from .defaults import (CONDITIONS, DB_ENV_VAR, DEFAULT_BENCHMARK, DEFAULT_DB, DEFAULT_DRAWS, DEFAULT_MAX_PEAKS,
                        DEFAULT_PAIRED_DRAWS, DEFAULT_RESPONSES, INTERVAL_HELP, REPORTS, SIMULATION_SEED,
                        load_default_data)
-from .errors import UsageError
+from .errors import UsageError, unknown_name
 from .glossary import METRICS
 from .lazy import lazy_import
 from .output import Format, emit, leaderboard, replacing_folder, resolve_format
@@ -146,14 +146,21 @@ def _known_channels(requested: list[str] | None, channels: list[str]) -> list[st
         return channels
     unknown = [c for c in requested if c not in channels]
     if unknown:
-        raise UsageError(f"unknown channel(s) {unknown}; known: {', '.join(channels)}")
+        raise UsageError(unknown_name("channel", "--channel", unknown, channels))
     return [c for c in channels if c in requested]
 
 
-def _open(db: Path, *, read_only: bool = True) -> duckdb.DuckDBPyConnection:
-    """The database, holding a benchmark (a StoreError prints as one line, see ``command``)."""
+def _open(db: Path, *, read_only: bool = True, responses: bool = False,
+          instead: str | None = None) -> duckdb.DuckDBPyConnection:
+    """The database, holding a benchmark (and responses, where the command scores them); a StoreError
+    prints as one line, see ``command``. A database that is not there is never created here: the
+    error says how to build it, or ``instead`` what else to type."""
+    if not Path(db).exists():
+        raise store.StoreError(store.missing_database(db, instead=instead))
     con = store.connect(db, read_only=read_only)
     store.require_benchmark(con, str(db))
+    if responses:
+        store.require_responses(con, str(db))
     return con
 
 
@@ -185,6 +192,7 @@ def load_command(
         task_ids = dict(mapping.select("sample_id", "task_id").iter_rows())
     if benchmark is None and not files:
         _fail("nothing to load: give --benchmark DIR and/or --responses FILE ...")
+    _require_inputs(benchmark, files)
     # resolved before the load starts: a Ctrl-C during this import is then an interrupt, not a failed lookup
     from .ingest.errors import InputError
 
@@ -218,13 +226,39 @@ def load_command(
             raise KeyboardInterrupt from None  # the command wrapper says it in one line, exit 130
         if not isinstance(exc, InputError):
             raise  # a failure of the store: the command wrapper says it in one line
-        _fail(f"{exc}\nnothing was loaded; the database is unchanged")
+        _fail(f"{exc}; nothing was loaded, the database is unchanged")
     con.close()
     try:
         _report_load(summary)
     except KeyboardInterrupt:
         typer.echo("interrupted after the load was committed: it is in the database whole", err=True)
         raise typer.Exit(130) from None
+
+
+def _require_inputs(benchmark: Path | None, files: list[Path]) -> None:
+    """A benchmark or response path that is not there is named before the database is opened, with
+    the path meant where one beside it is close (a quoted pattern is left to the loader)."""
+    if benchmark is not None and not benchmark.exists():
+        _fail(_no_such_input(benchmark, "--benchmark", "folder", DEFAULT_BENCHMARK))
+    for path in files:
+        if not path.exists() and not any(c in str(path) for c in "*?["):
+            _fail(_no_such_input(path, "--responses", "file or folder", DEFAULT_RESPONSES))
+
+
+def _no_such_input(path: Path, option: str, what: str, default: Path) -> str:
+    """``<path>: no such <what>; did you mean <option> <close path>?`` (or the package's default data)."""
+    import difflib
+
+    from .defaults import shown_path
+
+    try:
+        names = sorted(p.name for p in path.parent.iterdir())
+    except OSError:  # no such folder either, or one that cannot be listed
+        names = []
+    close = [path.parent / name for name in difflib.get_close_matches(path.name, names, n=2)]
+    hint = (f"did you mean {' or '.join(f'{option} {c}' for c in close)}?" if close else
+            f"the package's default data is {option} {shown_path(default)};")
+    return f"{path}: no such {what}; {hint} nothing was loaded"
 
 
 def _interrupted(exc: BaseException) -> bool:
@@ -311,7 +345,7 @@ def prompts_command(
         if name not in CONDITIONS:
             raise UsageError(f"--condition must be one of {', '.join(CONDITIONS)}, got {name!r}")
     if db is not None:
-        con = _open(db)
+        con = _open(db, instead="leave out --db to read the package's benchmark")
         tables = prompts.benchmark_tables(con)
         con.close()
     else:
@@ -355,7 +389,7 @@ def metrics_command(
 
     Example: molp2s metrics --metric pgr --metric cfr --bootstrap 2000 --seed 1 --format csv --out metrics.csv
     """
-    con = _open(db)
+    con = _open(db, responses=True)
     outcomes, channels, models = _outcomes(con, exclude)
     result = metrics.compute_metrics(outcomes, channels=_known_channels(channel, channels), models=models,
                                      metrics=tuple(metric) if metric else metrics.METRICS,
@@ -385,7 +419,7 @@ def plan_command(
     Example: molp2s plan --db runs.duckdb --fraction 0.15 --seed 1 --out plan.csv
     then: molp2s prompts --db runs.duckdb --families plan.csv --format openai-batch --model NEW --out requests.jsonl
     """
-    con = _open(db, read_only=False)
+    con = _open(db, read_only=False, responses=True)
     plan = subsample.plan_from_db(con, fraction=fraction, families=families,
                                   channels=_known_channels(channel, metrics.read_channels_and_models(con)[0]),
                                   seed=seed)
@@ -438,7 +472,7 @@ def estimate_command(
 
     Example: molp2s estimate --db runs.duckdb --model new-model --format csv --out estimate.csv
     """
-    con = _open(db)
+    con = _open(db, responses=True)
     result, note = subsample.estimate_from_db(con, model, plan_id=plan,
                                               metrics=tuple(metric) if metric else metrics.METRICS,
                                               conf_level=conf_level, seed=seed, draws=bootstrap)
@@ -472,7 +506,7 @@ def explanations_command(
     """
     from . import explanations
 
-    con = _open(db)
+    con = _open(db, responses=True)
     known, _ = metrics.read_channels_and_models(con)
     chosen = _known_channels(channel, known)
     if per_response:
@@ -507,14 +541,13 @@ def compare_inputs_command(
     """
     if condition not in CONDITIONS:
         _fail(f"--condition must be one of {', '.join(CONDITIONS)}")
-    con = _open(db)
+    con = _open(db, responses=True)
     channels, models = metrics.read_channels_and_models(con)
-    for name in (from_channel, to_channel):
+    for option, name in (("--from", from_channel), ("--to", to_channel)):
         if name not in channels:
-            _fail(f"unknown channel {name!r}; known: {', '.join(channels)}")
-    for name in model or []:
-        if name not in models:
-            _fail(f"unknown model {name!r}; known: {', '.join(models)}")
+            _fail(unknown_name("channel", option, [name], channels))
+    if unknown := [name for name in model or [] if name not in models]:
+        _fail(unknown_name("model", "--model", unknown, models))
     outcomes = compare.read_condition_outcomes(con, channels=[from_channel, to_channel], condition=condition)
     result = compare.paired_inputs(outcomes, from_channel=from_channel, to_channel=to_channel,
                                    condition=condition, models=model or models, draws=bootstrap,
@@ -547,7 +580,12 @@ def transitions_command(
         _fail(f"--condition must be one of {', '.join(CONDITIONS)}")
     if (model_a is None) != (model_b is None):
         _fail("give both --model-a and --model-b, or neither")
-    con = _open(db)
+    con = _open(db, responses=True)
+    channels, models = metrics.read_channels_and_models(con)
+    _known_channels([channel], channels)
+    for option, name in (("--model-a", model_a), ("--model-b", model_b)):
+        if name is not None and name not in models:
+            _fail(unknown_name("model", option, [name], models))
     outcomes = compare.read_condition_outcomes(con, channels=[channel], condition=condition)
     if outcomes.height == 0:
         _fail(f"no cohort tasks for channel {channel!r} and condition {condition!r}")
@@ -597,10 +635,10 @@ def stability_command(
 
     Example: molp2s stability --metric reliance_margin --macro --sizes 25,50,75,100,125 --subsets 1000 --seed 1
     """
-    con = _open(db)
+    con = _open(db, responses=True)
     outcomes, channels, models = _outcomes(con, exclude)
+    chosen = _known_channels(channel, channels)  # a misspelt channel is said before any note
     models = _ranked(con, models)
-    chosen = _known_channels(channel, channels)
     size_list = tuple(int(part) for part in sizes.split(",") if part.strip())
     groups = 1 if macro else len(chosen)
     from rich.progress import Progress
@@ -645,11 +683,12 @@ def ranks_command(
 
     Example: molp2s ranks --metric pgr --channel ir
     """
-    con = _open(db)
+    con = _open(db, responses=True)
     outcomes, channels, models = _outcomes(con, exclude)
+    chosen = _known_channels(channel, channels)  # a misspelt channel is said before any note
     models = _ranked(con, models)
     ranges, probabilities = stability.rank_intervals(
-        outcomes, score=score, channels=_known_channels(channel, channels), models=models, draws=bootstrap,
+        outcomes, score=score, channels=chosen, models=models, draws=bootstrap,
         seed=seed, conf_level=conf_level)
     for saturated in stability.saturated_channels(ranges):
         typer.echo(f"saturated: {saturated}: the top models are at the ceiling; these families cannot separate "
@@ -673,7 +712,7 @@ def power_command(
 
     Example: molp2s power --families 136 --difference 10
     """
-    con = _open(db)
+    con = _open(db, responses=True)
     outcomes, channels, _ = metrics.read_family_outcomes(con)
     table = power.power_table(outcomes, channels=_known_channels(channel, channels), families=families,
                               alpha=alpha, power=target_power, difference=difference)
@@ -692,7 +731,7 @@ def frequentist_command(
 
     Example: molp2s frequentist --metric acc_source --format csv
     """
-    con = _open(db)
+    con = _open(db, responses=True)
     outcomes, channels, models = metrics.read_family_outcomes(con)
     result = metrics.frequentist_companions(outcomes, channels=channels, models=models,
                                             metrics=tuple(metric) if metric else metrics.METRICS,
@@ -744,7 +783,7 @@ def audit_command(
         raise UsageError("--q must be between 0 and 1")
     if replicates < 99:
         raise UsageError("--replicates must be at least 99")
-    con = _open(db)
+    con = _open(db, responses=True)
     findings = audit.audit(con, q=q, replicates=replicates, seed=seed).sort(
         pl.col("flag").replace_strict({f: i for i, f in enumerate(audit.FLAGS)}), -pl.col("score"), "family_id",
         "channel")
@@ -848,7 +887,9 @@ def fit_command(
 
     if sampler not in bayes.SAMPLERS:  # before the data are read: a misspelt sampler fails at once
         raise UsageError(f"--sampler must be one of {', '.join(bayes.SAMPLERS)}")
-    con = _open(db)
+    con = _open(db, responses=True)
+    if channel:
+        _known_channels(channel, metrics.read_channels_and_models(con)[0])
     data = bayes_data.read_model_data(con, channels=channel or None)
     previous = _warm_start_fit(warm_start)
     progress = Progress()
@@ -971,7 +1012,7 @@ def report_command(
     env = {"MOLP2S_SEED": str(seed), "MOLP2S_BOOTSTRAP": str(bootstrap)}
     if db is not None:
         if not db.exists():
-            raise UsageError(f"{db}: no such database (make one with `molp2s load`)")
+            raise UsageError(store.missing_database(db, instead="leave out --db to report on the default data"))
         env["MOLP2S_DB"] = str(db.resolve())
     if fit_file is not None:
         if not fit_file.exists():

@@ -42,6 +42,25 @@ INTERVAL_HELP = ("Intervals: the family bootstrap's percentile interval in the m
 CONDITIONS = ("none", "source", "shuffled", "cf")
 
 
+def shown_path(path: Path) -> str:
+    """A package path as a user in the current folder would type it: ``data/benchmark`` from a
+    checkout's root (or beside a ``data`` link to it), else relative when below, else absolute."""
+    import os
+
+    here = Path.cwd()
+    if path.is_relative_to(DATA.parent):
+        typed = path.relative_to(DATA.parent)  # data/benchmark
+        if (here / typed).resolve() == path.resolve():
+            return typed.as_posix()
+    relative = os.path.relpath(path, here)
+    return relative if not relative.startswith("..") else str(path)
+
+
+def default_data_options() -> str:
+    """``--benchmark … --responses …`` of the package's default data, as typed from the current folder."""
+    return f"--benchmark {shown_path(DEFAULT_BENCHMARK)} --responses {shown_path(DEFAULT_RESPONSES)}"
+
+
 def default_response_files() -> list[Path]:
     return sorted(p for p in DEFAULT_RESPONSES.iterdir() if p.suffix in (".jsonl", ".csv", ".parquet"))
 

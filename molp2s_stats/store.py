@@ -96,6 +96,27 @@ def explain_failure(error: BaseException, path: object = None) -> str | None:
     return None
 
 
+def _db_option(path: object) -> str:
+    """`` --db PATH`` as a command names the database, or nothing for the default one."""
+    return "" if str(path) == DEFAULT_DB else f" --db {path}"
+
+
+def missing_database(path: object, *, instead: str | None = None) -> str:
+    """One line for a database file that is not there: the ``molp2s load`` that builds it from the
+    package's default data, then ``instead`` (what else to type), by default the default database
+    where that one is here."""
+    from .defaults import default_data_options
+
+    line = (f"{path}: no such database; build it from the default data with "
+            f"`molp2s load {default_data_options()}{_db_option(path)}`")
+    if instead:
+        line += f", or {instead}"
+    elif str(path) != DEFAULT_DB and Path(DEFAULT_DB).exists():
+        leave = "unset MOLP2S_DB" if os.environ.get(DB_ENV_VAR) == str(path) else "leave out --db"
+        line += f", or {leave} to use the default {DEFAULT_DB}"
+    return line
+
+
 def default_db_path() -> str:
     """``$MOLP2S_DB`` when set, else ``molp2s.duckdb`` in the current folder."""
     return os.environ.get(DB_ENV_VAR, DEFAULT_DB)
@@ -122,7 +143,7 @@ def connect(path: str | os.PathLike[str], *, read_only: bool = False, wait: floa
     """
     path = str(path)
     if read_only and not Path(path).exists():
-        raise StoreError(f"{path}: no such database; create it with `molp2s load`")
+        raise StoreError(missing_database(path))
     deadline = time.monotonic() + wait
     while True:
         try:
@@ -207,4 +228,18 @@ def require_benchmark(con: duckdb.DuckDBPyConnection, path: str) -> None:
     except duckdb.CatalogException:
         loaded = 0
     if not loaded:
-        raise StoreError(f"{path}: no benchmark loaded; run `molp2s load --benchmark DIR`")
+        raise StoreError(f"{path}: no benchmark loaded; run `molp2s load --benchmark DIR{_db_option(path)}`")
+
+
+def require_responses(con: duckdb.DuckDBPyConnection, path: str) -> None:
+    """Raise StoreError unless responses have been loaded (a benchmark alone has nothing to score),
+    naming the ``molp2s load`` to type: the default responses when the default benchmark is loaded."""
+    if fetch_one(con, "SELECT count(*) FROM responses")[0]:
+        return
+    from .defaults import DEFAULT_BENCHMARK, DEFAULT_RESPONSES, shown_path
+
+    loaded = [Path(row[0]) for row in con.execute("SELECT path FROM benchmark").fetchall()]
+    default = any(p.resolve() == DEFAULT_BENCHMARK.resolve() for p in loaded if p.exists())
+    files = shown_path(DEFAULT_RESPONSES) if default else "FILE ..."
+    raise StoreError(f"{path}: a benchmark but no responses loaded; load them with "
+                     f"`molp2s load --responses {files}{_db_option(path)}`")

@@ -32,7 +32,7 @@ import polars as pl
 from scipy import stats
 
 from . import intervals, resample, units
-from .errors import UsageError
+from .errors import UsageError, unknown_name
 from .metrics import METRICS, RESULT_SCHEMA, family_matrices, metric_components, random_baselines
 
 #: The metrics whose predictability decides the strata: the paper's headline figures.
@@ -827,7 +827,7 @@ def estimate_from_db(con, model: str, *, plan_id: str | None = None, metrics: tu
     it was run on found in the database; returns the rows and a note for the user (or None)."""
     coverage = con.sql("SELECT * FROM model_coverage").pl()
     if model not in coverage["model"].to_list():
-        raise UsageError(f"no model {model!r} in the database (models: {', '.join(coverage['model'])})")
+        raise UsageError(unknown_name("model", "--model", [model], coverage["model"].to_list()))
     complete = complete_models(con)
     if model in complete:
         raise UsageError(f"{model} answered every family: `molp2s metrics` gives its figures directly")

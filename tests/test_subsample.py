@@ -217,7 +217,7 @@ def test_estimate_refuses_a_complete_model_and_an_unknown_one(simulated_db):
     result = runner.invoke(app, ["estimate", "--db", str(db), "--model", "sim-1"])
     assert result.exit_code != 0 and "answered every family" in result.output
     result = runner.invoke(app, ["estimate", "--db", str(db), "--model", "nobody"])
-    assert result.exit_code != 0 and "no model 'nobody'" in result.output
+    assert result.exit_code != 0 and "unknown model 'nobody'; " in result.output
 
 
 def test_the_bootstrap_standard_error_agrees_with_the_design_based_one():

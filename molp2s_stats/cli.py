@@ -179,7 +179,7 @@ def load_command(
 ) -> None:
     """Load a benchmark and response files into the database, all or nothing.
 
-    Example: molp2s load --benchmark data/benchmark --responses data/responses/*.parquet --db runs.duckdb
+    Example: molp2s load --benchmark data/benchmark --responses data/responses
     """
     files = list(responses or []) + list(more_files or [])
     task_ids = None
@@ -331,10 +331,10 @@ def prompts_command(
     The prompts never name the condition, the task or the family: source, shuffled and cf
     prompts of one family differ only in the property block.
 
-    Example: molp2s prompts --format openai-batch --model gpt-4o --channel ir --out requests.jsonl
-
     Reasoning models: --format openai-batch --model o3 --reasoning-effort medium, or
     --format anthropic-batch --model claude-sonnet-4-5 --thinking-budget 8000.
+
+    Example: molp2s prompts --format openai-batch --model gpt-4o --channel ir --out requests.jsonl
     """
     if benchmark is not None and db is not None:
         raise UsageError("give --benchmark or --db, not both")
@@ -414,10 +414,10 @@ def plan_command(
     model's outcome is hard to predict from theirs, and those families get more of the budget. The
     plan is recorded in the database, so that `molp2s estimate` can weigh each answered family by
     its chance of being chosen. Prints the requests the plan costs and the expected 95% half-width
-    of each channel's PGR, at this budget and at others beside it.
+    of each channel's PGR, at this budget and at others beside it. Then export the chosen families'
+    prompts with `molp2s prompts --families plan.csv --format openai-batch --model NEW --out requests.jsonl`.
 
-    Example: molp2s plan --db runs.duckdb --fraction 0.15 --seed 1 --out plan.csv
-    then: molp2s prompts --db runs.duckdb --families plan.csv --format openai-batch --model NEW --out requests.jsonl
+    Example: molp2s plan --fraction 0.15 --seed 1 --out plan.csv
     """
     con = _open(db, read_only=False, responses=True)
     plan = subsample.plan_from_db(con, fraction=fraction, families=families,
@@ -470,7 +470,14 @@ def estimate_command(
     estimate stays consistent when the prediction is poor, and the interval says how well it did.
     `method` names the estimator, `n` counts the families answered.
 
-    Example: molp2s estimate --db runs.duckdb --model new-model --format csv --out estimate.csv
+    To try it on the default data, make a partial model from a complete one on the families of the
+    latest plan (`molp2s plan --fraction 0.15 --seed 1 --out plan.csv`), then load it:
+    `molp2s sql "SELECT 'new-model' AS model, task_id, sample, response, choice FROM responses JOIN tasks
+    USING (task_id) JOIN plan_families USING (family_id) WHERE model = 'sim-generalist' AND selected AND
+    plan_id = (SELECT plan_id FROM plans ORDER BY created_at DESC LIMIT 1)" --out new-model.parquet`, then
+    `molp2s load --responses new-model.parquet`.
+
+    Example: molp2s estimate --model new-model --format csv --out estimate.csv
     """
     con = _open(db, responses=True)
     result, note = subsample.estimate_from_db(con, model, plan_id=plan,
@@ -537,7 +544,7 @@ def compare_inputs_command(
     10 or more families' worth of tasks, else the MOVER interval of the gain and loss shares (the
     method column says which).
 
-    Example: molp2s compare-inputs --from vibrational_bundle --to all --model sim-alpha
+    Example: molp2s compare-inputs --from vibrational_bundle --to all --model sim-vibrational-expert
     """
     if condition not in CONDITIONS:
         _fail(f"--condition must be one of {', '.join(CONDITIONS)}")
@@ -574,7 +581,7 @@ def transitions_command(
     10 or more families' worth of tasks, else the MOVER interval of its two discordant shares (the
     method column says which): two models right on every task are not reported as certainly tied.
 
-    Example: molp2s transitions --channel ir --condition source --model-a sim-alpha --model-b sim-beta
+    Example: molp2s transitions --channel ir --condition source --model-a sim-vibrational-expert --model-b sim-generalist
     """
     if condition not in CONDITIONS:
         _fail(f"--condition must be one of {', '.join(CONDITIONS)}")
@@ -775,7 +782,7 @@ def audit_command(
     and rank of every model with and without them, with intervals). Leave them out of any
     table with --exclude findings.csv on metrics, ranks and stability.
 
-    Example: molp2s audit --db runs.duckdb --format csv --out findings.csv
+    Example: molp2s audit --format csv --out findings.csv
     """
     from . import audit
 
@@ -813,7 +820,7 @@ def check_command(
     compares each response file's answers with the rows it had, and looks for the files on disk (SHA-256 as
     recorded at load). Exit 1 if it cannot be trusted, with the `molp2s load` that rebuilds it.
 
-    Example: molp2s check --db runs.duckdb
+    Example: molp2s check
     """
     from . import check as checking
 
@@ -878,7 +885,7 @@ def fit_command(
     Every attempt is printed, saved in the fit and shown by `molp2s posterior FIT
     --what diagnostics`.
 
-    Example: molp2s fit --db runs.duckdb --channel ir --channel raman --seed 1 --out fit.nc
+    Example: molp2s fit --channel ir --seed 1 --out fit.nc
     """
     from .bayes import data as bayes_data
     from .bayes import fit as bayes_fit
@@ -1001,7 +1008,7 @@ def report_command(
 ) -> None:
     """Render the report site (reports/*.qmd) for a database: with Quarto if installed, else on a Jupyter kernel.
 
-    Example: molp2s report --db runs.duckdb --fit fit.nc --out site/
+    Example: molp2s report --db molp2s.duckdb --fit fit.nc --bootstrap 100 --out site
     """
     from .report import context, render
 
@@ -1101,7 +1108,7 @@ def demo_command(
 ) -> None:
     """Load the package's default data and print the PGR leaderboard.
 
-    Example: molp2s demo --db demo.duckdb
+    Example: molp2s demo
     """
     con = store.connect(db)
     load_default_data(con)

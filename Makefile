@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo report test chromium bench data clean
+.PHONY: setup demo report test chromium bench docs screenshot data clean
 
 # --compile-bytecode writes every installed module's .pyc once, at install (about 20 s on 2 cores):
 # where PYTHONDONTWRITEBYTECODE is set (CI images often set it) Python would otherwise compile
@@ -39,11 +39,26 @@ chromium:
 test: $(STAMP) chromium
 	$(BIN)/python -m pytest
 
+# Each script's printout is saved in benchmarks/results/ with the command, date and machine beside it
+# (<file>.meta.json), for the documentation's Performance page. A script exits 1 when it misses a target.
+BENCH_SCRIPTS := bench_load_and_metrics bench_stability bench_prompts bench_startup
+bench: SHELL := bash
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_load_and_metrics.py
-	$(BIN)/python benchmarks/bench_stability.py
-	$(BIN)/python benchmarks/bench_prompts.py
-	$(BIN)/python benchmarks/bench_startup.py
+	@set -o pipefail; for script in $(BENCH_SCRIPTS); do \
+	  $(BIN)/python benchmarks/$$script.py | tee benchmarks/results/$$script.txt.partial || status=1; \
+	  mv benchmarks/results/$$script.txt.partial benchmarks/results/$$script.txt; \
+	  $(BIN)/python benchmarks/_provenance.py benchmarks/results/$$script.txt $$script.py; \
+	done; exit $${status:-0}
+
+# The documentation site (docs/), rendered like the report: with Quarto where it is installed,
+# else page by page on a Jupyter kernel. Its pages read the default data and benchmarks/results/.
+docs: $(STAMP)
+	$(BIN)/python -m molp2s_stats.report.render docs docs/_site
+
+# The README's picture: the Leaderboard page of `make report`, in headless Chromium.
+screenshot: report chromium
+	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1600,980 \
+	  --screenshot=docs/images/leaderboard.png "file://$(CURDIR)/reports/_site/leaderboard.html"
 
 # Rebuild data/ from scratch: QM9 families, GFN2-xTB properties (about 30 min on 2 cores;
 # cached per molecule in build/xtb-cache), the PySCF NMR and UV-Vis values (hours on 2 cores;
@@ -57,4 +72,4 @@ data: $(STAMP)
 	$(BIN)/molp2s simulate --benchmark data/benchmark --out data/responses
 
 clean:
-	rm -rf $(VENV) molp2s-demo.duckdb reports/_build reports/_site
+	rm -rf $(VENV) molp2s-demo.duckdb reports/_build reports/_site docs/_site

@@ -85,3 +85,9 @@ def describe(out: Path) -> str:
     date = _git_date(out)
     return (f"committed {date}" if date else "date unknown") + (
         "; measured before the scripts recorded their machine (the project's 2-core development machines)")
+
+
+if __name__ == "__main__":
+    # python benchmarks/_provenance.py RESULTS SCRIPT [ARGUMENTS…]: record a run whose output was
+    # saved by the caller (`make bench` saves each script's printout)
+    record(Path(sys.argv[1]), sys.argv[2], sys.argv[3:])

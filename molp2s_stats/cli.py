@@ -1046,7 +1046,7 @@ def report_command(
             env["MOLP2S_REPORT_TABLES"] = str((partial / "tables").resolve())
             # on Quarto, the kernels and the post-render script run on this Python (render.quarto_environment)
             used = render.render_site(REPORTS, partial, env, engine=engine,
-                                      log=lambda line: typer.echo(line, err=True))
+                                      log=lambda line: typer.echo(line.replace(str(partial), str(out)), err=True))
     except render.RenderError as exc:
         _fail(f"{exc}; {out} is as it was")
     typer.echo(f"rendered {REPORTS} into {out} with {used} in {time.perf_counter() - started:.0f} s")

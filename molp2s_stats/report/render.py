@@ -387,3 +387,29 @@ def render_site(project: Path, out: Path, env: dict[str, str], *, engine: str = 
         return "quarto"
     render_with_jupyter(project, out, env, log=log)
     return "jupyter"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m molp2s_stats.report.render PROJECT OUT``: render a Quarto project (the docs site)
+    the way `molp2s report` renders the report, into OUT, replacing it only once every page is done."""
+    from ..output import replacing_folder
+
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2:
+        sys.stderr.write("usage: python -m molp2s_stats.report.render PROJECT OUT\n")
+        return 2
+    project, out = Path(argv[0]), Path(argv[1])
+    started = time.perf_counter()
+    try:
+        with replacing_folder(out) as partial:
+            used = render_site(project, partial, {}, log=lambda line: print(line.replace(str(partial), str(out)),
+                                                                              file=sys.stderr))
+    except RenderError as exc:
+        sys.stderr.write(f"error: {exc}; {out} is as it was\n")
+        return 1
+    print(f"rendered {project} into {out} with {used} in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

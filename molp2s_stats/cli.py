@@ -193,8 +193,10 @@ def load_command(
     if benchmark is None and not files:
         _fail("nothing to load: give --benchmark DIR and/or --responses FILE ...")
     _require_inputs(benchmark, files)
-    # resolved before the load starts: a Ctrl-C during this import is then an interrupt, not a failed lookup
-    from .ingest.errors import InputError
+    # resolved before the load starts: a Ctrl-C during this import is then an interrupt, not a failed lookup.
+    # Read off the package: `from .ingest.errors import …` under the lazily imported package would run
+    # errors.py a second time, a class the loaders never raise (and a bad file's error escaped this handler).
+    InputError = ingest.InputError
 
     existed = Path(db).exists()
     try:

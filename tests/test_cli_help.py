@@ -211,3 +211,18 @@ def test_an_unknown_model_names_the_closest(here, args, expected):
     line = _one_error_line(runner.invoke(app, args))
     assert line.startswith(f"error: {expected}"), line
     assert "sim-generalist, " in line
+
+
+def test_a_bad_response_file_in_a_fresh_process_is_one_line_and_leaves_no_database(tmp_path):
+    """In the console script (the lazily imported ingest package not yet loaded), as a user meets it."""
+    from tiny_benchmark import write_benchmark
+
+    bench = write_benchmark(tmp_path / "bench")
+    (tmp_path / "bad.jsonl").write_text('{"model": "m", "task_id": "nope"}\n')
+    result = subprocess.run([str(MOLP2S), "load", "--benchmark", str(bench), "--responses", "bad.jsonl", "--db",
+                             "new.duckdb"], cwd=tmp_path, env=_environment(), capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().startswith("error: bad.jsonl: line 1: ") and "\n" not in result.stderr.strip()
+    assert result.stderr.strip().endswith("; nothing was loaded, the database is unchanged")
+    assert not (tmp_path / "new.duckdb").exists()

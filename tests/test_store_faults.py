@@ -96,6 +96,10 @@ def _load_process(db):
 def _counts(db) -> tuple[int, int]:
     con = store.connect(db, read_only=True)
     try:
+        # a kill between DuckDB making the file and the schema's commit leaves a database with no
+        # tables: nothing loaded, as (0, 0) says
+        if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'families'").fetchone()[0]:
+            return (0, 0)
         return (con.execute("SELECT count(*) FROM families").fetchall()[0][0],
                 con.execute("SELECT count(*) FROM responses").fetchall()[0][0])
     finally:

@@ -27,6 +27,9 @@ def test_status_line_says_draws_divergences_time_and_time_left():
     assert "1 divergence," in status_text(attempt=1, drawn=10, max_draws=20, divergences=1, elapsed=1, left=-4)
     assert status_text(attempt=1, drawn=10, max_draws=20, divergences=1, elapsed=1, left=-4).endswith("about 0 s left")
     # sampling until the gate passes: the time is to the next reading of the gate, and the line says so
+    assert status_text(attempt=1, drawn=40, max_draws=125, divergences=0, elapsed=2, left=3,
+                       stage="LOO's model without family effects").startswith(
+        "LOO's model without family effects: 40 of at most 125 draws a chain")
     assert status_text(attempt=1, drawn=450, max_draws=2400, divergences=0, elapsed=20, left=6.2, reading=650).endswith(
         "20 s, the gate read at 650 draws in about 6 s")
 

@@ -443,8 +443,15 @@ def fit(data: ModelData, *, draws: int | None = None, tune: int = DEFAULT_TUNE, 
     if loo:
         # the model without family effects is sampled only for LOO, which reads LOO_DRAWS draws: no more
         # are drawn (it is small and mixes fast)
-        plain = sample(data, family_effects=False, progress=progress,
-                       **{**options, "draws": min(draws, -(-LOO_DRAWS // chains))})
+        loo_draws = min(draws, -(-LOO_DRAWS // chains))
+        if progress is not None:  # its lines name it, not "attempt 1" again after the fit's own attempts
+            progress.say(f"sampling the model without family effects for LOO ({chains} chains × {loo_draws} draws)")
+            progress.stage = "LOO's model without family effects"
+        try:
+            plain = sample(data, family_effects=False, progress=progress, **{**options, "draws": loo_draws})
+        finally:
+            if progress is not None:
+                progress.stage = None
         attrs.update(_loo_comparison(idata, plain, data))
     idata = predictive.save_data(slim(idata), data)
     idata.posterior.attrs.update(attrs)

@@ -35,6 +35,7 @@ class Progress:
     terminal: bool | None = None  # None: ask the stream
     every: float = LINE_EVERY
     clock: Callable[[], float] = time.monotonic
+    stage: str | None = None  # what is being sampled, where it is not the fit's own attempts (LOO's second model)
     _last: float | None = None
     _open_bar: bool = False
 
@@ -55,7 +56,7 @@ class Progress:
             return
         self._last = now
         text = status_text(attempt=attempt, drawn=drawn, max_draws=max_draws, divergences=divergences,
-                           elapsed=elapsed, left=left, warming_up=warming_up, reading=reading)
+                           elapsed=elapsed, left=left, warming_up=warming_up, reading=reading, stage=self.stage)
         if self.terminal:
             filled = 0 if warming_up or max_draws <= 0 else min(BAR_WIDTH, round(BAR_WIDTH * drawn / max_draws))
             self.stream.write(f"\r[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {text}\033[K")
@@ -72,13 +73,15 @@ class Progress:
 
 
 def status_text(*, attempt: int, drawn: int, max_draws: int, divergences: int | None, elapsed: float,
-                left: float | None, warming_up: bool = False, reading: int | None = None) -> str:
+                left: float | None, warming_up: bool = False, reading: int | None = None,
+                stage: str | None = None) -> str:
     """One progress line, e.g. ``attempt 1: 400 of at most 2400 draws a chain, 0 divergences, 35 s, about 20 s left``.
 
     A run that stops when its gate passes cannot know its end: with ``reading`` (the draws a chain at
-    which the gate is next read) the time is to that reading, and the line says so."""
+    which the gate is next read) the time is to that reading, and the line says so. With ``stage``
+    the line names what is sampled instead of the attempt (the second model LOO compares with)."""
     what = "warming up" if warming_up else f"{drawn} of at most {max_draws} draws a chain"
-    parts = [f"attempt {attempt}: {what}"]
+    parts = [f"{stage or f'attempt {attempt}'}: {what}"]
     if divergences is not None and not warming_up:
         parts.append(f"{divergences} divergence{'s' if divergences != 1 else ''}")
     parts.append(f"{elapsed:.0f} s")

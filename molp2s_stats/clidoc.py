@@ -20,8 +20,9 @@ title: "Command reference"
 <!-- Written by `python -m molp2s_stats.clidoc docs/reference.qmd` from each command's --help;
      the tests compare it with a fresh copy, so edit the commands, not this page. -->
 
-Every command of `molp2s`, as its `--help` describes it. The [command line](cli.qmd) page
-says what they share (the database, formats, errors, exit codes).
+Every command of `molp2s`, as its `--help` describes it, and every column its tables can
+have. The [command line](cli.qmd) page says what they share (the database, formats, errors,
+exit codes).
 """
 
 
@@ -65,7 +66,18 @@ def reference() -> str:
         parts.append(f"```text\n{command.get_usage(context).strip()}\n```\n")
         records = [p.get_help_record(context) for p in command.get_params(context)]
         parts.append(_table([r for r in records if r and not r[0].startswith("--help")]) + "\n")
+    parts.append(_columns())
     return "\n".join(parts)
+
+
+def _columns() -> str:
+    """Every output column and its meaning, from the glossary the tests hold every output to."""
+    from .glossary import COLUMNS
+
+    rows = ["## Output columns\n", "Every column a command's table can have, in the glossary's words.\n",
+            "| column | meaning |", "|---|---|"]
+    rows += [f"| `{name}` | {_cell(text)} |" for name, text in COLUMNS.items()]
+    return "\n".join(rows) + "\n"
 
 
 def _table(records: list[tuple[str, str]]) -> str:

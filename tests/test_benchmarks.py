@@ -57,3 +57,20 @@ def test_script_runs_on_a_tiny_size(script, tmp_path):
     assert run.returncode in (0, 1), run.stdout[-2000:] + run.stderr[-4000:]
     assert "Traceback" not in run.stderr, run.stderr[-4000:]
     assert expected in run.stdout, run.stdout[-2000:]
+
+
+def test_a_results_file_says_which_runs_made_it_and_where(tmp_path):
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import _provenance
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    out = tmp_path / "shapes.csv"
+    out.write_text("shape,seed\n")
+    assert "machine" in _provenance.describe(out)  # not recorded: says so, with the date git has (none here)
+    _provenance.record(out, "bench_fit_shapes.py", ["--seeds", "1"])
+    _provenance.record(out, "bench_fit_shapes.py", ["--seeds", "2"])
+    line = _provenance.describe(out)
+    cores = _provenance.machine()["cores"]
+    assert line.startswith("`python benchmarks/bench_fit_shapes.py --seeds 2` (2 runs), ")
+    assert f"on {cores} cores of " in line

@@ -242,3 +242,14 @@ def test_the_docs_site_lists_every_page_in_its_navigation():
     sources = {page.source for page in pages}
     assert sources == {p.name for p in DOCS.glob("*.qmd")}
     assert {href for href, _ in render.navigation(DOCS, config)} == sources
+
+
+SKIPPED = [b for d in DOCUMENTS if d.name != "reference.qmd" for b in read_blocks(d)
+           if b.language in ("bash", "python") and b.skipped is not None]
+
+
+@pytest.mark.parametrize("block", SKIPPED, ids=lambda b: b.where)
+def test_a_block_left_out_says_why(block):
+    """Each block the docs test does not run is reported as skipped, with the reason its first line gives."""
+    assert len(block.skipped) > 10, f"{block.where}: say why the block is not run"
+    pytest.skip(f"{block.where}: {block.skipped}")

@@ -38,6 +38,29 @@ def test_read_qmd_splits_front_matter_prose_and_cells(tmp_path):
     assert notebook.metadata["quarto"] == {"title": "A page"}
 
 
+
+def test_a_project_renders_into_its_folder_with_links_to_pages_as_html(tmp_path):
+    """The docs site's route (python -m molp2s_stats.report.render PROJECT OUT): a link to another
+    page's .qmd points at its .html, as under Quarto, and a second render replaces the first."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "_quarto.yml").write_text("project:\n  type: website\n  render:\n    - a.qmd\n    - b.qmd\n"
+                                         "website:\n  title: Tiny\n  navbar:\n    left:\n      - href: a.qmd\n"
+                                         "      - href: b.qmd\n")
+    (project / "a.qmd").write_text('---\ntitle: "A"\n---\n\nSee [the other page](b.qmd#second), '
+                                   "or [the web](https://quarto.org/a.qmd).\n")
+    (project / "b.qmd").write_text('---\ntitle: "B"\n---\n\n## Second\n\n```{python}\nprint(6 * 7)\n```\n')
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / "stale.html").write_text("from an earlier render")
+    assert render.main([str(project), str(out)]) == 0
+    page_a = (out / "a.html").read_text()
+    assert 'href="b.html#second"' in page_a and 'href="https://quarto.org/a.qmd"' in page_a
+    page_b = (out / "b.html").read_text()
+    assert 'id="second"' in page_b and "42" in page_b
+    assert sorted(p.name for p in out.iterdir()) == ["a.html", "b.html"]  # replaced, not merged
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["project", "site"]
+
 def test_project_lists_the_eight_pages():
     config, pages = render.read_project(REPORTS)
     assert [p.source for p in pages] == [f"{name}.qmd" for name in PAGES]

@@ -144,10 +144,16 @@ def _known_channels(requested: list[str] | None, channels: list[str]) -> list[st
     """The requested channels (all by default), refusing unknown ones."""
     if not requested:
         return channels
-    unknown = [c for c in requested if c not in channels]
-    if unknown:
-        raise UsageError(unknown_name("channel", "--channel", unknown, channels))
+    _require_known("channel", "--channel", requested, channels)
     return [c for c in channels if c in requested]
+
+
+def _require_known(kind: str, option: str, names: list[str | None], known: list[str]) -> None:
+    """Refuse the names (None: not given) that are not among ``known``, in one line that names the
+    closest known ones as the option to type."""
+    unknown = [name for name in names if name is not None and name not in known]
+    if unknown:
+        raise UsageError(unknown_name(kind, option, unknown, known))
 
 
 def _open(db: Path, *, read_only: bool = True, responses: bool = False,
@@ -552,11 +558,9 @@ def compare_inputs_command(
         _fail(f"--condition must be one of {', '.join(CONDITIONS)}")
     con = _open(db, responses=True)
     channels, models = metrics.read_channels_and_models(con)
-    for option, name in (("--from", from_channel), ("--to", to_channel)):
-        if name not in channels:
-            _fail(unknown_name("channel", option, [name], channels))
-    if unknown := [name for name in model or [] if name not in models]:
-        _fail(unknown_name("model", "--model", unknown, models))
+    _require_known("channel", "--from", [from_channel], channels)
+    _require_known("channel", "--to", [to_channel], channels)
+    _require_known("model", "--model", model or [], models)
     outcomes = compare.read_condition_outcomes(con, channels=[from_channel, to_channel], condition=condition)
     result = compare.paired_inputs(outcomes, from_channel=from_channel, to_channel=to_channel,
                                    condition=condition, models=model or models, draws=bootstrap,
@@ -592,9 +596,8 @@ def transitions_command(
     con = _open(db, responses=True)
     channels, models = metrics.read_channels_and_models(con)
     _known_channels([channel], channels)
-    for option, name in (("--model-a", model_a), ("--model-b", model_b)):
-        if name is not None and name not in models:
-            _fail(unknown_name("model", option, [name], models))
+    _require_known("model", "--model-a", [model_a], models)
+    _require_known("model", "--model-b", [model_b], models)
     outcomes = compare.read_condition_outcomes(con, channels=[channel], condition=condition)
     if outcomes.height == 0:
         _fail(f"no cohort tasks for channel {channel!r} and condition {condition!r}")

@@ -24,7 +24,7 @@ from .defaults import (CONDITIONS, DB_ENV_VAR, DEFAULT_BENCHMARK, DEFAULT_DB, DE
 from .errors import UsageError, unknown_name
 from .glossary import METRICS
 from .lazy import lazy_import
-from .output import Format, emit, leaderboard, replacing_folder, resolve_format
+from .output import Format, emit, leaderboard, resolve_format
 
 pl = lazy_import("polars")
 duckdb = lazy_import("duckdb")
@@ -1047,11 +1047,9 @@ def report_command(
     try:
         # the site is rendered beside --out and takes its place only when every page is done: an
         # interrupted or failed render leaves the previous site whole (tables/ included)
-        with replacing_folder(out) as partial:
-            env["MOLP2S_REPORT_TABLES"] = str((partial / "tables").resolve())
-            # on Quarto, the kernels and the post-render script run on this Python (render.quarto_environment)
-            used = render.render_site(REPORTS, partial, env, engine=engine,
-                                      log=lambda line: typer.echo(line.replace(str(partial), str(out)), err=True))
+        # on Quarto, the kernels and the post-render script run on this Python (render.quarto_environment)
+        used = render.render_site_replacing(REPORTS, out, env, engine=engine, tables_variable="MOLP2S_REPORT_TABLES",
+                                            log=lambda line: typer.echo(line, err=True))
     except render.RenderError as exc:
         _fail(f"{exc}; {out} is as it was")
     typer.echo(f"rendered {REPORTS} into {out} with {used} in {time.perf_counter() - started:.0f} s")

@@ -389,11 +389,24 @@ def render_site(project: Path, out: Path, env: dict[str, str], *, engine: str = 
     return "jupyter"
 
 
+def render_site_replacing(project: Path, out: Path, env: dict[str, str], *, engine: str = "auto", log=print,
+                          tables_variable: str | None = None) -> str:
+    """``render_site`` into a folder beside ``out`` that takes its place only once every page is done
+    (``output.replacing_folder``): an interrupted or failed render leaves the previous site whole.
+    ``tables_variable`` names the environment variable that points the pages' tables into the new
+    site; the log names ``out``, not the folder being filled."""
+    from ..output import replacing_folder
+
+    with replacing_folder(out) as partial:
+        if tables_variable:
+            env = {**env, tables_variable: str((partial / "tables").resolve())}
+        return render_site(project, partial, env, engine=engine,
+                           log=lambda line: log(line.replace(str(partial), str(out))))
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m molp2s_stats.report.render PROJECT OUT``: render a Quarto project (the docs site)
     the way `molp2s report` renders the report, into OUT, replacing it only once every page is done."""
-    from ..output import replacing_folder
-
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 2:
         sys.stderr.write("usage: python -m molp2s_stats.report.render PROJECT OUT\n")
@@ -401,9 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     project, out = Path(argv[0]), Path(argv[1])
     started = time.perf_counter()
     try:
-        with replacing_folder(out) as partial:
-            used = render_site(project, partial, {}, log=lambda line: print(line.replace(str(partial), str(out)),
-                                                                              file=sys.stderr))
+        used = render_site_replacing(project, out, {}, log=lambda line: print(line, file=sys.stderr))
     except RenderError as exc:
         sys.stderr.write(f"error: {exc}; {out} is as it was\n")
         return 1

@@ -260,6 +260,20 @@ def summarise(results: pl.DataFrame) -> pl.DataFrame:
         .with_columns(predicted_over_realised=pl.col("predicted") / pl.col("half_width")))
 
 
+def over_channels(results: pl.DataFrame) -> pl.DataFrame:
+    """``summarise`` per data set and budget, over its channels: coverage (lowest, mean), MSE ratios,
+    half-width against a random sample's, and the plan's predicted half-width over the realised one."""
+    return (summarise(results).group_by("data", "budget", maintain_order=True)
+            .agg(pl.col("runs").sum(), pl.col("coverage").min().alias("coverage_min"), pl.col("coverage").mean(),
+                 pl.col("mse_ratio").median().alias("mse_ratio_median"),
+                 pl.col("mse_ratio").max().alias("mse_ratio_max"),
+                 pl.col("mse_ratio_expected").median().alias("mse_ratio_expected_median"),
+                 pl.col("mse_ratio_expected").max().alias("mse_ratio_expected_max"),
+                 (pl.col("half_width") / pl.col("random_half_width")).mean().alias("half_width_vs_random"),
+                 pl.col("predicted_over_realised").min().alias("predicted_over_realised_min"),
+                 pl.col("predicted_over_realised").max().alias("predicted_over_realised_max")))
+
+
 def pooled_mse_ratio(results: pl.DataFrame, seed: int = 0) -> pl.DataFrame:
     """Per data set and budget: Σ error² over every run and channel against Σ of a random sample's
     expected MSE, with a 95% interval from resampling whole runs (a run's channels share its
@@ -353,16 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         table = summarise(part).with_columns(pl.col(pl.Float64).round(2))
         print(f"\n{label}: per data set, budget and channel (PGR, pp; coverage in %)")
         print(table)
-        overall = (summarise(part).group_by("data", "budget", maintain_order=True)
-                   .agg(pl.col("coverage").min().alias("coverage_min"), pl.col("coverage").mean(),
-                        pl.col("mse_ratio").median().alias("mse_ratio_median"),
-                        pl.col("mse_ratio").max().alias("mse_ratio_max"),
-                        pl.col("mse_ratio_expected").median().alias("mse_ratio_expected_median"),
-                        pl.col("mse_ratio_expected").max().alias("mse_ratio_expected_max"),
-                        (pl.col("half_width") / pl.col("random_half_width")).mean().alias("half_width_vs_random"),
-                        pl.col("predicted_over_realised").min().alias("predicted_over_realised_min"),
-                        pl.col("predicted_over_realised").max().alias("predicted_over_realised_max"))
-                   .with_columns(pl.col(pl.Float64).round(3)))
+        overall = over_channels(part).with_columns(pl.col(pl.Float64).round(3))
         print(f"\n{label}: summary over channels")
         print(overall)
         print(f"\n{label}: MSE against a random sample's expected MSE, pooled over runs and channels "

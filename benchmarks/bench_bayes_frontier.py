@@ -70,15 +70,20 @@ def run_seed(seed: int, shape: Shape = FRONTIER, **fit_options) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=SCHEMA, orient="row")
 
 
+def coverage(frame: pl.DataFrame) -> pl.DataFrame:
+    """Per metric: the true cells, the share their 90% HDIs covered (%), and the mean width (pp)."""
+    cells = frame.filter(pl.col("kind") == "cell")
+    return (cells.group_by("metric").agg(pl.len().alias("cells"), (100 * pl.col("covered").mean()).round(1)
+                                         .alias("covered_pct"), (pl.col("conf_high") - pl.col("conf_low")).mean()
+                                         .round(2).alias("mean_width_pp")).sort("metric"))
+
+
 def summarise(frame: pl.DataFrame) -> None:
     fits = frame.unique("seed")
     print(f"fits: {fits.height}, passed the gate: {int(fits['passed'].sum())}, "
           f"median {fits['seconds'].median():.0f} s")
-    cells = frame.filter(pl.col("kind") == "cell")
     print("\n90% HDI coverage of the truth, per metric:")
-    print(cells.group_by("metric").agg(pl.len().alias("cells"), (100 * pl.col("covered").mean()).round(1)
-                                       .alias("covered_pct"), (pl.col("conf_high") - pl.col("conf_low")).mean()
-                                       .round(2).alias("mean_width_pp")).sort("metric"))
+    print(coverage(frame))
     pairs = frame.filter(pl.col("kind") == "pair")
     certain = pairs.filter(pl.col("probability") >= CERTAIN)
     false = certain.filter(pl.col("truth") < 0)

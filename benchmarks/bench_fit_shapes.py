@@ -17,8 +17,9 @@ benchmark's (family sd 0.8, family × channel sd 0.3), no family effects at all,
 (1.5 and 1.0), and the full benchmark's with one model at chance and one at the ceiling.
 ``--shapes leaderboard`` names all 32.
 
-Each fit's row is appended to ``--out`` as it finishes (a CSV), and fits already there
-are skipped, so an interrupted run resumes where it stopped.
+Fits run seed by seed over the shapes. Each fit's row is appended to ``--out`` as it
+finishes (a CSV), and fits already there are skipped, so an interrupted run resumes where
+it stopped, having measured every shape about equally often.
 """
 
 from __future__ import annotations
@@ -130,8 +131,10 @@ def main() -> None:
         schema={"shape": pl.String, "seed": pl.Int64})
     finished = set(done.select("shape", "seed").iter_rows())
     rows = done.to_dicts()
-    for name in names:
-        for seed in range(args.first_seed, args.first_seed + args.seeds):
+    # Seed by seed over the shapes, not shape by shape, so that a run stopped part-way has
+    # measured every shape about equally often.
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
+        for name in names:
             if (name, seed) in finished:
                 continue
             row = fit_one(SHAPES[name], seed, args.budget)

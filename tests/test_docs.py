@@ -231,6 +231,33 @@ def test_the_readme_is_short_and_gives_the_two_commands():
     assert ci[-1].endswith("make test"), ci
 
 
+
+def test_the_readme_quotes_the_fit_cost_benchmark_as_measured():
+    """The README's leaderboard-size table, growth rate and largest fit are benchmarks/results/fit_cost.csv's."""
+    import polars as pl
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import bench_fit_cost
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    cost = pl.read_csv(ROOT / "benchmarks" / "results" / "fit_cost.csv")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## How large a leaderboard", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (\d+) × (\d+) × (\d+)[^|]*\|(.*)\|$", section, re.MULTILINE)
+    assert len(rows) >= 3, section
+    for models, channels, families, rest in rows:
+        measured = cost.filter(pl.col("models") == int(models), pl.col("channels") == int(channels),
+                               pl.col("families") == int(families)).row(0, named=True)
+        expected = [f"{measured['cells']:,}", f"{measured['seconds']:.0f}", f"{measured['ess_per_second']:.1f}",
+                    "passed" if measured["passed"] else "failed", f"{measured['peak_mb'] / 1024:.1f} GB"]
+        assert [cell.strip() for cell in rest.split("|")] == expected, (models, channels, families)
+    slope, error = bench_fit_cost.growth(cost)
+    assert f"cells^{slope:.2f} (standard error {error:.2f})" in section
+    largest = cost.filter(pl.col("passed") & (pl.col("seconds") <= 3600)).sort("cells").row(-1, named=True)
+    assert f"fitted {largest['models']} models × {largest['channels']} channels × {largest['families']} families" \
+        in " ".join(section.split())
+
 def test_the_command_reference_is_the_commands_own_help():
     committed = (DOCS / "reference.qmd").read_text(encoding="utf-8")
     assert committed == clidoc.reference(), (

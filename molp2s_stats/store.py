@@ -127,10 +127,15 @@ def _read_sql(name: str) -> str:
 
 
 def initialise(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the tables (if absent) and (re)create every view."""
-    con.execute(_read_sql("schema.sql"))
-    for name in VIEW_FILES:
-        con.execute(_read_sql(name))
+    """Create the tables (if absent) and (re)create every view, in one transaction.
+
+    One transaction, so that a process killed part-way leaves the schema whole or absent,
+    never tables without their views (which a reader would take for an old version's file).
+    """
+    with transaction(con):
+        con.execute(_read_sql("schema.sql"))
+        for name in VIEW_FILES:
+            con.execute(_read_sql(name))
 
 
 def connect(path: str | os.PathLike[str], *, read_only: bool = False, wait: float = 0.0) -> duckdb.DuckDBPyConnection:

@@ -149,6 +149,32 @@ def test_a_load_killed_at_any_point_is_all_or_nothing(tmp_path):
     assert again.returncode == 0 and _counts(db) == full
 
 
+
+def test_the_schema_is_made_whole_or_not_at_all(tmp_path, monkeypatch):
+    """A process stopped while it creates the views leaves no tables without their views (a reader
+    would take that file for an earlier version's); the killed loads above can land there too."""
+    real = store._read_sql
+    stop_at = store.VIEW_FILES[2]
+
+    def failing(name):
+        if name == stop_at:
+            raise KeyboardInterrupt  # as if the process stopped here
+        return real(name)
+
+    db = tmp_path / "half.duckdb"
+    monkeypatch.setattr(store, "_read_sql", failing)
+    with pytest.raises(KeyboardInterrupt):
+        store.connect(db)
+    monkeypatch.setattr(store, "_read_sql", real)
+    assert _counts(db) == (0, 0)
+    con = store.connect(db, read_only=True)
+    assert con.execute("SELECT count(*) FROM duckdb_tables()").fetchone()[0] == 0
+    con.close()
+    store.connect(db).close()  # and the next writer makes it whole
+    con = store.connect(db, read_only=True)
+    assert store._missing_objects(con) == []
+    con.close()
+
 def test_check_trusts_a_sound_database_and_notices_a_changed_file(database, tmp_path):
     import polars as pl
 

@@ -801,8 +801,7 @@ def audit_command(
         "channel")
     counts = ", ".join(f"{flag} {findings.filter(pl.col('flag') == flag).height}" for flag in audit.FLAGS)
     typer.echo(f"findings: {counts} (wrong_key at a false-discovery rate of {q:g}, seed {seed})", err=True)
-    if metric not in METRICS:
-        raise UsageError(f"--metric must be one of {', '.join(METRICS)}")
+    _require_known("metric", "--metric", [metric], list(METRICS))
     outcomes, channels, models = metrics.read_family_outcomes(con)
     moved = audit.impact(outcomes, findings.select("family_id", "channel"), channels=channels,
                          models=_ranked(con, models), metric=metric, draws=bootstrap if impact else 0, seed=seed)

@@ -40,7 +40,7 @@ from scipy import stats
 from . import intervals, resample, units
 from .defaults import DEFAULT_DRAWS
 from .glossary import METRICS
-from .errors import UsageError
+from .errors import UsageError, unknown_name
 
 RESULT_SCHEMA = {
     "model": pl.String, "channel": pl.String, "metric": pl.String, "estimate": pl.Float64,
@@ -316,7 +316,7 @@ def compute_metrics(
     """
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
-        raise UsageError(f"unknown metric(s) {unknown}; choose from {', '.join(METRICS)}")
+        raise UsageError(unknown_name("metric", "--metric", unknown, list(METRICS)))
     resample.check_options(draws=draws, conf_level=conf_level)
     outcomes = apply_invalid_rule(_current_names(outcomes), invalid)
     channels = channels if channels is not None else outcomes["channel"].unique(maintain_order=True).to_list()

@@ -592,7 +592,7 @@ def estimate_model(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: 
     resample.check_options(draws=draws, conf_level=conf_level)
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
-        raise UsageError(f"unknown metric(s) {unknown}; choose from {', '.join(METRICS)}")
+        raise UsageError(unknown_name("metric", "--metric", unknown, list(METRICS)))
     needed = tuple(dict.fromkeys([*metrics, *(part for m in metrics for part in DIFFERENCES.get(m, ()))]))
     rows = []
     baselines = random_baselines(outcomes.filter(pl.col("model").is_in(complete)), metrics)

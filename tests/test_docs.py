@@ -252,6 +252,8 @@ def test_the_readme_quotes_the_fit_cost_benchmark_as_measured():
         expected = [f"{measured['cells']:,}", f"{measured['seconds']:.0f}", f"{measured['ess_per_second']:.1f}",
                     "passed" if measured["passed"] else "failed", f"{measured['peak_mb'] / 1024:.1f} GB"]
         assert [cell.strip() for cell in rest.split("|")] == expected, (models, channels, families)
+    # "All N sizes … passed" only where every size did
+    assert (f"All {cost.height} sizes" in section) == bool(cost["passed"].all())
     slope, error = bench_fit_cost.growth(cost)
     assert f"cells^{slope:.2f} (standard error {error:.2f})" in section
     largest = cost.filter(pl.col("passed") & (pl.col("seconds") <= 3600)).sort("cells").row(-1, named=True)

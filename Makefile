@@ -36,8 +36,10 @@ chromium:
 	  echo "note: could not install chromium (needs root and apt-get); the browser test will be skipped"
 
 # pytest exits 5 when it collects no test; that must fail CI, not pass it silently.
+# One worker a core (at most 4), each taking whole test files, so that a module's fixture (a
+# fit, a loaded database) is built once: much of the suite waits on subprocesses and I/O.
 test: $(STAMP) chromium
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile
 
 # Each script's printout is saved in benchmarks/results/ with the command, date and machine beside it
 # (<file>.meta.json), for the documentation's Performance page. A script exits 1 when it misses a target.

@@ -21,7 +21,7 @@ from . import bayes  # constants only: bayes/__init__ imports nothing
 from .defaults import (CONDITIONS, DB_ENV_VAR, DEFAULT_BENCHMARK, DEFAULT_DB, DEFAULT_DRAWS, DEFAULT_MAX_PEAKS,
                        DEFAULT_PAIRED_DRAWS, DEFAULT_RESPONSES, INTERVAL_HELP, REPORTS, SIMULATION_SEED,
                        load_default_data)
-from .errors import UsageError, unknown_name
+from .errors import UsageError, require_known
 from .glossary import METRICS
 from .lazy import lazy_import
 from .output import Format, emit, leaderboard, resolve_format
@@ -144,16 +144,8 @@ def _known_channels(requested: list[str] | None, channels: list[str]) -> list[st
     """The requested channels (all by default), refusing unknown ones."""
     if not requested:
         return channels
-    _require_known("channel", "--channel", requested, channels)
+    require_known("channel", "--channel", requested, channels)
     return [c for c in channels if c in requested]
-
-
-def _require_known(kind: str, option: str, names: list[str | None], known: list[str]) -> None:
-    """Refuse the names (None: not given) that are not among ``known``, in one line that names the
-    closest known ones as the option to type."""
-    unknown = [name for name in names if name is not None and name not in known]
-    if unknown:
-        raise UsageError(unknown_name(kind, option, unknown, known))
 
 
 def _open(db: Path, *, read_only: bool = True, responses: bool = False,
@@ -558,9 +550,9 @@ def compare_inputs_command(
         _fail(f"--condition must be one of {', '.join(CONDITIONS)}")
     con = _open(db, responses=True)
     channels, models = metrics.read_channels_and_models(con)
-    _require_known("channel", "--from", [from_channel], channels)
-    _require_known("channel", "--to", [to_channel], channels)
-    _require_known("model", "--model", model or [], models)
+    require_known("channel", "--from", [from_channel], channels)
+    require_known("channel", "--to", [to_channel], channels)
+    require_known("model", "--model", model or [], models)
     outcomes = compare.read_condition_outcomes(con, channels=[from_channel, to_channel], condition=condition)
     result = compare.paired_inputs(outcomes, from_channel=from_channel, to_channel=to_channel,
                                    condition=condition, models=model or models, draws=bootstrap,
@@ -596,8 +588,8 @@ def transitions_command(
     con = _open(db, responses=True)
     channels, models = metrics.read_channels_and_models(con)
     _known_channels([channel], channels)
-    _require_known("model", "--model-a", [model_a], models)
-    _require_known("model", "--model-b", [model_b], models)
+    require_known("model", "--model-a", [model_a], models)
+    require_known("model", "--model-b", [model_b], models)
     outcomes = compare.read_condition_outcomes(con, channels=[channel], condition=condition)
     if outcomes.height == 0:
         _fail(f"no cohort tasks for channel {channel!r} and condition {condition!r}")
@@ -801,7 +793,7 @@ def audit_command(
         "channel")
     counts = ", ".join(f"{flag} {findings.filter(pl.col('flag') == flag).height}" for flag in audit.FLAGS)
     typer.echo(f"findings: {counts} (wrong_key at a false-discovery rate of {q:g}, seed {seed})", err=True)
-    _require_known("metric", "--metric", [metric], list(METRICS))
+    require_known("metric", "--metric", [metric], list(METRICS))
     outcomes, channels, models = metrics.read_family_outcomes(con)
     moved = audit.impact(outcomes, findings.select("family_id", "channel"), channels=channels,
                          models=_ranked(con, models), metric=metric, draws=bootstrap if impact else 0, seed=seed)

@@ -28,3 +28,13 @@ def unknown_name(kind: str, option: str, names: list[str], known: list[str]) -> 
     what = f"unknown {kind} {names[0]!r}" if len(names) == 1 else f"unknown {kind}s {', '.join(map(repr, names))}"
     hint = f"did you mean {' or '.join(f'{option} {c}' for c in close)}? " if close else ""
     return f"{what}; {hint}known: {', '.join(known)}"
+
+
+def require_known(kind: str, option: str, names: list[str | None], known: list[str]) -> None:
+    """Refuse the names (None: not given) that are not among ``known``, with ``unknown_name``'s line.
+
+    >>> require_known("metric", "--metric", ["pgr", None], ["pgr", "cfr"])
+    """
+    unknown = [name for name in names if name is not None and name not in known]
+    if unknown:
+        raise UsageError(unknown_name(kind, option, unknown, known))

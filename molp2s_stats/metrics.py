@@ -40,7 +40,7 @@ from scipy import stats
 from . import intervals, resample, units
 from .defaults import DEFAULT_DRAWS
 from .glossary import METRICS
-from .errors import UsageError, unknown_name
+from .errors import UsageError, require_known
 
 RESULT_SCHEMA = {
     "model": pl.String, "channel": pl.String, "metric": pl.String, "estimate": pl.Float64,
@@ -314,9 +314,7 @@ def compute_metrics(
     │ cfr             ┆ 50.0      ┆ 1   │
     └─────────────────┴───────────┴─────┘
     """
-    unknown = [m for m in metrics if m not in METRICS]
-    if unknown:
-        raise UsageError(unknown_name("metric", "--metric", unknown, list(METRICS)))
+    require_known("metric", "--metric", list(metrics), list(METRICS))
     resample.check_options(draws=draws, conf_level=conf_level)
     outcomes = apply_invalid_rule(_current_names(outcomes), invalid)
     channels = channels if channels is not None else outcomes["channel"].unique(maintain_order=True).to_list()

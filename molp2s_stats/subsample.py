@@ -32,7 +32,7 @@ import polars as pl
 from scipy import stats
 
 from . import intervals, resample, units
-from .errors import UsageError, unknown_name
+from .errors import UsageError, require_known, unknown_name
 from .metrics import METRICS, RESULT_SCHEMA, family_matrices, metric_components, random_baselines
 
 #: The metrics whose predictability decides the strata: the paper's headline figures.
@@ -590,9 +590,7 @@ def estimate_model(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: 
     near the ceiling or at zero gets an interval, not a point.
     """
     resample.check_options(draws=draws, conf_level=conf_level)
-    unknown = [m for m in metrics if m not in METRICS]
-    if unknown:
-        raise UsageError(unknown_name("metric", "--metric", unknown, list(METRICS)))
+    require_known("metric", "--metric", list(metrics), list(METRICS))
     needed = tuple(dict.fromkeys([*metrics, *(part for m in metrics for part in DIFFERENCES.get(m, ()))]))
     rows = []
     baselines = random_baselines(outcomes.filter(pl.col("model").is_in(complete)), metrics)

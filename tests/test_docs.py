@@ -231,7 +231,6 @@ def test_the_readme_is_short_and_gives_the_two_commands():
     assert ci[-1].endswith("make test"), ci
 
 
-
 def test_the_readme_quotes_the_fit_cost_benchmark_as_measured():
     """The README's leaderboard-size table, growth rate and largest fit are benchmarks/results/fit_cost.csv's."""
     import polars as pl
@@ -259,6 +258,7 @@ def test_the_readme_quotes_the_fit_cost_benchmark_as_measured():
     largest = cost.filter(pl.col("passed") & (pl.col("seconds") <= 3600)).sort("cells").row(-1, named=True)
     assert f"fitted {largest['models']} models × {largest['channels']} channels × {largest['families']} families" \
         in " ".join(section.split())
+
 
 def test_the_command_reference_is_the_commands_own_help():
     committed = (DOCS / "reference.qmd").read_text(encoding="utf-8")

@@ -149,7 +149,6 @@ def test_a_load_killed_at_any_point_is_all_or_nothing(tmp_path):
     assert again.returncode == 0 and _counts(db) == full
 
 
-
 def test_the_schema_is_made_whole_or_not_at_all(tmp_path, monkeypatch):
     """A process stopped while it creates the views leaves no tables without their views (a reader
     would take that file for an earlier version's); the killed loads above can land there too."""
@@ -174,6 +173,7 @@ def test_the_schema_is_made_whole_or_not_at_all(tmp_path, monkeypatch):
     con = store.connect(db, read_only=True)
     assert store._missing_objects(con) == []
     con.close()
+
 
 def test_check_trusts_a_sound_database_and_notices_a_changed_file(database, tmp_path):
     import polars as pl

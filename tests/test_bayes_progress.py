@@ -70,6 +70,7 @@ def small_data():
     return data
 
 
+@pytest.mark.timing
 def test_a_fit_reports_its_estimate_and_progress_in_lines_off_a_terminal(small_data):
     """The cost estimate comes before sampling, is within a factor of two of the time taken (small
     sizes: fixed draws, so that the estimate's draws are the fit's), and progress comes in lines."""

@@ -252,8 +252,9 @@ def _family_lam(kind: str, pairs: int):
     """λ of the family intercepts and of each family × channel pair: both signed, or log scale with λ > 0."""
     if kind == "signed":
         return 0.0, np.zeros(pairs)
-    # exact in float32 (the density keeps λ in float32), so the two densities agree to rounding
-    return 0.625, np.where(np.arange(pairs) % 3 == 0, 0.0, 0.375)  # some pairs non-centred, most partly centred
+    # exact in float32 (the density keeps λ in float32), so the two densities agree to rounding; pairs
+    # non-centred, partly centred, and centred enough to be centred on their family's intercept
+    return 0.625, np.array([0.0, 0.375, 0.75])[np.arange(pairs) % 3]
 
 
 @pytest.mark.parametrize("layout", ["grid", "pairs"])
@@ -265,7 +266,8 @@ def test_jax_density_equals_the_pymc_model_up_to_a_constant(two_channels, family
     λ is set by hand so that every branch is taken: one model × condition's channel effects
     centred (λ = 0.7), the rest non-centred (signed channel spread); the family effects
     wholly non-centred (signed spreads) or partly centred (log-scale spreads, λ 0.625 for the
-    intercepts, 0 or 0.375 per family × channel pair)."""
+    intercepts, 0, 0.375 or 0.75 per family × channel pair, the last centred on its family's
+    intercept)."""
     import jax
 
     lam = np.zeros((2, 3))
@@ -278,6 +280,7 @@ def test_jax_density_equals_the_pymc_model_up_to_a_constant(two_channels, family
     assert model.signed["channel_sd"].tolist() == [[True, True, False], [True, True, True]]
     if family_effects:
         assert bool(model.signed["family_sd"]) == bool(model.signed["family_channel_sd"]) == (family_kind == "signed")
+        assert model.pair_shift.any() == (family_kind == "centred")
     pymc_logp = bayes_model.build_model(two_channels, family_effects=family_effects).compile_logp()
     rng = np.random.default_rng(0)
     points = [density.initial_point(model, seed) + rng.normal(0, 0.3, model.ndim) for seed in range(4)]
@@ -319,3 +322,31 @@ def test_a_mirrored_point_has_the_same_density_and_draws(two_channels, family_ki
     # zero sums hold in what is reported
     np.testing.assert_allclose(first["channel_z"].sum(axis=-1), 0, atol=1e-12)
     np.testing.assert_allclose(first["family_z"].sum(), 0, atol=1e-12)
+
+
+def test_centring_pairs_on_their_family_moves_the_coordinates_not_the_density(two_channels, monkeypatch):
+    """The nested centring is a shear of the sampled coordinates (unit Jacobian): the same effects have
+    the same log density, to float32 rounding, whether the pairs are shifted by their family's intercept
+    or not."""
+    lam = np.array([0.0, 0.5, 0.75, 1.0])[np.arange(len(two_channels.family_channels)) % 4]
+    monkeypatch.setattr(density, "family_centredness", lambda counts: (0.875, lam))
+    shifted = density.density(two_channels)
+    monkeypatch.setattr(density, "nested_shift", lambda lam_pairs: np.zeros_like(lam_pairs))
+    unshifted = density.density(two_channels)
+    assert shifted.pair_shift.any() and not unshifted.pair_shift.any()
+    rng = np.random.default_rng(4)
+    for seed in range(3):
+        x = density.initial_point(shifted, seed) + rng.normal(0, 0.4, shifted.ndim)
+        reported = shifted.reported(x)
+        effects = {"condition_mean": reported["condition_mean"], "p0_mean": reported["p0_mean"],
+                   "channel_sd": reported["channel_sd"], "family_sd": reported["family_sd"],
+                   "family_channel_sd": reported["family_channel_sd"],
+                   "channel_effect": reported["cell"] - reported["condition_mean"][..., None],
+                   "family_effect": reported["family_sd"] * reported["family_z"],
+                   "family_channel_effect": reported["family_channel_sd"] * reported["family_channel_z"]}
+        y = density.pack(unshifted, effects)
+        assert not np.allclose(x, y)  # other coordinates …
+        for name, value in unshifted.reported(y).items():  # … of the same effects
+            np.testing.assert_allclose(value, reported[name], rtol=1e-9, atol=1e-9, err_msg=name)
+        assert density.log_density_function(unshifted)(y)[0] == pytest.approx(
+            density.log_density_function(shifted)(x)[0], rel=1e-6)

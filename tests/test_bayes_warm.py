@@ -31,8 +31,13 @@ def _effects(values: dict) -> dict:
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_a_point_packed_from_what_it_reports_is_the_same_point(leaderboard, seed):
+@pytest.mark.parametrize("pairs", ["as read off the counts", "centred on their family"])
+def test_a_point_packed_from_what_it_reports_is_the_same_point(leaderboard, seed, pairs, monkeypatch):
+    if pairs == "centred on their family":  # every pair shifted by its family's intercept (nested_shift)
+        lam = np.linspace(0.5, 1.0, len(leaderboard.family_channels))
+        monkeypatch.setattr(density, "family_centredness", lambda counts: (0.875, lam))
     model = density.density(leaderboard)
+    assert model.pair_shift.any() == (pairs == "centred on their family")
     x = density.initial_point(model, seed) + np.random.default_rng(seed).normal(0, 0.5, model.ndim)
     reported = model.reported(x)
     y = density.pack(model, _effects(reported))

@@ -47,7 +47,8 @@ import numpy as np
 
 from ..errors import UsageError
 from .data import MODELLED_CONDITIONS, ModelData
-from .model import PRIOR_MEAN_SD, SPREAD_SCALE, Grid, centredness, coords, family_centredness, grid, prior_centre
+from .model import (PRIOR_MEAN_SD, SPREAD_SCALE, Grid, centredness, coords, family_centredness, grid,
+                    nested_shift, prior_centre)
 
 # the deviations each spread scales: their sign follows a signed spread's
 DEVIATIONS = {"channel_sd": "channel_z", "family_sd": "family_z_raw", "family_channel_sd": "family_channel_z_raw"}
@@ -76,6 +77,7 @@ class Density:
     counts: Grid  # the cells on the dense grid (model.grid), built once
     family_effects: bool
     lam_of: dict[str, np.ndarray]  # per spread, the centredness λ of its deviations (float32): see model.centredness
+    pair_shift: np.ndarray  # per family × channel pair, model.nested_shift (float32; empty without family effects)
     shapes: dict[str, tuple[int, ...]]  # shape of each sampled parameter, as reported
     kinds: dict[str, str]  # "real", "zerosum", or "spread" (signed where ``signed``, else log scale)
     signed: dict[str, np.ndarray]  # per spread: which entries are signed
@@ -119,7 +121,11 @@ class Density:
                           + self.scale("channel_sd", values, xp)[:, :, None] * values["channel_z"])
         if self.family_effects:
             values["family"] = self.scale("family_sd", values, xp) * values["family_z_raw"]
-            values["family_channel"] = self.scale("family_channel_sd", values, xp) * values["family_channel_z_raw"]
+            # a pair's raw coordinate is centred on its shift × its family's intercept (model.nested_shift)
+            values["family_channel_centre"] = (self.pair_shift * values["family"][self.counts.pair_family]
+                                               if self.pair_shift.any() else 0.0)
+            values["family_channel"] = self.scale("family_channel_sd", values, xp) * (
+                values["family_channel_z_raw"] - values["family_channel_centre"])
         return values
 
     def scale(self, spread: str, values: dict, xp=np):
@@ -139,8 +145,9 @@ class Density:
                 sign = np.sign(values[f"{spread}_signed"])
                 values[deviation] = sign.reshape(sign.shape + (1,) * (values[deviation].ndim - sign.ndim)) * values[deviation]
         for spread, (raw, standardised) in STANDARDISED.items():
-            if raw in values:  # effect = spread · z: z = raw / σ^λ
-                values[standardised] = values[raw] * np.exp(-self.log_raw_sd(spread, values))
+            if raw in values:  # effect = spread · z: z = (raw − its centre) / σ^λ
+                centre = values.get(spread.removesuffix("_sd") + "_centre", 0.0)
+                values[standardised] = (values[raw] - centre) * np.exp(-self.log_raw_sd(spread, values))
         return {name: np.asarray(values[name], dtype=np.float64, order="C") for name in self.dims}
 
 
@@ -169,7 +176,8 @@ def pack(model: Density, effects: dict[str, np.ndarray]) -> np.ndarray:
     if model.family_effects:
         family = effects["family_effect"] - effects["family_effect"].mean()
         free["family_z_raw"] = _zero_sum_free(family / scale["family_sd"])
-        free["family_channel_z_raw"] = effects["family_channel_effect"] / scale["family_channel_sd"]
+        centre = model.pair_shift * family[model.counts.pair_family]  # the raw coordinate's centre (unpack)
+        free["family_channel_z_raw"] = effects["family_channel_effect"] / scale["family_channel_sd"] + centre
     return np.concatenate([np.asarray(free[name], dtype=float).reshape(-1) for name in model.free_shapes])
 
 
@@ -182,11 +190,13 @@ def density(data: ModelData, *, family_effects: bool = True) -> Density:
     shapes = {"condition_mean": (m, k), "channel_sd": (m, k), "channel_z": (m, k, c), "p0_mean": (m,)}
     kinds = {"condition_mean": "real", "channel_sd": "spread", "channel_z": "zerosum", "p0_mean": "real"}
     signed = {"channel_sd": lam == 0}
+    pair_shift = np.zeros(0, np.float32)
     dims = {"condition_mean": ("model", "condition"), "channel_sd": ("model", "condition"),
             "channel_z": ("model", "condition", "channel"), "p0_mean": ("model",)}
     if family_effects:
         lam_family, lam_pairs = family_centredness(counts)
         lam_of |= {"family_sd": np.float32(lam_family), "family_channel_sd": lam_pairs.astype(np.float32)}
+        pair_shift = nested_shift(lam_pairs).astype(np.float32)
         shapes |= {"family_sd": (), "family_z_raw": (len(families),), "family_channel_sd": (),
                    "family_channel_z_raw": (len(data.family_channels),)}
         kinds |= {"family_sd": "spread", "family_z_raw": "zerosum", "family_channel_sd": "spread",
@@ -196,7 +206,7 @@ def density(data: ModelData, *, family_effects: bool = True) -> Density:
         dims |= {"family_sd": (), "family_z": ("family",), "family_channel_sd": (),
                  "family_channel_z": ("family_channel",)}
     dims["cell"] = ("model", "condition", "channel")
-    return Density(data, counts, family_effects, lam_of, shapes, kinds, signed, coords(data), dims)
+    return Density(data, counts, family_effects, lam_of, pair_shift, shapes, kinds, signed, coords(data), dims)
 
 
 PAIRS_BELOW = 0.9  # the cells are laid on cohort pairs when these fill less of the channel × family grid
@@ -292,11 +302,13 @@ def log_density_function(model: Density, dtype=np.float32, *, layout: str | None
         eta_p0 = jnp.broadcast_to(v["p0_mean"][:, None], p0_successes.shape)
         if model.family_effects:
             lp += spread_prior(v, "family_sd") + spread_prior(v, "family_channel_sd")
-            # u ~ ZeroSumNormal(σ_f^λ) over families (n − 1 degrees of freedom), v_i ~ Normal(0, σ_fc^λ_i)
+            # u ~ ZeroSumNormal(σ_f^λ) over families (n − 1 degrees of freedom),
+            # v_i ~ Normal(κ_i·(its family's intercept), σ_fc^λ_i), κ the pair's shift
             log_sigma_f = model.log_raw_sd("family_sd", v)
             lp += -0.5 * (v["family_z_raw"] ** 2).sum() * jnp.exp(-2 * log_sigma_f) - (n_families - 1) * log_sigma_f
             log_sigma_fc = model.log_raw_sd("family_channel_sd", v)
-            lp += (-0.5 * v["family_channel_z_raw"] ** 2 * jnp.exp(-2 * log_sigma_fc) - log_sigma_fc).sum()
+            deviation = v["family_channel_z_raw"] - v["family_channel_centre"]
+            lp += (-0.5 * deviation ** 2 * jnp.exp(-2 * log_sigma_fc) - log_sigma_fc).sum()
             family = v["family"]
             if layout == "pairs":
                 eta = eta + (family[pair_family] + v["family_channel"])[None, None]

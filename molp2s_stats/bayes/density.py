@@ -18,8 +18,10 @@ Coordinates. Each zero-sum vector is stored by its first n − 1 coordinates und
 reflection PyMC's ``ZeroSumNormal`` uses. Each block of deviations (the channel effects
 of a model × condition, the family intercepts, the family × channel deviations) is
 partially centred by its λ (``model.centredness``, ``model.family_centredness``): raw
-deviations z ~ Normal(0, σ^λ), effect σ^(1−λ)·z; the family ones are reported
-standardised (z / σ^λ, so that σ·z is the effect), as PyMC's model has them. A spread
+deviations z ~ Normal(0, σ^λ), effect σ^(1−λ)·z, except that a family × channel pair's
+raw coordinate is centred on its shift times its family's intercept (``model.nested_shift``);
+the family ones are reported standardised (z / σ^λ, so that σ·z is the effect), as
+PyMC's model has them. A spread
 whose deviations are wholly non-centred (λ = 0) is *signed*: a real s with spread |s|,
 the deviations it scales multiplied by sign(s), and HalfNormal(b) on the spread becoming
 Normal(0, b) on s. (s, z) and (−s, −z) give the same spread and effects and half the

@@ -35,9 +35,9 @@ ridge that narrows as more models answer the family, which a diagonal mass matri
 cannot follow: with large family effects (σ_f 1.5, σ_fc 1.0) and 12 or 15 channels the
 family intercepts were the slowest parameters of every such leaderboard of 389
 families (1,750 draws a chain at 14 models, two attempts and 681 s at 28 × 15, the
-gate missed after 1,033 s at 56 × 12). So a pair's raw
-coordinate is centred on κ_i·σ_f·u_f, a shift κ_i times its family's intercept (the
-nested form of the variationally inferred parametrisation of Gorinova, Moore & Hoffman):
+gate missed after 1,033 s at 56 × 12). So a pair's raw coordinate is centred on
+κ_i·σ_f·u_f, a shift κ_i times its family's intercept (the nested form of the
+variationally inferred parametrisation of Gorinova, Moore & Hoffman):
 raw w_i ~ Normal(κ_i·σ_f·u_f, σ_fc^λ_i), deviation σ_fc^(1−λ_i)·(w_i − κ_i·σ_f·u_f),
 κ_i = λ_i where λ_i ≥ 0.5 (``nested_shift``), else 0. Wholly centred, w_i is the
 cell's whole family effect, which the data pin, and the intercept is the mean its

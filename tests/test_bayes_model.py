@@ -338,13 +338,7 @@ def test_centring_pairs_on_their_family_moves_the_coordinates_not_the_density(tw
     for seed in range(3):
         x = density.initial_point(shifted, seed) + rng.normal(0, 0.4, shifted.ndim)
         reported = shifted.reported(x)
-        effects = {"condition_mean": reported["condition_mean"], "p0_mean": reported["p0_mean"],
-                   "channel_sd": reported["channel_sd"], "family_sd": reported["family_sd"],
-                   "family_channel_sd": reported["family_channel_sd"],
-                   "channel_effect": reported["cell"] - reported["condition_mean"][..., None],
-                   "family_effect": reported["family_sd"] * reported["family_z"],
-                   "family_channel_effect": reported["family_channel_sd"] * reported["family_channel_z"]}
-        y = density.pack(unshifted, effects)
+        y = density.pack(unshifted, density.effects_of(reported))
         assert not np.allclose(x, y)  # other coordinates …
         for name, value in unshifted.reported(y).items():  # … of the same effects
             np.testing.assert_allclose(value, reported[name], rtol=1e-9, atol=1e-9, err_msg=name)

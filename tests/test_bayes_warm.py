@@ -20,16 +20,6 @@ def leaderboard():
     return data
 
 
-def _effects(values: dict) -> dict:
-    """What ``density.pack`` reads, from what the model reports."""
-    return {"condition_mean": values["condition_mean"], "p0_mean": values["p0_mean"],
-            "channel_sd": values["channel_sd"], "family_sd": values["family_sd"],
-            "family_channel_sd": values["family_channel_sd"],
-            "channel_effect": values["cell"] - values["condition_mean"][..., None],
-            "family_effect": values["family_sd"] * values["family_z"],
-            "family_channel_effect": values["family_channel_sd"] * values["family_channel_z"]}
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("pairs", ["as read off the counts", "centred on their family"])
 def test_a_point_packed_from_what_it_reports_is_the_same_point(leaderboard, seed, pairs, monkeypatch):
@@ -40,7 +30,7 @@ def test_a_point_packed_from_what_it_reports_is_the_same_point(leaderboard, seed
     assert model.pair_shift.any() == (pairs == "centred on their family")
     x = density.initial_point(model, seed) + np.random.default_rng(seed).normal(0, 0.5, model.ndim)
     reported = model.reported(x)
-    y = density.pack(model, _effects(reported))
+    y = density.pack(model, density.effects_of(reported))
     # the same draws (a signed spread's sign may flip with its deviations: the same point of the model)
     again = model.reported(y)
     for name in reported:

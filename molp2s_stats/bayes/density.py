@@ -54,8 +54,10 @@ from .model import (PRIOR_MEAN_SD, SPREAD_SCALE, Grid, centredness, coords, fami
 
 # the deviations each spread scales: their sign follows a signed spread's
 DEVIATIONS = {"channel_sd": "channel_z", "family_sd": "family_z_raw", "family_channel_sd": "family_channel_z_raw"}
-# partially centred deviations are sampled raw and reported standardised (effect = spread · z), as PyMC's model has them
-STANDARDISED = {"family_sd": ("family_z_raw", "family_z"), "family_channel_sd": ("family_channel_z_raw", "family_channel_z")}
+# partially centred deviations are sampled raw and reported standardised (effect = spread · z), as PyMC's model has
+# them: per spread, the raw coordinate, its standardised name, and what the raw coordinate is centred on (unpack)
+STANDARDISED = {"family_sd": ("family_z_raw", "family_z", None),
+                "family_channel_sd": ("family_channel_z_raw", "family_channel_z", "family_channel_centre")}
 
 
 def _zero_sum(free, xp):
@@ -146,10 +148,10 @@ class Density:
             if deviation in values:
                 sign = np.sign(values[f"{spread}_signed"])
                 values[deviation] = sign.reshape(sign.shape + (1,) * (values[deviation].ndim - sign.ndim)) * values[deviation]
-        for spread, (raw, standardised) in STANDARDISED.items():
+        for spread, (raw, standardised, centre) in STANDARDISED.items():
             if raw in values:  # effect = spread · z: z = (raw − its centre) / σ^λ
-                centre = values.get(spread.removesuffix("_sd") + "_centre", 0.0)
-                values[standardised] = (values[raw] - centre) * np.exp(-self.log_raw_sd(spread, values))
+                values[standardised] = ((values[raw] - (values[centre] if centre else 0.0))
+                                        * np.exp(-self.log_raw_sd(spread, values)))
         return {name: np.asarray(values[name], dtype=np.float64, order="C") for name in self.dims}
 
 
@@ -158,6 +160,17 @@ def _zero_sum_free(values: np.ndarray) -> np.ndarray:
     n = values.shape[-1]
     total = -values[..., -1:] * sqrt(n)
     return values[..., :-1] + total / (sqrt(n) + n)
+
+
+def effects_of(reported: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """What ``pack`` reads, from one point's ``Density.reported`` draws: the inverse of reporting."""
+    effects = {name: reported[name] for name in ("condition_mean", "p0_mean", "channel_sd")}
+    effects["channel_effect"] = reported["cell"] - reported["condition_mean"][..., None]
+    if "family_z" in reported:
+        effects |= {"family_sd": reported["family_sd"], "family_channel_sd": reported["family_channel_sd"],
+                    "family_effect": reported["family_sd"] * reported["family_z"],
+                    "family_channel_effect": reported["family_channel_sd"] * reported["family_channel_z"]}
+    return effects
 
 
 def pack(model: Density, effects: dict[str, np.ndarray]) -> np.ndarray:

@@ -585,7 +585,7 @@ class WarmStart:
 
     @classmethod
     def from_fit(cls, saved: az.InferenceData, compiled: Compiled) -> "WarmStart":
-        from .density import initial_point, pack
+        from .density import effects_of, initial_point, pack
 
         model = compiled.model
         post = saved.posterior
@@ -612,13 +612,11 @@ class WarmStart:
                                                       "family_channel_z")}
         points = []
         for row in range(WARM_POINTS):
-            fresh = model.reported(initial_point(model, row))
-            effects = {"condition_mean": fresh["condition_mean"], "p0_mean": fresh["p0_mean"],
-                       "channel_sd": fresh["channel_sd"], "channel_effect": fresh["cell"] - fresh["condition_mean"][..., None],
-                       "family_sd": saved_values["family_sd"][row],
-                       "family_channel_sd": saved_values["family_channel_sd"][row],
-                       "family_effect": np.zeros(len(model.coords["family"])),
-                       "family_channel_effect": np.zeros(len(model.coords["family_channel"]))}
+            effects = effects_of(model.reported(initial_point(model, row))) | {
+                "family_sd": saved_values["family_sd"][row],
+                "family_channel_sd": saved_values["family_channel_sd"][row],
+                "family_effect": np.zeros(len(model.coords["family"])),
+                "family_channel_effect": np.zeros(len(model.coords["family_channel"]))}
             old = {name: values[row] for name, values in saved_values.items()}
             for new_at, old_at in models:
                 effects["condition_mean"][new_at] = old["condition_mean"][old_at]

@@ -253,6 +253,15 @@ def test_the_readme_quotes_the_fit_cost_benchmark_as_measured():
         assert [cell.strip() for cell in rest.split("|")] == expected, (models, channels, families)
     # "All N sizes … passed" only where every size did
     assert (f"All {cost.height} sizes" in section) == bool(cost["passed"].all())
+    # "N in one attempt (14 × 5 × 389 took two, 28 × 5 × 389 three); the slowest took S s"
+    counted = {2: "two", 3: "three", 4: "four", 5: "five"}
+    retried = [f"{r['models']} × {r['channels']} × {r['families']}{' took' if i == 0 else ''} "
+               f"{counted[r['attempts']]}"
+               for i, r in enumerate(cost.filter(pl.col("attempts") > 1).sort("cells").iter_rows(named=True))]
+    attempts = f"{cost.filter(pl.col('attempts') == 1).height} in one attempt"
+    if retried:
+        attempts += f" ({', '.join(retried)})"
+    assert f"{attempts}; the slowest took {cost['seconds'].max():.0f} s" in " ".join(section.split()), attempts
     slope, error = bench_fit_cost.growth(cost)
     assert f"cells^{slope:.2f} (standard error {error:.2f})" in section
     largest = cost.filter(pl.col("passed") & (pl.col("seconds") <= 3600)).sort("cells").row(-1, named=True)

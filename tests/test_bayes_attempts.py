@@ -115,6 +115,30 @@ def test_no_budget_means_one_attempt(tiny_data):
     assert "It stopped after 1 attempt " in health.failure_message(health.diagnostics(idata).row(0, named=True))
 
 
+def test_a_fit_keeps_the_attempt_that_passed_over_an_earlier_one_with_more_effective_draws(tiny_data, monkeypatch):
+    # The gate's figures of the three attempts of the leaderboard grid's 7 × 15 × 136 fit, seed 6
+    # (2026-12-04): a first run missed on R-hat; 4 more chains pooled with it missed again, with
+    # ESS 1,159; a fresh start with longer chains passed, with ESS 476. The fit saved the second
+    # attempt's draws, which had the most effective draws, and so reported a failure.
+    def row(r_hat, bulk, tail, passed):
+        return {"r_hat_max": r_hat, "ess_bulk_min": bulk, "ess_bulk_min_parameter": "family_channel_sd",
+                "ess_tail_min": tail, "divergences": 0, "bfmi_min": 0.8, "passed": passed}
+
+    first, pooled, fresh = row(1.0128, 599.4, 1046.6, False), row(1.0107, 1159.2, 2048.2, False), \
+        row(1.0059, 475.9, 1067.8, True)
+    # each attempt's draws are its number, so the saved draws say which attempt they came from
+    monkeypatch.setattr(bayes_fit, "sample_until_passed", lambda data, *, attempt, chains, **_: (
+        _posterior(chains, 10, float(attempt)), first if attempt == 1 else fresh))
+    monkeypatch.setattr(bayes_fit, "sample", lambda data, *, attempt, chains, **_: _posterior(chains, 10, float(attempt)))
+    monkeypatch.setattr(health, "gate", lambda idata, *_: pooled)  # read only on the pooled chains
+    idata = bayes_fit.fit(tiny_data, seed=6, budget=600)
+    table = health.attempts(idata)
+    assert table["action"].to_list() == ["first run", "more chains (4): R-hat 1.013", "R-hat still high: longer chains"]
+    assert table["final"].to_list() == [False, False, True]
+    assert np.unique(idata.posterior["x"].values).tolist() == [3.0]
+    assert health.diagnostics(idata)["passed"][0] is True
+
+
 # --- sampling until the gate passes (the default: no --draws) --------------------------------------
 
 def test_the_next_reading_is_sized_from_the_slowest_ess():

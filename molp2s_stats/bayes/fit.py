@@ -326,8 +326,8 @@ def fit(data: ModelData, *, draws: int | None = None, tune: int = DEFAULT_TUNE, 
     An attempt starts only if it is expected to end within the budget (``expected_seconds``);
     one that is not is recorded as ``next_attempt`` in ``attrs`` (its action and the seconds
     it would have taken). A fit keeps the attempt that passed, or, where none did, its best
-    (no divergences first, then the most effective draws). ``on_attempt`` is called with each attempt's
-    row (``health.attempts`` has the columns).
+    (no divergences first, then the most effective draws). ``on_attempt`` is called with each
+    attempt's row (``health.attempts`` has the columns).
 
     ``device`` (``cpu`` or ``gpu``; None: JAX's default) is where the gradient is evaluated.
 
@@ -651,7 +651,9 @@ def _quality(row: dict) -> tuple:
     """How good an attempt's draws are: passed first (an attempt that passes is kept even where an earlier
     one that missed had more effective draws), then no divergences, the smallest ESS, and R-hat."""
     ess = min(row["ess_bulk_min"], row["ess_tail_min"])
-    return (bool(row["passed"]), row["divergences"] == 0, ess if ess == ess else -1.0, -row["r_hat_max"] if row["r_hat_max"] == row["r_hat_max"] else -9.0)
+    r_hat = row["r_hat_max"]
+    return (bool(row["passed"]), row["divergences"] == 0, ess if ess == ess else -1.0,
+            -r_hat if r_hat == r_hat else -9.0)
 
 
 def next_attempt(row: dict, settings: dict, *, chains_kept: int, diverged: int, previous: str = "first run",

@@ -270,6 +270,24 @@ def test_the_readme_quotes_the_fit_cost_benchmark_as_measured():
         in prose
 
 
+def test_the_readme_quotes_the_leaderboard_grid_as_measured():
+    """The README's pass count over the leaderboard grid, and its slowest fits, are fit_shapes_leaderboard.csv's."""
+    import polars as pl
+
+    grid = pl.read_csv(ROOT / "benchmarks" / "results" / "fit_shapes_leaderboard.csv").with_columns(
+        models=pl.col("shape").str.extract(r"lb-(\d+)x", 1).cast(pl.Int64))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    prose = " ".join(readme.split("## How large a leaderboard", 1)[1].split("\n## ", 1)[0].split())
+    seeds, shapes = grid["seed"].n_unique(), grid["shape"].n_unique()
+    assert grid.height == seeds * shapes, "the grid is not complete: quote it when every shape has every seed"
+    # e.g. "Over 10 sampler seeds of each of 32 leaderboard shapes …, 320 of 320 fits passed"
+    assert f"Over {seeds} sampler seeds of each of {shapes} leaderboard shapes" in prose
+    assert f"{grid['passed'].sum()} of {grid.height} fits passed" in prose
+    slowest = {label: grid.filter(size)["seconds"].max() for label, size in
+               (("up to 14 models", pl.col("models") <= 14), ("28 models", pl.col("models") == 28),
+                ("56 models", pl.col("models") == 56))}
+    assert ", ".join(f"{label} in at most {seconds:.0f} s" for label, seconds in slowest.items()) in prose
+
 def test_the_command_reference_is_the_commands_own_help():
     committed = (DOCS / "reference.qmd").read_text(encoding="utf-8")
     assert committed == clidoc.reference(), (

@@ -288,6 +288,7 @@ def test_the_readme_quotes_the_leaderboard_grid_as_measured():
                 ("56 models", pl.col("models") == 56))}
     assert ", ".join(f"{label} in at most {seconds:.0f} s" for label, seconds in slowest.items()) in prose
 
+
 def test_the_command_reference_is_the_commands_own_help():
     committed = (DOCS / "reference.qmd").read_text(encoding="utf-8")
     assert committed == clidoc.reference(), (

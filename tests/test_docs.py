@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import importlib
 import io
 import os
 import re
@@ -218,10 +219,25 @@ def test_internal_links_lead_to_a_file_and_heading(document):
     assert not broken, "\n".join(broken)
 
 
+def _readme_section(heading: str) -> str:
+    """The README's section under ``## heading``, up to the next section."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    return readme.split(f"## {heading}", 1)[1].split("\n## ", 1)[0]
+
+
+def _benchmark(name: str):
+    """A script of benchmarks/ imported as a module (they are scripts, not a package)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
 def test_the_readme_is_short_and_gives_the_two_commands():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) <= 200
-    section = readme.split("## Two commands", 1)[1].split("\n## ", 1)[0]
+    section = _readme_section("Two commands")
     commands = [line.split("#")[0].strip() for line in section.split("```bash", 1)[1].split("```", 1)[0].splitlines()]
     assert [c for c in commands if c] == ["make report", "make test"]
     makefile = (ROOT / "Makefile").read_text()
@@ -235,14 +251,9 @@ def test_the_readme_quotes_the_fit_cost_benchmark_as_measured():
     """The README's leaderboard-size table, growth rate and largest fit are benchmarks/results/fit_cost.csv's."""
     import polars as pl
 
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import bench_fit_cost
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    bench_fit_cost = _benchmark("bench_fit_cost")
     cost = pl.read_csv(ROOT / "benchmarks" / "results" / "fit_cost.csv")
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## How large a leaderboard", 1)[1].split("\n## ", 1)[0]
+    section = _readme_section("How large a leaderboard")
     rows = re.findall(r"^\| (\d+) × (\d+) × (\d+)[^|]*\|(.*)\|$", section, re.MULTILINE)
     assert len(rows) >= 3, section
     prose = " ".join(section.split())  # the section's sentences, each on one line whatever its wrapping
@@ -274,10 +285,10 @@ def test_the_readme_quotes_the_leaderboard_grid_as_measured():
     """The README's pass count over the leaderboard grid, and its slowest fits, are fit_shapes_leaderboard.csv's."""
     import polars as pl
 
+    leaderboard = _benchmark("bench_fit_shapes").LEADERBOARD
     grid = pl.read_csv(ROOT / "benchmarks" / "results" / "fit_shapes_leaderboard.csv").with_columns(
-        models=pl.col("shape").str.extract(r"lb-(\d+)x", 1).cast(pl.Int64))
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    prose = " ".join(readme.split("## How large a leaderboard", 1)[1].split("\n## ", 1)[0].split())
+        models=pl.col("shape").replace_strict({name: shape.models for name, shape in leaderboard.items()}))
+    prose = " ".join(_readme_section("How large a leaderboard").split())
     seeds, shapes = grid["seed"].n_unique(), grid["shape"].n_unique()
     assert grid.height == seeds * shapes, "the grid is not complete: quote it when every shape has every seed"
     # e.g. "Over 10 sampler seeds of each of 32 leaderboard shapes …, 320 of 320 fits passed"

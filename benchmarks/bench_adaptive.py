@@ -46,7 +46,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from molp2s_stats import metrics, resample, subsample
+from molp2s_stats.stats import metrics, resample, subsample
 
 import _provenance  # benchmarks/_provenance.py: where and when the results were measured
 
@@ -63,7 +63,7 @@ SCHEMA = {"data": pl.String, "held_out": pl.String, "strongest": pl.Boolean, "bu
 def default_outcomes() -> pl.DataFrame:
     """family_outcomes of the embedded data (the database `make report` builds)."""
     from molp2s_stats import store
-    from molp2s_stats.defaults import load_default_data
+    from molp2s_stats.ingest.default_data import load_default_data
 
     with tempfile.TemporaryDirectory() as tmp:
         con = store.connect(Path(tmp) / "default.duckdb")

@@ -35,7 +35,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from molp2s_stats import audit, simulate, store
+from molp2s_stats.stats import audit
+from molp2s_stats import simulate, store
 from molp2s_stats.ingest import load, read_benchmark
 
 CHANNELS = ("dipole_norm", "gap")

@@ -33,7 +33,7 @@ from pathlib import Path
 import polars as pl
 
 import bench_adaptive
-from molp2s_stats import metrics, subsample
+from molp2s_stats.stats import metrics, subsample
 from molp2s_stats.glossary import METRICS
 
 import _provenance  # benchmarks/_provenance.py: where and when the results were measured

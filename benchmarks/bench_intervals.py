@@ -20,7 +20,7 @@ the source and counterfactual tasks at the truth and the shuffled and P0 tasks a
 ``net`` is a model pair's net on source tasks (reliant − flat: both at the truth, truth 0).
 Truths are the ratio of the expected family sums over 400,000 simulated families' rates.
 
-Each interval is made by the package's kernels (`molp2s_stats.intervals`) from the same family
+Each interval is made by the package's kernels (`molp2s_stats.stats.intervals`) from the same family
 bootstrap draws, under three rules: ``percentile`` (the bootstrap alone, the package before),
 ``package`` (percentile in the normal regime, score/MOVER near a bound: what the package prints;
 its threshold is a minority of 10 effective families), ``minority_5`` and ``minority_20`` (the same
@@ -45,7 +45,7 @@ import numpy as np
 import polars as pl
 from scipy import optimize, special
 
-from molp2s_stats import intervals, resample
+from molp2s_stats.stats import intervals, resample
 
 import _provenance  # benchmarks/_provenance.py: where and when the results were measured
 

@@ -56,7 +56,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from molp2s_stats import compare, ingest, metrics, simulate, store
+from molp2s_stats.stats import compare, metrics
+from molp2s_stats import ingest, simulate, store
 
 # --- the paper-size design ---------------------------------------------------------
 

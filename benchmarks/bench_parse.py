@@ -22,7 +22,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from molp2s_stats.parse import CandidateIndex, ParsedAnswer, parse_answer
+from molp2s_stats.ingest.answers import CandidateIndex, ParsedAnswer, parse_answer
 
 CORPUS = Path(__file__).resolve().parent / "data" / "parse_corpus" / "completions.jsonl"
 TARGET_AGREEMENT = 99.5

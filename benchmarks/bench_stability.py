@@ -17,7 +17,7 @@ import time
 import numpy as np
 import polars as pl
 
-from molp2s_stats import stability
+from molp2s_stats.stats import stability
 
 MODELS, CHANNELS, FAMILIES = 7, 12, 136
 

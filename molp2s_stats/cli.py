@@ -19,8 +19,7 @@ import typer
 
 from . import bayes  # constants only: bayes/__init__ imports nothing
 from .defaults import (CONDITIONS, DB_ENV_VAR, DEFAULT_BENCHMARK, DEFAULT_DB, DEFAULT_DRAWS, DEFAULT_MAX_PEAKS,
-                       DEFAULT_PAIRED_DRAWS, DEFAULT_RESPONSES, INTERVAL_HELP, REPORTS, SIMULATION_SEED,
-                       load_default_data)
+                       DEFAULT_PAIRED_DRAWS, DEFAULT_RESPONSES, INTERVAL_HELP, REPORTS, SIMULATION_SEED)
 from .errors import UsageError, require_known
 from .glossary import METRICS
 from .lazy import lazy_import
@@ -28,13 +27,13 @@ from .output import Format, emit, leaderboard, resolve_format
 
 pl = lazy_import("polars")
 duckdb = lazy_import("duckdb")
-compare = lazy_import("molp2s_stats.compare")
-metrics = lazy_import("molp2s_stats.metrics")
-power = lazy_import("molp2s_stats.power")
+compare = lazy_import("molp2s_stats.stats.compare")
+metrics = lazy_import("molp2s_stats.stats.metrics")
+power = lazy_import("molp2s_stats.stats.power")
 prompts = lazy_import("molp2s_stats.prompts")
 simulate = lazy_import("molp2s_stats.simulate")
-stability = lazy_import("molp2s_stats.stability")
-subsample = lazy_import("molp2s_stats.subsample")
+stability = lazy_import("molp2s_stats.stats.stability")
+subsample = lazy_import("molp2s_stats.stats.subsample")
 store = lazy_import("molp2s_stats.store")
 ingest = lazy_import("molp2s_stats.ingest")
 
@@ -89,7 +88,7 @@ def _outcomes(con, exclude: Path | None):
     outcomes, channels, models = metrics.read_family_outcomes(con)
     if exclude is None:
         return outcomes, channels, models
-    from . import audit
+    from .stats import audit
 
     known = set(con.sql("SELECT family_id FROM stg_families").pl()["family_id"])
     exclusions = audit.read_exclusions(exclude, known)
@@ -511,7 +510,7 @@ def explanations_command(
 
     Example: molp2s explanations --channel ir --bootstrap 2000 --seed 1
     """
-    from . import explanations
+    from .stats import explanations
 
     con = _open(db, responses=True)
     known, _ = metrics.read_channels_and_models(con)
@@ -781,7 +780,7 @@ def audit_command(
 
     Example: molp2s audit --format csv --out findings.csv
     """
-    from . import audit
+    from .stats import audit
 
     if not 0 < q < 1:
         raise UsageError("--q must be between 0 and 1")
@@ -1105,6 +1104,8 @@ def demo_command(
     Example: molp2s demo
     """
     con = store.connect(db)
+    from .ingest.default_data import load_default_data
+
     load_default_data(con)
     result = metrics.metrics_from_db(con, metrics=("pgr", "random_baseline"), draws=bootstrap, seed=seed)
     fmt = resolve_format(fmt, out)

@@ -1,4 +1,4 @@
-"""Where the package's own files live, and the default database built from data/.
+"""Where the package's own files live, and the defaults the command line shows before it imports anything heavy.
 
 A wheel carries data/ and reports/ inside the package; a checkout has them at the top
 of the repository.
@@ -7,11 +7,6 @@ of the repository.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # this module is read by `molp2s --help`: nothing heavy at import time
-    import duckdb
-
 _PACKAGE = Path(__file__).resolve().parent
 
 
@@ -59,14 +54,3 @@ def shown_path(path: Path) -> str:
 def default_data_options() -> str:
     """``--benchmark … --responses …`` of the package's default data, as typed from the current folder."""
     return f"--benchmark {shown_path(DEFAULT_BENCHMARK)} --responses {shown_path(DEFAULT_RESPONSES)}"
-
-
-def default_response_files() -> list[Path]:
-    return sorted(p for p in DEFAULT_RESPONSES.iterdir() if p.suffix in (".jsonl", ".csv", ".parquet"))
-
-
-def load_default_data(con: duckdb.DuckDBPyConnection) -> None:
-    """Load data/benchmark and data/responses (a second call adds nothing: files are seen by hash)."""
-    from .ingest import load
-
-    load(con, benchmark=DEFAULT_BENCHMARK, responses=default_response_files())

@@ -29,7 +29,7 @@ from inspect_ai.solver import TaskState, generate
 from .defaults import DEFAULT_BENCHMARK
 from .ingest import read_benchmark
 from .ingest.staged import TRUNCATION_VALUES
-from .parse import CandidateIndex, parse_answer
+from .ingest.answers import CandidateIndex, parse_answer
 from .prompts import DEFAULT_MAX_PEAKS, render_prompts
 from .errors import UsageError
 

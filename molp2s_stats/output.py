@@ -156,7 +156,7 @@ def with_interval(frame: pl.DataFrame, value: str = "estimate") -> pl.Expr:
 def leaderboard(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
     """The paper's leaderboard layout: one row per model, one column per channel
     ('estimate [low, high]'), and a closing random-baseline row."""
-    from .metrics import with_random_baseline
+    from .stats.metrics import with_random_baseline
 
     rows = with_random_baseline(metrics, metric)
     channels = rows["channel"].unique(maintain_order=True).to_list()

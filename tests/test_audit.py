@@ -18,7 +18,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from molp2s_stats import audit, store
+from molp2s_stats.stats import audit
+from molp2s_stats import store
 from molp2s_stats.chem import complete
 from molp2s_stats.glossary import check_columns
 from molp2s_stats.ingest import load
@@ -158,7 +159,7 @@ def test_audit_command(tmp_path):
 def test_exclude_leaves_the_listed_families_out_of_the_cohort_and_changes_nothing_else(tmp_path):
     from typer.testing import CliRunner
 
-    from molp2s_stats import metrics
+    from molp2s_stats.stats import metrics
     from molp2s_stats.cli import app
 
     con = _database(tmp_path, defects=True)

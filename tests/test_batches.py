@@ -9,7 +9,8 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from molp2s_stats import metrics, store
+from molp2s_stats.stats import metrics
+from molp2s_stats import store
 from molp2s_stats.cli import app
 
 from tiny_benchmark import M1, task_id, write_benchmark
@@ -226,7 +227,7 @@ def _anthropic_line(custom_id, *, blocks, stop_reason="end_turn"):
 
 def _parse_aside(text, family):
     """What the loader keeps of a cut answer: the parser's label, or its reason for none."""
-    from molp2s_stats.parse import CandidateIndex, parse_answer
+    from molp2s_stats.ingest.answers import CandidateIndex, parse_answer
     from tiny_benchmark import FAMILIES, SCAFFOLD, complete
 
     parsed = parse_answer(text, CandidateIndex({label: (fragment, complete(SCAFFOLD, fragment))

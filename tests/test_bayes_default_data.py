@@ -25,7 +25,7 @@ from molp2s_stats.bayes import data as bayes_data
 from molp2s_stats.bayes import fit as bayes_fit
 from molp2s_stats.bayes import posterior
 from molp2s_stats.ingest import load
-from molp2s_stats.metrics import metrics_from_db
+from molp2s_stats.stats.metrics import metrics_from_db
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 CHANNELS = ["dipole_norm", "ir"]

@@ -187,7 +187,7 @@ def test_renamed_flags_keep_their_old_names(db, old, new):
 
 def test_a_bug_keeps_its_traceback_while_a_user_error_is_one_line(db, monkeypatch):
     """Only errors a user can fix become `error: …` lines; a ValueError from a bug is not hidden."""
-    from molp2s_stats import metrics
+    from molp2s_stats.stats import metrics
     from molp2s_stats.errors import UsageError
 
     def broken(*args, **kwargs):

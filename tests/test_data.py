@@ -9,7 +9,8 @@ import pytest
 from rdkit import Chem
 from rdkit.Chem import rdMolDescriptors
 
-from molp2s_stats import chem, metrics, simulate, store
+from molp2s_stats import chem, simulate, store
+from molp2s_stats.stats import metrics
 from molp2s_stats.ingest import load, read_benchmark
 
 DATA = Path(__file__).resolve().parent.parent / "data"

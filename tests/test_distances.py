@@ -1,4 +1,4 @@
-"""Tests for molp2s_stats.distances: golden values worked by
+"""Tests for molp2s_stats.ingest.distances: golden values worked by
 hand, independent reference implementations, property tests, bad values."""
 
 import math
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
-from molp2s_stats.distances import (
+from molp2s_stats.ingest.distances import (
     DISTANCES,
     PropertyValueError,
     family_pair_distances,

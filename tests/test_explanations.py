@@ -8,7 +8,8 @@ import math
 import polars as pl
 import pytest
 
-from molp2s_stats import explanations, store
+from molp2s_stats.stats import explanations
+from molp2s_stats import store
 from molp2s_stats.ingest import load
 
 from tiny_benchmark import M1, task_id, write_benchmark

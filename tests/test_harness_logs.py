@@ -96,7 +96,7 @@ def test_a_broken_inspect_log_names_the_file(db, tmp_path):
 
 def _parse_aside(text, family):
     """What the loader keeps of a cut answer: the parser's label, or its reason for none."""
-    from molp2s_stats.parse import CandidateIndex, parse_answer
+    from molp2s_stats.ingest.answers import CandidateIndex, parse_answer
 
     parsed = parse_answer(text, CandidateIndex({label: (fragment, complete(SCAFFOLD, fragment))
                                                 for label, (fragment, _) in FAMILIES[family][1].items()}))

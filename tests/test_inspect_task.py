@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from molp2s_stats import metrics, prompts, store
+from molp2s_stats.stats import metrics
+from molp2s_stats import prompts, store
 from molp2s_stats.cli import app
 from molp2s_stats.ingest import read_benchmark
 from molp2s_stats.inspect_task import molp2s, samples

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from molp2s_stats import compare, intervals, metrics, resample
+from molp2s_stats.stats import compare, intervals, metrics, resample
 
 # t(135) at 97.5%, the quantile of 136 families (135 degrees of freedom)
 T135 = stats.t.ppf(0.975, 135)

@@ -18,7 +18,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from molp2s_stats import compare, metrics, store
+from molp2s_stats.stats import compare, metrics
+from molp2s_stats import store
 from molp2s_stats.ingest import load
 
 from tiny_benchmark import write_benchmark, write_responses

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from molp2s_stats import metrics, store
+from molp2s_stats.stats import metrics
+from molp2s_stats import store
 from molp2s_stats.ingest import load
 
 from tiny_benchmark import write_benchmark, write_responses

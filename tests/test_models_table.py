@@ -5,7 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from molp2s_stats import metrics, store
+from molp2s_stats.stats import metrics
+from molp2s_stats import store
 from molp2s_stats.ingest import InputError, load
 from molp2s_stats.report import tables
 

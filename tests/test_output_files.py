@@ -34,7 +34,8 @@ def test_an_interrupted_write_leaves_the_previous_file_whole(tmp_path, monkeypat
 
 
 def test_a_command_interrupted_exits_130_and_says_so(tmp_path, monkeypatch):
-    from molp2s_stats import metrics, store
+    from molp2s_stats.stats import metrics
+    from molp2s_stats import store
     from molp2s_stats.cli import app
     from molp2s_stats.ingest import load
 

@@ -8,7 +8,7 @@ import re
 import polars as pl
 import pytest
 
-from molp2s_stats import metrics
+from molp2s_stats.stats import metrics
 from molp2s_stats.glossary import COLUMNS, column_label
 from molp2s_stats.report import charts, tables
 

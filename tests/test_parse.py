@@ -1,4 +1,4 @@
-"""Tests for molp2s_stats.parse: raw response text -> candidate label."""
+"""Tests for molp2s_stats.ingest.answers: raw response text -> candidate label."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from molp2s_stats.parse import INVALID_REASONS, CandidateIndex, ParsedAnswer, parse_answer
+from molp2s_stats.ingest.answers import INVALID_REASONS, CandidateIndex, ParsedAnswer, parse_answer
 
 # Scaffold c1ccccc1[*]: four substituents, fragment and completed molecule each.
 BASIC = CandidateIndex(

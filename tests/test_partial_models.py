@@ -6,7 +6,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from molp2s_stats import metrics, store
+from molp2s_stats.stats import metrics
+from molp2s_stats import store
 from molp2s_stats.ingest import load
 
 from tiny_benchmark import M1, task_id, write_benchmark, write_responses
@@ -97,7 +98,7 @@ def test_a_model_run_on_p0_only_is_partial_and_leaves_the_cohort_alone(loaded):
 
 
 def test_model_transitions_pair_a_partial_model_on_the_tasks_it_answered(loaded):
-    from molp2s_stats import compare
+    from molp2s_stats.stats import compare
 
     con = loaded({"p": {"F1": None, "F2": None}})  # answers as m1 does, on F1 and F2 only
     outcomes = compare.read_condition_outcomes(con, channels=["dipole_norm"], condition="source")

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from molp2s_stats import power
+from molp2s_stats.stats import power
 
 
 def simulate_families(probabilities: np.ndarray, shared: float, families: int, datasets: int,

@@ -6,7 +6,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from molp2s_stats import metrics, simulate, store
+from molp2s_stats.stats import metrics
+from molp2s_stats import simulate, store
 from molp2s_stats.ingest import load
 
 FAMILIES = 1500
@@ -98,7 +99,8 @@ def test_the_nmr_expert_relies_more_on_1h_yet_follows_it_less():
 def test_every_simulated_justification_that_cites_is_recognised_as_citing():
     """The simulator's citing sentence per channel and the detector that counts citations agree:
     each one is found citing its own channel, and the non-citing sentence is found citing none."""
-    from molp2s_stats import explanations, simulate
+    from molp2s_stats.stats import explanations
+    from molp2s_stats import simulate
     from molp2s_stats.ingest.benchmark import DEFAULT_CHANNELS
 
     channels = pl.read_csv(DEFAULT_CHANNELS)

@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from molp2s_stats import stability
+from molp2s_stats.stats import stability
 
 
 def outcomes_from(pgr_by_model: dict[str, list[float]], channel: str = "ir") -> pl.DataFrame:

@@ -1,4 +1,4 @@
-"""Plans and estimates for a model run on a fraction of the benchmark (molp2s_stats.subsample)."""
+"""Plans and estimates for a model run on a fraction of the benchmark (molp2s_stats.stats.subsample)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from molp2s_stats import store, subsample
+from molp2s_stats import store
+from molp2s_stats.stats import subsample
 from molp2s_stats.cli import app
 
 
@@ -197,7 +198,7 @@ def test_plan_prompts_load_and_estimate_from_the_command_line(simulated_db, tmp_
     assert (booted["seed"] == 4).all() and (booted["conf_low"] <= booted["estimate"]).all()
 
     # the leaderboard shows the estimate, marked, and the partial model never shrinks the cohort
-    from molp2s_stats import metrics
+    from molp2s_stats.stats import metrics
     from molp2s_stats.report import tables
 
     con = store.connect(copy, read_only=True)
@@ -312,7 +313,7 @@ def test_with_one_complete_model_the_plan_still_predicts_an_interval(simulated_d
     """No other model to predict it from: the plan's half-widths are a random sample's, not zero."""
     _, db = simulated_db
     con = store.connect(db, read_only=True)
-    from molp2s_stats import metrics
+    from molp2s_stats.stats import metrics
 
     outcomes = metrics.read_family_outcomes(con)[0].filter(pl.col("model") == "sim-1")
     con.close()
@@ -330,7 +331,7 @@ def test_the_predicted_half_width_lies_between_the_steadiest_and_the_noisiest_mo
     """The root mean variance over the complete models lies between their smallest and largest."""
     _, db = simulated_db
     con = store.connect(db, read_only=True)
-    from molp2s_stats import metrics
+    from molp2s_stats.stats import metrics
 
     outcomes = metrics.read_family_outcomes(con)[0]
     con.close()
@@ -392,7 +393,7 @@ def test_a_run_on_the_easiest_families_is_flagged_and_a_random_one_is_not(simula
     stopped early, a first-N subset) is not the random draw the estimate's interval assumes; the
     check says so (the complete models' correctness there is far above their cohort mean: z = 15.6, past 4).
     The same model on 20 families drawn at random passes."""
-    from molp2s_stats import metrics
+    from molp2s_stats.stats import metrics
 
     _, db = simulated_db
     con = store.connect(db, read_only=True)
@@ -441,7 +442,7 @@ def test_a_run_that_shares_a_few_families_with_a_plan_is_not_read_as_run_on_it(s
     easiest, a few of them in the plan by chance. The plan is not taken as its design (that would
     leave most of its answers out): its families are read as a random sample, and the note says so,
     names the closest plan, and flags that they are not like a random draw."""
-    from molp2s_stats import metrics
+    from molp2s_stats.stats import metrics
 
     copy, planned, tasks = _planned_copy(simulated_db, tmp_path, families=18, seed=5)
     con = store.connect(copy, read_only=True)

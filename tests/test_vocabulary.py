@@ -62,7 +62,7 @@ _PERCENT_SCALING = re.compile(r"(\b100(\.0*)?\s*\*|\*\s*100(\.0*)?\b|/\s*100(\.0
 def test_rates_become_percent_only_at_the_edge():
     # Proportions inside; the conversion to % lives in molp2s_stats.units. The prompt's
     # relative peak intensities (0–100) are a display scale of the spectrum, not a rate.
-    allowed = {"molp2s_stats/units.py", "molp2s_stats/prompts.py", "molp2s_stats/distances.py"}
+    allowed = {"molp2s_stats/units.py", "molp2s_stats/prompts.py", "molp2s_stats/ingest/distances.py"}
     found = []
     for path in [*(ROOT / "molp2s_stats").rglob("*.py"), *(ROOT / "reports").glob("*.qmd")]:
         name = path.relative_to(ROOT).as_posix()

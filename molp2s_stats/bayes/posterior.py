@@ -20,7 +20,7 @@ from scipy import stats
 
 from .model import pair_effects
 from .. import units
-from ..metrics import ESTIMATE_COLUMNS
+from ..stats.metrics import ESTIMATE_COLUMNS
 from ..errors import UsageError
 
 HDI_PROB = 0.94

@@ -38,7 +38,6 @@ DRAWS = 20
 LABELS = "ABCDEF"
 DFT_CUTOFFS = {"Dipole_debye": 0.30, "HOMO_LUMO_gap_au": 0.0005}
 CHANNELS = ("dipole_norm", "dipole_vector", "gap", "ir", "raman", "vibrational_bundle", "all")
-ELEMENTS = {"H": 1, "C": 6, "N": 7, "O": 8, "F": 9}
 CACHE = Path("build/xtb-cache")
 
 
@@ -97,8 +96,7 @@ def xtb_properties(molecules: pl.DataFrame, indices: list[int], *, processes: in
     CACHE.mkdir(parents=True, exist_ok=True)
     jobs = []
     for row in molecules.filter(pl.col("Index").is_in(indices)).sort("Index").iter_rows(named=True):
-        numbers = [ELEMENTS[e.strip("'\" ")] for e in row["Elements"].strip("[]").split(",")]
-        jobs.append((row["Index"], numbers, json.loads(row["XYZ_Ang"])))
+        jobs.append((row["Index"], qm9.atomic_numbers(row), json.loads(row["XYZ_Ang"])))
     out = {}
     with mp.get_context("spawn").Pool(processes) as pool:
         for done, (index, result) in enumerate(pool.imap(_xtb_one, jobs), start=1):
@@ -208,7 +206,7 @@ def _validated(values: dict[str, dict[str, object]], channel: str, cutoff: float
     The rule of sql/marts/pair_separation.sql (same kernel, same 1e-9 relative slack), applied
     here before there is a database, so the build knows when the target is reached.
     """
-    from ..distances import family_pair_distances, parse_value
+    from ..ingest.distances import family_pair_distances, parse_value
 
     parsed = {label: parse_value(distance, v) for label, v in values.items()}
     return all(d >= cutoff * (1 - 1e-9) for _, _, d in family_pair_distances(distance, parsed))

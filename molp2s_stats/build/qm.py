@@ -152,7 +152,6 @@ def read_cache(cache: Path) -> dict[int, dict]:
 def jobs_in_order(benchmark: Path, seed: int, families: int | None) -> list[tuple[int, list[int], list]]:
     """(QM9 index, atomic numbers, positions) of every molecule, family by family in the seeded order."""
     from . import qm9
-    from .benchmark import ELEMENTS
 
     molecules = pl.read_parquet(benchmark / "molecules.parquet")
     order = family_order(sorted(molecules["family_id"].unique().to_list()), seed)[:families]
@@ -165,8 +164,7 @@ def jobs_in_order(benchmark: Path, seed: int, families: int | None) -> list[tupl
     jobs = []
     for index in indices:
         row = qm9_rows[index]
-        numbers = [ELEMENTS[e.strip("'\" ")] for e in row["Elements"].strip("[]").split(",")]
-        jobs.append((index, numbers, json.loads(row["XYZ_Ang"])))
+        jobs.append((index, qm9.atomic_numbers(row), json.loads(row["XYZ_Ang"])))
     return jobs
 
 

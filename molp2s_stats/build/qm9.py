@@ -31,6 +31,14 @@ MIN_SCAFFOLD_HEAVY_ATOMS = 4
 MIN_POOL = 4
 
 
+ELEMENTS = {"H": 1, "C": 6, "N": 7, "O": 8, "F": 9}
+
+
+def atomic_numbers(row: dict) -> list[int]:
+    """The atomic numbers of a QM9 row, from its ``Elements`` column (a list written as text)."""
+    return [ELEMENTS[e.strip("'\" ")] for e in row["Elements"].strip("[]").split(",")]
+
+
 def qm9_frame() -> pl.DataFrame:
     """The QM9 table shipped inside the qm9pack wheel: one row per molecule."""
     import qm9pack  # build-time dependency only

@@ -19,7 +19,7 @@ import duckdb
 import polars as pl
 
 from .. import chem
-from ..distances import DISTANCES, PropertyValueError, family_pair_distances, parse_value
+from .distances import DISTANCES, PropertyValueError, family_pair_distances, parse_value
 from ..defaults import CONDITIONS
 from ..store import fetch_one
 from .errors import InputError, more

@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from ..parse import CandidateIndex, parse_answer
+from .answers import CandidateIndex, parse_answer
 from ..store import fetch_one
 from .errors import InputError, more
 from .files import (FORMAT_NAMES, check_no_nul, check_utf8, file_format, file_sha256, parquet_batches, read_bytes,

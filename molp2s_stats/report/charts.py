@@ -44,7 +44,7 @@ def predictive_checks(frame: pl.DataFrame, channel_table: pl.DataFrame | None = 
     """Each check's observed value (dot; red when outside) against its predictive interval (bar),
     one row per model, panels by statistic and by channel (named, in the channel table's order) and
     condition (``posterior FIT --what predictive``'s frame, in %)."""
-    from ..metrics import channel_names, in_channel_order
+    from ..stats.metrics import channel_names, in_channel_order
 
     names = channel_names(channel_table)
     ordered = in_channel_order(frame, channel_table).with_columns(
@@ -72,7 +72,7 @@ def predictive_checks(frame: pl.DataFrame, channel_table: pl.DataFrame | None = 
 def _panels(frame: pl.DataFrame, channel_table: pl.DataFrame | None = None):
     """The frame for a faceted chart with a ``panel`` title per channel (its name in the channel
     table, ``metrics.read_channel_table``; default the package's), and the panels in that table's order."""
-    from ..metrics import channel_names, in_channel_order
+    from ..stats.metrics import channel_names, in_channel_order
 
     names = channel_names(channel_table)
     frame = in_channel_order(frame, channel_table)

@@ -30,8 +30,10 @@ from pathlib import Path
 
 import duckdb
 
-from .. import metrics, store
-from ..defaults import REPORTS, load_default_data
+from ..stats import metrics
+from .. import store
+from ..defaults import REPORTS
+from ..ingest.default_data import load_default_data
 from ..notices import silence_known_notices
 
 silence_known_notices()  # every page imports this module first

@@ -11,7 +11,7 @@ from rdkit import Chem
 from rdkit.Chem import Draw
 
 from .. import units
-from ..metrics import channel_names
+from ..stats.metrics import channel_names
 from ..errors import UsageError
 
 

@@ -17,8 +17,8 @@ import polars as pl
 from great_tables import GT, loc, style
 
 from ..glossary import column_label
-from ..metrics import BASELINE, channel_names, in_channel_order, read_channel_table, with_random_baseline
-from ..subsample import ESTIMATED_METHODS
+from ..stats.metrics import BASELINE, channel_names, in_channel_order, read_channel_table, with_random_baseline
+from ..stats.subsample import ESTIMATED_METHODS
 
 
 GOLD, SILVER = "#f4d35e", "#d9d9d9"

@@ -31,8 +31,9 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from . import intervals, resample, units
-from .errors import UsageError, require_known, unknown_name
+from . import intervals, resample
+from .. import units
+from ..errors import UsageError, require_known, unknown_name
 from .metrics import METRICS, RESULT_SCHEMA, family_matrices, metric_components, random_baselines
 
 #: The metrics whose predictability decides the strata: the paper's headline figures.
@@ -732,7 +733,7 @@ def _digest(*parts) -> str:
 
 def save_plan(con, plan: Plan) -> None:
     """Record the plan (every family, selected or not, with its stratum): `estimate` reads it back."""
-    from .store import transaction
+    from ..store import transaction
 
     with transaction(con):
         con.execute("DELETE FROM plan_families WHERE plan_id = $id", {"id": plan.plan_id})
@@ -866,8 +867,8 @@ def read_family_list(path, *, known: list[str]) -> list[str]:
     the row."""
     from pathlib import Path
 
-    from .ingest.benchmark import read_table
-    from .ingest.errors import InputError
+    from ..ingest.benchmark import read_table
+    from ..ingest.errors import InputError
 
     path = Path(path)
     if not path.exists():

@@ -299,7 +299,7 @@ def read_exclusions(path, known_families: set[str]) -> pl.DataFrame:
     """
     from pathlib import Path
 
-    from .errors import UsageError
+    from ..errors import UsageError
 
     path = Path(path)
     if not path.exists():

@@ -17,7 +17,7 @@ import zlib
 import numpy as np
 
 from . import intervals
-from .errors import UsageError
+from ..errors import UsageError
 
 
 def stream_seed(seed: int, key: str) -> np.random.SeedSequence:

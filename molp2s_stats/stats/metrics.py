@@ -37,10 +37,11 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from . import intervals, resample, units
-from .defaults import DEFAULT_DRAWS
-from .glossary import METRICS
-from .errors import UsageError, require_known
+from . import intervals, resample
+from .. import units
+from ..defaults import DEFAULT_DRAWS
+from ..glossary import METRICS
+from ..errors import UsageError, require_known
 
 RESULT_SCHEMA = {
     "model": pl.String, "channel": pl.String, "metric": pl.String, "estimate": pl.Float64,
@@ -180,7 +181,7 @@ def read_channel_table(con: duckdb.DuckDBPyConnection | None = None) -> pl.DataF
     """
     if con is not None:
         return con.sql('SELECT channel, "group", subgroup, column_label, name FROM stg_channels ORDER BY position').pl()
-    from .ingest.benchmark import DEFAULT_CHANNELS, read_table
+    from ..ingest.benchmark import DEFAULT_CHANNELS, read_table
 
     return (read_table(DEFAULT_CHANNELS, "channels")
             .select("channel", "group", "subgroup", pl.coalesce("column_label", "name").alias("column_label"), "name"))

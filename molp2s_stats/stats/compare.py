@@ -14,10 +14,11 @@ import pingouin as pg
 import polars as pl
 from scipy import stats
 
-from . import intervals, resample, units
-from .defaults import DEFAULT_DRAWS, DEFAULT_PAIRED_DRAWS
+from . import intervals, resample
+from .. import units
+from ..defaults import DEFAULT_DRAWS, DEFAULT_PAIRED_DRAWS
 from .metrics import family_matrices
-from .errors import UsageError
+from ..errors import UsageError
 
 
 PAIRED_INPUT_SCHEMA = {

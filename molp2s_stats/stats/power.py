@@ -28,8 +28,8 @@ import pingouin as pg
 import polars as pl
 from scipy import stats
 
-from . import units
-from .errors import UsageError
+from .. import units
+from ..errors import UsageError
 
 POWER_METRICS = ("reliance_margin", "pgr")  # the metrics whose power between two models is computed
 POWER_SCHEMA = {

@@ -26,8 +26,9 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from . import resample, units
-from .defaults import DEFAULT_DRAWS, DEFAULT_MAX_PEAKS
+from . import resample
+from .. import units
+from ..defaults import DEFAULT_DRAWS, DEFAULT_MAX_PEAKS
 from .metrics import ESTIMATE_COLUMNS, family_matrices
 
 __all__ = ["EXPLANATION_METRICS", "cites_property", "response_citations", "citation_rates", "explanations_from_db"]
@@ -89,7 +90,7 @@ def response_citations(con: duckdb.DuckDBPyConnection, *, max_peaks: int = DEFAU
     Columns: ``model, channel, condition, family_id, task_id, sample, cites, persists``
     (``persists``: the choice is the family's source candidate on a cf task).
     """
-    from .prompts import benchmark_tables, render_prompts
+    from ..prompts import benchmark_tables, render_prompts
 
     responses = con.sql(
         """SELECT r.model, t.channel, t.condition, t.family_id, t.task_id, r.sample, r.response,

@@ -14,9 +14,10 @@ import pingouin as pg
 import polars as pl
 from scipy import stats
 
-from . import intervals, resample, units
+from . import intervals, resample
+from .. import units
 from .metrics import family_matrices, metric_components, metric_trials
-from .errors import UsageError
+from ..errors import UsageError
 
 SCORES = ("reliance_margin", "cfr", "pgr")
 DEFAULT_SIZES = (25, 50, 75, 100, 125)

@@ -20,7 +20,7 @@ import numpy as np
 from scipy.integrate import trapezoid
 from scipy.stats import wasserstein_distance
 
-from .errors import UsageError
+from ..errors import UsageError
 
 DISTANCES = ("abs_diff", "euclidean", "wasserstein", "peak_overlap", "uvvis_l1")
 

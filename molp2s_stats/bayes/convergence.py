@@ -4,7 +4,7 @@ ArviZ's ``rhat`` and ``ess`` compute the same quantities one parameter at a time
 Python loop: 13 s for the ~4,000 parameters of the default fit, run after every
 attempt of a fit and on every report page. These kernels do all parameters of a
 variable at once in numpy (same definitions, tested against ArviZ to 1e-8 in
-tests/test_bayes_convergence.py), so the whole check takes seconds (``summary``).
+tests/bayes/test_convergence.py), so the whole check takes seconds (``summary``).
 
 Every array here is ``(parameters, chains, draws)``.
 """

@@ -2,7 +2,7 @@
 
 The model and priors of ``model.build_model`` (its docstring has the mathematics), which
 PyMC's own NUTS samples; nutpie samples this. The tests compare the two log densities
-point by point (tests/test_bayes_model.py). Constants are dropped; they do not move the
+point by point (tests/bayes/test_model.py). Constants are dropped; they do not move the
 posterior.
 
 Why not PyMC's own JAX graph: at paper size (7 models × 12 channels × 136 families) one

@@ -5,7 +5,7 @@ ArviZ's ``az.loo`` smooths each observation's importance weights in a Python loo
 models that was 28 s of the report's fit. The steps are the same for every observation
 (the right tail is the largest M of S weights, M fixed by S and the relative efficiency),
 so they run here on a block of observations at a time in numpy. The figures equal
-``az.loo(pointwise=True)``'s up to rounding (a few units in the last place; tests/test_bayes_psis.py); an observation whose tail
+``az.loo(pointwise=True)``'s up to rounding (a few units in the last place; tests/bayes/test_psis.py); an observation whose tail
 is not exactly M draws long (ties at the cut, or weights below the smallest float) goes
 through ``az.psislw`` itself.
 """

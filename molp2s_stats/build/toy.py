@@ -1,12 +1,12 @@
 """A small generated benchmark with synthetic properties and simulated responses.
 
-The test fixture in ``tests/fixtures/toy`` (the embedded default data is the QM9
+The test fixture in ``tests/support/fixtures/toy`` (the embedded default data is the QM9
 benchmark in ``data/``; see ``build/benchmark.py``): a dozen families over real scaffolds and fragments (the molecules are valid SMILES made by
 joining them with RDKit), **synthetic** property values drawn at random, every
 condition, three simulated models (``simulate``) and a few invalid answers and retries. Nothing
 here is a measurement; it exercises every code path.
 
-Run ``python -m molp2s_stats.build.toy tests/fixtures/toy`` to regenerate it (seeded). Unlike
+Run ``python -m molp2s_stats.build.toy tests/support/fixtures/toy`` to regenerate it (seeded). Unlike
 the QM9 benchmark it has every channel kind (UV–Vis and NMR included), which the
 tests need.
 """
@@ -162,4 +162,4 @@ def write(directory: Path, seed: int = SEED) -> None:
 
 
 if __name__ == "__main__":
-    write(Path(sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures/toy"))
+    write(Path(sys.argv[1] if len(sys.argv) > 1 else "tests/support/fixtures/toy"))

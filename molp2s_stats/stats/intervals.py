@@ -31,7 +31,7 @@ two models that agree on every task have d = 0 with no spread at all, yet a new 
 split them; each part's score interval says by how much.
 
 scipy's Wilson interval (``binomtest(k, n).proportion_ci``) takes whole counts, and n_eff is not
-one, so the formula is written out here; tests/test_intervals.py checks it against scipy where
+one, so the formula is written out here; tests/stats/test_intervals.py checks it against scipy where
 n_eff is whole.
 """
 

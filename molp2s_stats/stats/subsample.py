@@ -516,7 +516,7 @@ def score_interval(estimate: float, se: float, df: int, *, families: int, sampli
     is taken as 1: n_eff = the answered ``families`` over 1 − the ``sampling_fraction``, a simple
     random sample's. The quantile is Student's t at the design's ``df``. Written out here because
     scipy's Wilson interval (``binomtest(k, n).proportion_ci``) takes whole counts, and n_eff is
-    not one; where it is, the two agree (tests/test_subsample.py).
+    not one; where it is, the two agree (tests/stats/test_subsample.py).
 
     Twelve of twelve answered families right, a fifth of the cohort answered: n_eff = 12 / 0.8 = 15,
     and the lower end is 1 / (1 + t²/15) with t = t(11) at 97.5%, 2.201, so 0.756:
@@ -790,7 +790,7 @@ def find_plan(con, model: str, plan_id: str | None = None) -> tuple[str | None, 
 #: |z| past this says the answered families are not the draw the design describes. Over 200 plans
 #: of 15% on each of bench_adaptive's data sets, z had a spread of 0.95-1.12 and passed 3 in 0-1.5%
 #: of them (a mean of a skewed difficulty over some 45 families is not quite normal), 4 in 0-0.5%;
-#: the 20 easiest of 60 families give z = 15.6 (tests/test_subsample.py).
+#: the 20 easiest of 60 families give z = 15.6 (tests/stats/test_subsample.py).
 SELECTION_Z = 4.0
 
 

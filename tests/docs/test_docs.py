@@ -1,0 +1,324 @@
+"""The README and the documentation site run as written, and their links lead somewhere.
+
+Every ```bash and ```python block of README.md and docs/*.qmd is executed in order, one
+document at a time, on the default data: shell blocks in a fresh folder that holds the
+repository's `data/` and `docs/` (as a reader's checkout does), with this environment's
+`molp2s` first on PATH; Python blocks in one namespace per document; a page's executable
+cells (```{python}) in the docs folder, as Quarto runs them. A ```text block right after a
+block is the output that block shows, and must still be what it prints: lines are compared
+with their runs of spaces collapsed, and a line `...` stands for any number of lines.
+
+A block whose first line is `# not run by the docs test: <reason>` is skipped with that
+reason (a block that needs the network, a GPU, a model provider's key, or that is the test
+run itself). The command reference (docs/reference.qmd) is written from the commands' own
+help by molp2s_stats.clidoc; here it must equal a fresh copy, and its examples are run by
+tests/cli/test_cli_help.py in the order they depend on one another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import importlib
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from molp2s_stats import clidoc
+from molp2s_stats.report import render
+
+from tests.support import ROOT
+DOCS = ROOT / "docs"
+DOCUMENTS = [ROOT / "README.md", *sorted(DOCS.glob("*.qmd"))]
+SKIP = "# not run by the docs test:"
+_FENCE = re.compile(r"^(`{3,})\s*(\{?[\w.-]*\}?)[^\n]*$")
+
+
+@dataclasses.dataclass
+class Block:
+    document: Path
+    line: int  # 1-based line of the opening fence
+    language: str  # bash | python | cell (a page's ```{python}) | text | other
+    text: str
+    output: str | None = None  # the ```text block shown right after it
+
+    @property
+    def where(self) -> str:
+        return f"{self.document.relative_to(ROOT)}:{self.line}"
+
+    @property
+    def skipped(self) -> str | None:
+        first = self.text.lstrip().splitlines()[0] if self.text.strip() else ""
+        return first[len(SKIP):].strip() if first.startswith(SKIP) else None
+
+
+def read_blocks(path: Path) -> list[Block]:
+    """Fenced blocks in order; a ```text block directly after another block is that block's output."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    blocks: list[Block] = []
+    index, last_end = 0, -10
+    while index < len(lines):
+        match = _FENCE.match(lines[index])
+        if not match:
+            index += 1
+            continue
+        fence, info = match.group(1), match.group(2).strip("{}").lower()
+        end = index + 1
+        while end < len(lines) and lines[end].strip() != fence:
+            end += 1
+        body = "\n".join(lines[index + 1:end])
+        language = {"bash": "bash", "sh": "bash", "shell": "bash", "text": "text"}.get(info, "other")
+        if info == "python":
+            language = "cell" if match.group(2).startswith("{") else "python"
+        only_blank_between = all(not line.strip() for line in lines[last_end + 1:index])
+        if language == "text" and blocks and only_blank_between and blocks[-1].language in ("bash", "python"):
+            blocks[-1].output = body
+        else:
+            blocks.append(Block(path, index + 1, language, body))
+        last_end = end
+        index = end + 1
+    return blocks
+
+
+def _normal(line: str) -> str:
+    return " ".join(line.split())
+
+
+def shows(expected: str, actual: str) -> bool:
+    """Does ``actual`` print what ``expected`` shows? Lines compared with their spaces collapsed;
+    a line ``...`` matches any number of lines, and ``...`` inside a line any text (a file name
+    with a date in it, a count that depends on the file)."""
+    want = [_normal(line) for line in expected.strip("\n").splitlines()]
+    have = [_normal(line) for line in actual.strip("\n").splitlines()]
+
+    @functools.cache
+    def match(i: int, j: int) -> bool:
+        if i == len(want):
+            return j == len(have)
+        if want[i] == "...":
+            return match(i + 1, j) or (j < len(have) and match(i, j + 1))
+        return j < len(have) and same_line(want[i], have[j]) and match(i + 1, j + 1)
+
+    def same_line(shown: str, printed: str) -> bool:
+        if "..." not in shown:
+            return shown == printed
+        return re.fullmatch(".*".join(re.escape(part) for part in shown.split("...")), printed) is not None
+
+    return match(0, 0)
+
+
+def test_the_output_matcher():
+    assert shows("a  b\n...\nz", "a b\nc\nd\nz\n")
+    assert shows("a\n...\nz", "a\nz")
+    assert not shows("a\n...\nz", "a\ny")
+    assert not shows("a\nb", "a\nb\nc")
+    assert shows("logs/..._x.eval: 5 rows", "logs/2026-12-04_x.eval: 5 rows")
+    assert not shows("logs/..._x.eval: 5 rows", "logs/2026_x.eval: 6 rows")
+
+
+def test_blocks_and_their_outputs_are_read(tmp_path):
+    page = tmp_path / "page.qmd"
+    page.write_text("Text\n\n```bash\necho hi\n```\n\n```text\nhi\n```\n\n```{python}\n#| eval: false\nx = 1\n```\n"
+                    "\n````python\nprint('```')\n````\n")
+    blocks = read_blocks(page)
+    assert [(b.language, b.output) for b in blocks] == [("bash", "hi"), ("cell", None), ("python", None)]
+    assert blocks[0].line == 3 and blocks[2].text == "print('```')"
+
+
+def _session(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    folder = tmp_path / "checkout"
+    folder.mkdir()
+    for name in ("data", "docs"):
+        (folder / name).symlink_to(ROOT / name)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env.pop("MOLP2S_DB", None)
+    env.pop("MOLP2S_FIT", None)
+    return folder, env
+
+
+def _cell_options(text: str) -> dict[str, str]:
+    return dict(re.findall(r"^#\|\s*([\w-]+):\s*(.+?)\s*$", text, flags=re.MULTILINE))
+
+
+@pytest.mark.parametrize("document", [d for d in DOCUMENTS if d.name != "reference.qmd"],
+                         ids=lambda d: str(d.relative_to(ROOT)))
+def test_every_block_runs_and_shows_what_it_prints(document, tmp_path, monkeypatch):
+    folder, env = _session(tmp_path)
+    monkeypatch.setenv("PATH", env["PATH"])
+    monkeypatch.delenv("MOLP2S_DB", raising=False)
+    monkeypatch.delenv("MOLP2S_FIT", raising=False)
+    namespace: dict = {"__name__": "__docs__"}
+    cells: dict = {"__name__": "__docs__"}
+    for block in read_blocks(document):
+        if block.language not in ("bash", "python", "cell") or block.skipped is not None:
+            continue
+        if block.language == "bash":
+            done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.text], cwd=folder, env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
+            printed = done.stdout
+            assert done.returncode == 0, f"{block.where}: exit {done.returncode}\n{block.text}\n{printed[-3000:]}"
+        else:
+            if block.language == "cell" and _cell_options(block.text).get("eval") == "false":
+                continue
+            monkeypatch.chdir(DOCS if block.language == "cell" else folder)
+            buffer = io.StringIO()
+            with contextlib.redirect_stdout(buffer):
+                try:
+                    exec(compile(block.text, block.where, "exec"), cells if block.language == "cell" else namespace)
+                except Exception as exc:
+                    raise AssertionError(f"{block.where}: {type(exc).__name__}: {exc}\n{block.text}") from exc
+            printed = buffer.getvalue()
+        if block.output is not None:
+            assert shows(block.output, printed), (f"{block.where}: the output shown is no longer what it prints\n"
+                                                  f"--- shown\n{block.output}\n--- printed\n{printed}")
+
+
+def _links(path: Path) -> list[tuple[int, str]]:
+    found = []
+    inside = False
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            inside = not inside
+            continue
+        if not inside:
+            found += [(number, target) for target in re.findall(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)", line)]
+    return found
+
+
+def _anchors(path: Path) -> set[str]:
+    ids = set()
+    inside = False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.lstrip().startswith("```"):
+            inside = not inside
+        elif not inside and line.startswith("#"):
+            text = line.lstrip("#").strip()
+            explicit = re.search(r"\{#([\w-]+)\}\s*$", text)
+            ids.add(explicit.group(1) if explicit else render.pandoc_identifier(text))
+    return ids
+
+
+@pytest.mark.parametrize("document", DOCUMENTS + [ROOT / "CHANGELOG.md"], ids=lambda d: str(d.relative_to(ROOT)))
+def test_internal_links_lead_to_a_file_and_heading(document):
+    broken = []
+    for number, target in _links(document):
+        if re.match(r"^[a-z]+:", target):  # http:, https:, mailto: are not ours to check offline
+            continue
+        file, _, anchor = target.partition("#")
+        resolved = (document.parent / file).resolve() if file else document
+        if not resolved.exists():
+            broken.append(f"{document.name}:{number}: {target} (no such file)")
+        elif anchor and resolved.suffix in (".md", ".qmd") and anchor not in _anchors(resolved):
+            broken.append(f"{document.name}:{number}: {target} (no heading #{anchor} in {resolved.name})")
+    assert not broken, "\n".join(broken)
+
+
+def _readme_section(heading: str) -> str:
+    """The README's section under ``## heading``, up to the next section."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    return readme.split(f"## {heading}", 1)[1].split("\n## ", 1)[0]
+
+
+def _benchmark(name: str):
+    """A script of benchmarks/ imported as a module (they are scripts, not a package)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def test_the_readme_is_short_and_gives_the_two_commands():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 200
+    section = _readme_section("Two commands")
+    commands = [line.split("#")[0].strip() for line in section.split("```bash", 1)[1].split("```", 1)[0].splitlines()]
+    assert [c for c in commands if c] == ["make report", "make test"]
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^report:", makefile, re.MULTILINE) and re.search(r"^test:", makefile, re.MULTILINE)
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()
+          if line.strip() and not line.startswith("#")]
+    assert ci[-1].endswith("make test"), ci
+
+
+def test_the_readme_quotes_the_fit_cost_benchmark_as_measured():
+    """The README's leaderboard-size table, growth rate and largest fit are benchmarks/results/fit_cost.csv's."""
+    import polars as pl
+
+    bench_fit_cost = _benchmark("bench_fit_cost")
+    cost = pl.read_csv(ROOT / "benchmarks" / "results" / "fit_cost.csv")
+    section = _readme_section("How large a leaderboard")
+    rows = re.findall(r"^\| (\d+) × (\d+) × (\d+)[^|]*\|(.*)\|$", section, re.MULTILINE)
+    assert len(rows) >= 3, section
+    prose = " ".join(section.split())  # the section's sentences, each on one line whatever its wrapping
+    for models, channels, families, rest in rows:
+        measured = cost.filter(pl.col("models") == int(models), pl.col("channels") == int(channels),
+                               pl.col("families") == int(families)).row(0, named=True)
+        expected = [f"{measured['cells']:,}", f"{measured['seconds']:.0f}", f"{measured['ess_per_second']:.1f}",
+                    "passed" if measured["passed"] else "failed", f"{measured['peak_mb'] / 1024:.1f} GB"]
+        assert [cell.strip() for cell in rest.split("|")] == expected, (models, channels, families)
+    # "All N sizes … passed" only where every size did
+    assert (f"All {cost.height} sizes" in section) == bool(cost["passed"].all())
+    # "N in one attempt (14 × 5 × 389 took two, 28 × 5 × 389 three); the slowest took S s"
+    counted = {2: "two", 3: "three", 4: "four", 5: "five"}
+    retried = [f"{r['models']} × {r['channels']} × {r['families']}{' took' if i == 0 else ''} "
+               f"{counted[r['attempts']]}"
+               for i, r in enumerate(cost.filter(pl.col("attempts") > 1).sort("cells").iter_rows(named=True))]
+    attempts = f"{cost.filter(pl.col('attempts') == 1).height} in one attempt"
+    if retried:
+        attempts += f" ({', '.join(retried)})"
+    assert f"{attempts}; the slowest took {cost['seconds'].max():.0f} s" in prose, attempts
+    slope, error = bench_fit_cost.growth(cost)
+    assert f"cells^{slope:.2f} (standard error {error:.2f})" in section
+    largest = cost.filter(pl.col("passed") & (pl.col("seconds") <= 3600)).sort("cells").row(-1, named=True)
+    assert f"fitted {largest['models']} models × {largest['channels']} channels × {largest['families']} families" \
+        in prose
+
+
+def test_the_readme_quotes_the_leaderboard_grid_as_measured():
+    """The README's pass count over the leaderboard grid, and its slowest fits, are fit_shapes_leaderboard.csv's."""
+    import polars as pl
+
+    leaderboard = _benchmark("bench_fit_shapes").LEADERBOARD
+    grid = pl.read_csv(ROOT / "benchmarks" / "results" / "fit_shapes_leaderboard.csv").with_columns(
+        models=pl.col("shape").replace_strict({name: shape.models for name, shape in leaderboard.items()}))
+    prose = " ".join(_readme_section("How large a leaderboard").split())
+    seeds, shapes = grid["seed"].n_unique(), grid["shape"].n_unique()
+    assert grid.height == seeds * shapes, "the grid is not complete: quote it when every shape has every seed"
+    # e.g. "Over 10 sampler seeds of each of 32 leaderboard shapes …, 320 of 320 fits passed"
+    assert f"Over {seeds} sampler seeds of each of {shapes} leaderboard shapes" in prose
+    assert f"{grid['passed'].sum()} of {grid.height} fits passed" in prose
+    slowest = {label: grid.filter(size)["seconds"].max() for label, size in
+               (("up to 14 models", pl.col("models") <= 14), ("28 models", pl.col("models") == 28),
+                ("56 models", pl.col("models") == 56))}
+    assert ", ".join(f"{label} in at most {seconds:.0f} s" for label, seconds in slowest.items()) in prose
+
+
+def test_the_command_reference_is_the_commands_own_help():
+    committed = (DOCS / "reference.qmd").read_text(encoding="utf-8")
+    assert committed == clidoc.reference(), (
+        "docs/reference.qmd differs from the commands' help: run `python -m molp2s_stats.clidoc docs/reference.qmd`")
+
+
+def test_the_docs_site_lists_every_page_in_its_navigation():
+    config, pages = render.read_project(DOCS)
+    sources = {page.source for page in pages}
+    assert sources == {p.name for p in DOCS.glob("*.qmd")}
+    assert {href for href, _ in render.navigation(DOCS, config)} == sources
+
+
+SKIPPED = [b for d in DOCUMENTS if d.name != "reference.qmd" for b in read_blocks(d)
+           if b.language in ("bash", "python") and b.skipped is not None]
+
+
+@pytest.mark.parametrize("block", SKIPPED, ids=lambda b: b.where)
+def test_a_block_left_out_says_why(block):
+    """Each block the docs test does not run is reported as skipped, with the reason its first line gives."""
+    assert len(block.skipped) > 10, f"{block.where}: say why the block is not run"
+    pytest.skip(f"{block.where}: {block.skipped}")

@@ -1,0 +1,307 @@
+"""The report site (issue 6): the .qmd reader, the leaderboard marking, and a real render
+of all seven pages on a small simulated database without Quarto (the Jupyter route),
+then the leaderboard opened in headless Chromium."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from molp2s_stats import simulate, store
+from molp2s_stats.cli import app
+from molp2s_stats.defaults import REPORTS
+from molp2s_stats.report import render, tables
+
+from tests.support.simulated_benchmark import write_simulated
+from tests.support.html import element_ids
+
+PAGES = ("posterior", "reliance", "stability", "leaderboard", "comparisons", "index", "health", "data")  # render order, slowest first
+
+
+def test_read_qmd_splits_front_matter_prose_and_cells(tmp_path):
+    page = tmp_path / "page.qmd"
+    page.write_text('---\ntitle: "A page"\n---\n\nSome prose.\n\n```{python}\n#| label: one\n#| echo: true\nx = 1\n```\n\n'
+                    "Between.\n\n```{python}\ny = 2\n```\n")
+    notebook = render.read_qmd(page, execute={"echo": False})
+    kinds = [(c.cell_type, c.source) for c in notebook.cells]
+    # the #| lines leave the source, as Quarto leaves them out of the page
+    assert kinds == [("markdown", "# A page"), ("markdown", "Some prose."),
+                     ("code", "x = 1"), ("markdown", "Between."), ("code", "y = 2")]
+    assert "tags" not in notebook.cells[2].metadata  # echo: true on the cell wins over the project's false
+    assert notebook.cells[2].metadata["molp2s"] == {"label": "one", "eval": True, "warning": True}
+    assert notebook.cells[4].metadata["tags"] == ["remove_input"]
+    assert notebook.metadata["quarto"] == {"title": "A page"}
+
+
+
+def test_a_project_renders_into_its_folder_with_links_to_pages_as_html(tmp_path):
+    """The docs site's route (python -m molp2s_stats.report.render PROJECT OUT): a link to another
+    page's .qmd points at its .html, as under Quarto, and a second render replaces the first."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "_quarto.yml").write_text("project:\n  type: website\n  render:\n    - a.qmd\n    - b.qmd\n"
+                                         "website:\n  title: Tiny\n  navbar:\n    left:\n      - href: a.qmd\n"
+                                         "      - href: b.qmd\n")
+    (project / "a.qmd").write_text('---\ntitle: "A"\n---\n\nSee [the other page](b.qmd#second), '
+                                   "or [the web](https://quarto.org/a.qmd).\n")
+    (project / "b.qmd").write_text('---\ntitle: "B"\n---\n\n## Second\n\n```{python}\nprint(6 * 7)\n```\n')
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / "stale.html").write_text("from an earlier render")
+    assert render.main([str(project), str(out)]) == 0
+    page_a = (out / "a.html").read_text()
+    assert 'href="b.html#second"' in page_a and 'href="https://quarto.org/a.qmd"' in page_a
+    page_b = (out / "b.html").read_text()
+    assert 'id="second"' in page_b and "42" in page_b
+    assert sorted(p.name for p in out.iterdir()) == ["a.html", "b.html"]  # replaced, not merged
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["project", "site"]
+
+def test_project_lists_the_eight_pages():
+    config, pages = render.read_project(REPORTS)
+    assert [p.source for p in pages] == [f"{name}.qmd" for name in PAGES]
+    assert [p.source for p in pages] == config["project"]["render"]  # the render list, not the navbar
+    assert config["project"]["type"] == "website"
+    # Quarto renders these pages in one-shot kernels; the fallback always does
+    assert config["execute"]["daemon"] is False
+
+
+def test_leaderboard_marks_gold_and_silver_and_keeps_the_baseline_unranked():
+    metrics = pl.DataFrame({
+        "model": ["a", "b", "c", "a", "b", "c"],
+        "channel": ["ir", "ir", "ir", "gap", "gap", "gap"],
+        "metric": ["pgr"] * 6,
+        "estimate": [10.0, 30.0, 20.0, 5.0, 5.0, 1.0],
+        "conf_low": [1.0, 2.0, 3.0, 1.0, 1.0, 0.0],
+        "conf_high": [20.0, 40.0, 30.0, 9.0, 9.0, 2.0],
+        "baseline": [25.0, 25.0, 25.0, 20.0, 20.0, 20.0],
+    })
+    table, tidy = tables.leaderboard_table(metrics, "pgr", title="t")
+    # the frame that is exported: numbers, one row per model × channel, the channels in the channel
+    # table's order (gap before ir), each closed by its baseline
+    assert tidy["model"].to_list() == ["a", "b", "c", "random baseline"] * 2
+    assert tidy["channel"].to_list() == ["gap"] * 4 + ["ir"] * 4
+    assert tidy.schema["estimate"] == pl.Float64 and tidy.schema["conf_low"] == pl.Float64
+    html = table.as_raw_html()
+    # great-tables formats the cells: one decimal, the interval merged in; no interval for the baseline
+    assert "30.0 [2.0, 40.0]" in html and ">25.0<" in html
+    assert html.index(">c<") < html.index(">random baseline<")
+    # ir: b gold, c silver; gap: a and b tie for gold, c silver; the baseline (25) is never marked
+    assert tables.podium([10.0, 30.0, 20.0, None]) == [None, tables.GOLD, tables.SILVER, None]
+    assert html.count(tables.GOLD) == 3 and html.count(tables.SILVER) == 2
+
+
+def _header(html: str) -> list[list[tuple[str, int]]]:
+    """The table's header rows, top first: each cell's text and how many columns it spans."""
+    head = html[html.index("<thead"):html.index("</thead>")]
+    rows = []
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", head, flags=re.S):
+        cells = []
+        for attributes, text in re.findall(r"<th([^>]*)>(.*?)</th>", row, flags=re.S):
+            span = re.search(r'colspan="(\d+)"', attributes)
+            cells.append((re.sub(r"<[^>]+>|&nbsp;?", "", text).strip(), int(span.group(1)) if span else 1))
+        if cells:
+            rows.append(cells)
+    return rows
+
+
+def test_leaderboard_header_is_laid_out_as_the_paper_prints_it():
+    """Snapshot of the header of Tables 2 and 9 over the twelve channels and three bundles: the groups
+    on top, ¹H and ¹³C NMR below Magnetic resonance, every other column label spanning both lower rows."""
+    channels = list(tables.column_layout())  # the package's channel table
+    metrics = pl.DataFrame({"model": ["m"] * len(channels), "channel": channels, "metric": ["pgr"] * len(channels),
+                            "estimate": [1.0] * len(channels), "conf_low": [0.5] * len(channels),
+                            "conf_high": [1.5] * len(channels)})
+    table, _ = tables.leaderboard_table(metrics, "pgr", title="PGR")
+    assert _header(table.as_raw_html()) == [
+        [("", 1), ("Electronic", 4), ("Vibrational", 2), ("Magnetic resonance", 6), ("Bundles", 3)],
+        [("", 1), ("Dipole", 1), ("Dipole vector", 1), ("Gap", 1), ("UV–Vis", 1), ("IR", 1), ("Raman", 1),
+         ("¹H NMR", 3), ("¹³C NMR", 3), ("Vibrational", 1), ("NMR", 1), ("All", 1)],
+        [("Peaks", 1), ("+Int.", 1), ("Atomwise", 1), ("Peaks", 1), ("+Deg.", 1), ("Atomwise", 1)],
+    ]
+
+
+def test_table7_has_a_row_per_property_input_p0_first_and_a_column_per_model():
+    """The paper's Table 7: rows P0 then each channel by name, columns the models by display name
+    under their group, the best model of each row in gold."""
+    source = pl.DataFrame({"model": ["a", "b"] * 2, "channel": ["ir", "ir", "h1_peaks", "h1_peaks"],
+                           "metric": ["acc_source"] * 4, "estimate": [60.0, 70.0, 55.0, 50.0],
+                           "conf_low": [50.0, 60.0, 45.0, 40.0], "conf_high": [70.0, 80.0, 65.0, 60.0]})
+    p0 = pl.DataFrame({"model": ["a", "b"], "channel": ["none"] * 2, "metric": ["acc_p0"] * 2,
+                       "estimate": [40.0, 45.0], "conf_low": [30.0, 35.0], "conf_high": [50.0, 55.0]})
+    names = pl.DataFrame({"model": ["b", "a"], "display_name": ["Model B", "Model A"],
+                          "group": ["Closed-weight", "Open-weight"]})
+    table, tidy = tables.input_table(source, p0, title="t", models=names)
+    html = table.as_raw_html()
+    assert tidy["channel"].to_list() == ["none", "none", "ir", "ir", "h1_peaks", "h1_peaks"]
+    assert _header(html)[-2:] == [[("", 1), ("Closed-weight", 1), ("Open-weight", 1)],
+                                  [("Model B", 1), ("Model A", 1)]]
+    rows = [re.sub(r"<[^>]+>", "", r).strip()
+            for r in re.findall(r'<th [^>]*class="gt_row gt_left gt_stub"[^>]*>(.*?)</th>', html, flags=re.S)]
+    assert rows == ["No properties (P0)", "IR", "¹H peaks"]
+    assert "45.0 [35.0, 55.0]" in html and html.count(tables.GOLD) == 3
+
+
+def test_cf_split_table_has_a_spanner_per_channel():
+    metrics = pl.DataFrame({"model": ["a"] * 6, "channel": ["ir"] * 3 + ["all"] * 3,
+                            "metric": ["cfr", "persist", "other"] * 2, "estimate": [50.0, 30.0, 20.0, 40.0, 40.0, 20.0]})
+    table, tidy = tables.split_table(metrics, title="t")
+    assert tidy.height == 6
+    assert _header(table.as_raw_html())[-2:] == [
+        [("", 1), ("IR", 3), ("All", 3)],
+        [("CFR", 1), ("Persist", 1), ("Other", 1), ("CFR", 1), ("Persist", 1), ("Other", 1)]]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """All seven pages rendered on 40 families × 2 channels, 3 models, with a short (failing) fit."""
+    from molp2s_stats.bayes import data as bayes_data
+    from molp2s_stats.bayes import fit as bayes_fit
+
+    root = tmp_path_factory.mktemp("report")
+    models = simulate.DEFAULT_MODELS[:3]
+    db, _ = write_simulated(root, families=40, channels=("dipole_norm", "ir"), models=models, seed=4)
+    con = store.connect(db, read_only=True)
+    idata = bayes_fit.fit(bayes_data.read_model_data(con), draws=100, tune=100, chains=2, seed=1, loo=False,
+                          budget=0)
+    con.close()
+    fit_file = root / "fit.nc"
+    idata.to_netcdf(str(fit_file))
+    out = root / "site"
+    result = CliRunner().invoke(app, ["report", "--db", str(db), "--fit", str(fit_file), "--out", str(out),
+                                      "--engine", "jupyter", "--bootstrap", "200", "--seed", "3"])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_page_renders_with_its_tables_and_no_fetch(site, name):
+    page = (site / f"{name}.html").read_text()
+    assert "<table" in page
+    assert "Traceback" not in page
+    # self-contained: nothing is fetched at view time
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "the page fetches something"
+    assert "<script" not in page
+
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_no_heading_or_cell_id_appears_twice_on_a_page(site, name):
+    """Cells carry their labels as ids and headings pandoc's identifiers, as under Quarto: each of
+    those ids is on the page once, clashing neither with another nor with an id inside a table;
+    and every table's own ids (great-tables' title, column ids) are under its own name."""
+    page = (site / f"{name}.html").read_text()
+    ids = element_ids(page)
+    text = (REPORTS / f"{name}.qmd").read_text()
+    labels = {str(render.cell_options(cell)["label"]) for cell in render._CELL.findall(text)
+              if "label" in render.cell_options(cell)}
+    headings = set(re.findall(r'<h[1-6] id="([^"]+)"', page))
+    assert labels and labels <= set(ids)
+    repeated = sorted(i for i in labels | headings if ids.count(i) > 1)
+    assert repeated == []
+    tables_ids = [i for i in ids if i.startswith("table-")]
+    assert sorted({i for i in tables_ids if tables_ids.count(i) > 1}) == []
+    assert "title" not in ids  # great-tables' bare id, once per table before
+
+
+def test_pages_hold_what_they_promise(site):
+    leaderboard = (site / "leaderboard.html").read_text()
+    assert "PGR per channel" in leaderboard and tables.GOLD in leaderboard and "random baseline" in leaderboard
+    assert "<svg" in leaderboard
+    overview = (site / "index.html").read_text()
+    assert "masked scaffold" in overview and overview.count("<svg") >= 3  # scaffold + candidates
+    # Figure 1: a single channel's task, its rendered prompt with the property shown, each answer's text
+    assert "The prompt, as the model received it" in overview and "(no value)" not in overview
+    assert re.search(r"channel (Dipole norm|IR) \(<code>(dipole_norm|ir)</code>\)", overview)
+    assert "its text" in overview
+    posterior = (site / "posterior.html").read_text()
+    # 2 × 100 draws cannot pass the gate: the page must say so, not hide it
+    assert "gate-failed" in posterior and "HEALTH GATE" in posterior
+    assert posterior.count("<svg") >= 3  # forest plots, heatmap, rank bars
+    for name in ("table2_pgr", "table3_reliance_margin", "table12_paired_inputs", "table10_stability",
+                 "posterior_reliance", "table6_separability"):
+        assert (site / "tables" / f"{name}.csv").stat().st_size > 0
+        assert "\\begin" in (site / "tables" / f"{name}.tex").read_text()
+
+
+def test_exported_tables_are_numbers_not_formatted_text(site):
+    """Every CSV beside the pages holds tidy numbers: no '61.2 [48.0, 73.1]' strings, estimates numeric."""
+    files = sorted((site / "tables").glob("*.csv"))
+    assert len(files) >= 10
+    for path in files:
+        frame = pl.read_csv(path, infer_schema_length=None)
+        for column, dtype in frame.schema.items():
+            if dtype == pl.String:
+                assert not frame[column].str.contains(r"\d \[").any(), (path.name, column)
+        for column in ("estimate", "conf_low", "conf_high"):
+            if column in frame.columns:
+                assert frame.schema[column].is_numeric() or frame[column].null_count() == frame.height, (path.name, column)
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(_chromium() is None, reason="Chromium is not installed (make test installs Debian's chromium)")
+def test_leaderboard_charts_draw_in_headless_chromium(site, tmp_path):
+    command = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", (site / "leaderboard.html").as_uri()]
+    dom = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "<svg" in dom and "PGR per channel" in dom
+    # the chart's marks survived the browser's parse: Vega's SVG draws points as paths
+    assert re.search(r"<path[^>]+d=\"M", dom)
+
+
+@pytest.mark.skipif(_chromium() is None, reason="Chromium is not installed (make test installs Debian's chromium)")
+@pytest.mark.parametrize("name", PAGES)
+def test_page_body_does_not_overflow_at_1280_px(site, tmp_path, name):
+    """Opened at 1280 px, the page is no wider than the window: wide tables scroll inside their box."""
+    probe = tmp_path / f"{name}.html"
+    # a copy with a probe script (the pages themselves carry no script): it writes the widths into the DOM
+    probe.write_text((site / f"{name}.html").read_text().replace(
+        "</body>", "<script>document.body.setAttribute('data-widths', "
+                   "document.documentElement.scrollWidth + ' ' + window.innerWidth)</script></body>"))
+    command = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--window-size=1280,900", f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", probe.as_uri()]
+    dom = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
+    scroll_width, window_width = map(int, re.search(r'data-widths="(\d+) (\d+)"', dom).groups())
+    assert window_width == 1280 and scroll_width <= window_width, (scroll_width, window_width)
+
+
+def test_stability_tables_have_rm_and_cfr_spanners_over_rho_exact_mad():
+    rows = [(metric, "macro", size, 0.9, 50.0, 1.5) for metric in ("reliance_margin", "cfr") for size in (25, 50)]
+    frame = pl.DataFrame(rows, schema=["metric", "channel", "size", "spearman_rho", "exact", "mad"], orient="row")
+    table, tidy = tables.stability_table(frame, by="size", title="t")
+    assert tidy.equals(frame)
+    html = table.as_raw_html()
+    assert _header(html)[-2:] == [[("", 1), ("RM", 3), ("CFR", 3)],
+                                  [("ρ", 1), ("Exact", 1), ("MAD", 1), ("ρ", 1), ("Exact", 1), ("MAD", 1)]]
+    assert ">0.900<" in html and ">50.0<" in html and ">1.50<" in html  # ρ 3 decimals, Exact 1, MAD 2
+
+
+def test_plain_tables_write_counts_with_separators_and_rates_with_one_decimal():
+    frame = pl.DataFrame({"channel": ["ir"], "tasks": [12108], "seed": [20261201], "separated": [61.24]})
+    html = tables.plain_table(frame, title="t").as_raw_html()
+    assert ">12,108<" in html and ">61.2<" in html
+    assert ">20261201<" in html  # a seed is not a count
+
+
+def test_chart_panels_follow_the_paper_order_and_the_channels_names():
+    from molp2s_stats.report import charts
+
+    frame = pl.DataFrame({"model": ["a"] * 3, "channel": ["ir", "h1_peaks", "all"], "estimate": [1.0, 2.0, 3.0],
+                          "conf_low": [0.5] * 3, "conf_high": [1.5] * 3})
+    facet = charts.forest(frame, title="t", x_title="x").to_dict()["facet"]
+    assert facet["field"] == "panel" and facet["sort"] == ["IR", "¹H peaks", "All channels"]
+    own = pl.DataFrame({"channel": ["my_channel"], "group": ["mine"], "subgroup": [None], "column_label": ["Mine"],
+                        "name": ["My channel"]})
+    mine = frame.with_columns(pl.lit("my_channel").alias("channel")).head(1)
+    assert charts.forest(mine, title="t", x_title="x", channel_table=own).to_dict()["facet"]["sort"] == ["My channel"]
+    assert charts.forest(mine, title="t", x_title="x").to_dict()["facet"]["sort"] == ["my_channel"]  # not in the table: its id
+    contrasts = pl.DataFrame({"channel": ["ir", "all"], "model_a": ["a", "a"], "model_b": ["b", "b"],
+                              "probability": [0.5, 0.6]})
+    assert charts.heatmap(contrasts, title="t").to_dict()["facet"]["sort"] == ["IR", "All channels"]

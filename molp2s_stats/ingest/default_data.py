@@ -8,6 +8,7 @@ from pathlib import Path
 import duckdb
 
 from ..defaults import DEFAULT_BENCHMARK, DEFAULT_RESPONSES
+from . import load
 
 
 def default_response_files() -> list[Path]:
@@ -16,6 +17,4 @@ def default_response_files() -> list[Path]:
 
 def load_default_data(con: duckdb.DuckDBPyConnection) -> None:
     """Load data/benchmark and data/responses (a second call adds nothing: files are seen by hash)."""
-    from . import load
-
     load(con, benchmark=DEFAULT_BENCHMARK, responses=default_response_files())

@@ -26,7 +26,8 @@ from molp2s_stats.cli import app
 from molp2s_stats.ingest import InputError, load
 
 from tests.support import ROOT as REPO
-DEFAULT = REPO / "tests" / "fixtures" / "toy"
+from tests.support import TOY
+DEFAULT = TOY
 ALPHA = DEFAULT / "responses" / "sim-alpha.jsonl"
 BETA = DEFAULT / "responses" / "sim-beta.csv"
 GAMMA = DEFAULT / "responses" / "sim-gamma.parquet"

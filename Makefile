@@ -38,10 +38,9 @@ chromium:
 # pytest exits 5 when it collects no test; that must fail CI, not pass it silently.
 # One worker a core (at most 4), each taking whole test files, so that a module's fixture (a
 # fit, a loaded database) is built once: much of the suite waits on subprocesses and I/O.
-# Tests marked `timing` compare wall times, so they run afterwards, alone on the machine.
+# No test compares wall times (those are benchmarks/ scripts), so nothing runs apart.
 test: $(STAMP) chromium
-	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile -m "not timing"
-	$(BIN)/python -m pytest -m timing tests
+	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile
 
 # Each script's printout is saved in benchmarks/results/ with the command, date and machine beside it
 # (<file>.meta.json), for the documentation's Performance page. A script exits 1 when it misses a target.

@@ -908,7 +908,10 @@ def fit_command(
                           warm_start=previous, device=device)
     if previous is not None:
         progress.say(bayes_fit.warm_start_note(idata, previous))
+    from .bayes import provenance
     from .output import replacing
+
+    provenance.record(idata, con)  # so that a report can tell when the database has moved on
 
     with replacing(out) as partial:  # a fit interrupted while saving leaves an earlier fit file whole
         idata.to_netcdf(str(partial))
@@ -996,7 +999,7 @@ def posterior_command(
 def report_command(
     db: Annotated[Optional[Path], typer.Option("--db", help="Database to report on; default: the default data, built under reports/_build.")] = None,
     out: Annotated[Path, typer.Option("--out", help="Folder for the site (HTML pages, tables/ with CSV and LaTeX).")] = REPORTS / "_site",
-    fit_file: Annotated[Optional[Path], typer.Option("--fit", help="A saved fit for the posterior page; default: <db>.fit.nc, fitted if missing.")] = None,
+    fit_file: Annotated[Optional[Path], typer.Option("--fit", help="A saved fit for the posterior page; default: <db>.fit.nc, fitted if missing or made on other data than the database holds.")] = None,
     engine: Annotated[str, typer.Option("--engine", help="auto (quarto if on PATH, else jupyter) | quarto | jupyter.")] = "auto",
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates on every page.")] = DEFAULT_DRAWS,
     seed: SeedOption = 0,
@@ -1005,35 +1008,28 @@ def report_command(
 
     Example: molp2s report --db molp2s.duckdb --fit fit.nc --bootstrap 100 --out site
     """
-    from .report import context, render
+    from .report import context, prepare, render
 
     if engine not in ("auto", "quarto", "jupyter"):
         raise UsageError("--engine must be auto, quarto or jupyter")
     if engine == "quarto" and not shutil.which("quarto"):
         raise UsageError("--engine quarto: quarto is not on PATH (use --engine jupyter)")
     env = {"MOLP2S_SEED": str(seed), "MOLP2S_BOOTSTRAP": str(bootstrap)}
-    if db is not None:
-        if not db.exists():
-            raise UsageError(store.missing_database(db, instead="leave out --db to report on the default data"))
-        env["MOLP2S_DB"] = str(db.resolve())
-    if fit_file is not None:
-        if not fit_file.exists():
-            raise UsageError(f"{fit_file}: no such fit file (make one with `molp2s fit`)")
-        env["MOLP2S_FIT"] = str(fit_file.resolve())
+    if db is not None and not db.exists():
+        raise UsageError(store.missing_database(db, instead="leave out --db to report on the default data"))
+    if fit_file is not None and not fit_file.exists():
+        raise UsageError(f"{fit_file}: no such fit file (make one with `molp2s fit`)")
     started = time.perf_counter()
+    try:
+        # MOLP2S_DB / MOLP2S_FIT from the user's environment count as given (as the pages read them)
+        prepared = prepare.prepare(db.resolve() if db else context.given_path("MOLP2S_DB", "database", "make one with `molp2s load`"),
+                                   fit_file.resolve() if fit_file else context.given_path("MOLP2S_FIT", "fit file", "make one with `molp2s fit`"),
+                                   seed=seed, log=lambda line: typer.echo(line, err=True))
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from exc
     # the pages get absolute paths: Quarto runs each page in reports/, not in the user's folder
-    with render._environment(env):
-        try:
-            database = context.database_path()
-        except FileNotFoundError as exc:  # a MOLP2S_DB from the user's environment that is not there
-            raise UsageError(str(exc)) from exc
-        env["MOLP2S_DB"] = str(database.resolve())
-        if fit_file is None and not os.environ.get("MOLP2S_FIT") and not database.with_suffix(".fit.nc").exists():
-            typer.echo(f"no saved fit beside {database}: fitting the model with its defaults (a few minutes)", err=True)
-        try:
-            env["MOLP2S_FIT"] = str(context.fit_path().resolve())
-        except FileNotFoundError as exc:
-            raise UsageError(str(exc)) from exc
+    env["MOLP2S_DB"] = str(prepared.database.resolve())
+    env["MOLP2S_FIT"] = str(prepared.fit.resolve())
     try:
         # the site is rendered beside --out and takes its place only when every page is done: an
         # interrupted or failed render leaves the previous site whole (tables/ included)

@@ -1,10 +1,10 @@
 """What a report page reads: the database, the saved fit and the seed, from the environment.
 
-``molp2s report`` sets these variables before it renders; ``quarto render reports/``
-reads the same ones, and where they are unset a page builds the default database
-from data/ (and fits the default model) under ``reports/_build/`` by itself.
+Pages only open files: ``report.prepare`` makes them first (``molp2s report`` calls it, and
+the report project runs it as Quarto's pre-render script). These variables name them:
 
-- ``MOLP2S_DB``: the DuckDB database (read-only here);
+- ``MOLP2S_DB``: the DuckDB database (read-only here); default: the default data's database
+  under ``reports/_build/``;
 - ``MOLP2S_FIT``: a fit saved by ``molp2s fit`` (NetCDF); default ``<database>.fit.nc``;
 - ``MOLP2S_SEED``: the seed of every bootstrap and subsample on the pages (default 0);
 - ``MOLP2S_BOOTSTRAP``: bootstrap replicates (default: metrics.DEFAULT_DRAWS).
@@ -32,13 +32,13 @@ import duckdb
 
 from ..stats import metrics
 from .. import store
-from ..defaults import REPORTS
-from ..ingest.default_data import load_default_data
 from ..notices import silence_known_notices
+from .prepare import DEFAULT_DATABASE, default_fit_path
 
 silence_known_notices()  # every page imports this module first
 
-BUILD = REPORTS / "_build"
+NOT_PREPARED = ("run `molp2s report`, or render the whole report project: its pre-render step "
+                "(reports/_prepare.py) makes it")
 
 
 def seed() -> int:
@@ -49,8 +49,11 @@ def bootstrap_draws() -> int:
     return int(os.environ.get("MOLP2S_BOOTSTRAP", str(metrics.DEFAULT_DRAWS)))
 
 
-def _user_path(variable: str, what: str, make_it: str) -> Path:
-    """``$variable`` as an absolute path that exists, relative ones read as the user meant them."""
+def given_path(variable: str, what: str, make_it: str) -> Path | None:
+    """``$variable`` as an absolute path that exists (relative ones read as the user meant them), or
+    None when the variable is unset."""
+    if not os.environ.get(variable):
+        return None
     given = Path(os.environ[variable]).expanduser()
     if given.is_absolute():
         if not given.exists():
@@ -70,22 +73,13 @@ def _user_path(variable: str, what: str, make_it: str) -> Path:
 
 def database_path() -> Path:
     """``$MOLP2S_DB`` (absolute; a relative one is resolved as the module docstring says), else the
-    default database, built from data/ on first use."""
-    if os.environ.get("MOLP2S_DB"):
-        return _user_path("MOLP2S_DB", "database", "make one with `molp2s load`")
-    path = BUILD / "default.duckdb"
-    if not path.exists():
-        # built under another name and renamed: a build that fails leaves no half-made database behind
-        BUILD.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(".partial.duckdb")
-        partial.unlink(missing_ok=True)
-        con = store.connect(partial)
-        try:
-            load_default_data(con)
-        finally:
-            con.close()
-        partial.rename(path)
-    return path
+    default database, which the prepare step has built."""
+    given = given_path("MOLP2S_DB", "database", "make one with `molp2s load`")
+    if given is not None:
+        return given
+    if not DEFAULT_DATABASE.exists():
+        raise FileNotFoundError(f"the default database {DEFAULT_DATABASE} is not built yet: {NOT_PREPARED}")
+    return DEFAULT_DATABASE
 
 
 def database() -> duckdb.DuckDBPyConnection:
@@ -111,21 +105,13 @@ def _channel_table(path: str):
 
 
 def fit_path() -> Path:
-    """``$MOLP2S_FIT``, else ``<database>.fit.nc`` beside the database, sampled with the defaults on first use."""
-    if os.environ.get("MOLP2S_FIT"):
-        return _user_path("MOLP2S_FIT", "fit file", "make one with `molp2s fit`")
-    path = database_path().with_suffix(".fit.nc")
+    """``$MOLP2S_FIT``, else ``<database>.fit.nc`` beside the database, which the prepare step has fitted."""
+    given = given_path("MOLP2S_FIT", "fit file", "make one with `molp2s fit`")
+    if given is not None:
+        return given
+    path = default_fit_path(database_path())
     if not path.exists():
-        from ..bayes import data as bayes_data
-        from ..bayes import fit as bayes_fit
-
-        # the posterior page shows LOO against the model without family effects: ask for it
-        from ..bayes.progress import Progress
-
-        progress = Progress()
-        bayes_fit.fit(bayes_data.read_model_data(database()), seed=seed(), loo=True, progress=progress,
-                      on_estimate=lambda estimate: progress.say(f"fitting the model for the report: {estimate.line(bayes_fit.default_budget(estimate))}"),
-                      ).to_netcdf(str(path))
+        raise FileNotFoundError(f"no fit at {path}: {NOT_PREPARED}")
     return path
 
 
@@ -139,3 +125,15 @@ def _fit(path: str):
     import arviz as az
 
     return az.from_netcdf(path)
+
+
+def fit_mismatch() -> str | None:
+    """How the fit's data differs from the database's (``bayes.provenance.mismatch``); None when it matches."""
+    return _fit_mismatch(str(fit_path()), str(database_path()))
+
+
+@functools.cache
+def _fit_mismatch(fit_file: str, database_file: str) -> str | None:
+    from ..bayes import provenance
+
+    return provenance.mismatch(_fit(fit_file), _connection(database_file))

@@ -302,6 +302,7 @@ def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeou
         remove_cell_tags={"remove_cell"}, enabled=True), True)
     workers = workers or min(2, usable_cores())  # the cores this process may use, as the fit counts them
     out.mkdir(parents=True, exist_ok=True)
+    run_pre_render(project, config, env, [page.source for page in chosen], log=log)
 
     def render_page(page: Page, sockets: Path) -> Path:
         started = time.perf_counter()
@@ -344,6 +345,24 @@ def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeou
             folder.mkdir()
         with ThreadPoolExecutor(max_workers=max(1, min(workers, len(chosen)))) as pool:
             return list(pool.map(render_page, chosen, folders))
+
+
+def run_pre_render(project: Path, config: dict, env: dict[str, str], pages: list[str], *, log=print) -> None:
+    """The project's ``pre-render`` scripts, as Quarto runs them before the pages: each in the
+    project folder, on this Python (the one ``quarto_environment`` names in QUARTO_PYTHON), told
+    the pages about to render in QUARTO_PROJECT_INPUT_FILES; a script that fails stops the render. Quarto also runs shell commands here; our projects list
+    Python scripts only, and anything else is refused rather than guessed at."""
+    scripts = config.get("project", {}).get("pre-render") or []
+    for script in [scripts] if isinstance(scripts, str) else scripts:
+        if not script.endswith(".py"):
+            raise RenderError(f"{project / '_quarto.yml'}: pre-render {script!r}: only Python scripts run without Quarto")
+        completed = subprocess.run([sys.executable, script], cwd=project,
+                                   env={**os.environ, **env, "QUARTO_PROJECT_INPUT_FILES": "\n".join(pages)},
+                                   capture_output=True, text=True)
+        for line in (completed.stdout + completed.stderr).splitlines():
+            log(line)
+        if completed.returncode != 0:
+            raise RenderError(f"{project / script} (pre-render) failed with exit code {completed.returncode}")
 
 
 PATH_VARIABLES = ("MOLP2S_DB", "MOLP2S_FIT", "MOLP2S_REPORT_TABLES")

@@ -70,6 +70,10 @@ def mini_project(root: Path, pages: dict[str, str] | None = None) -> Path:
     for path in REPORTS.iterdir():
         if path.is_file() and path.suffix != ".qmd":
             shutil.copy2(path, project / path.name)
+    # the stub pages read no database and no fit: nothing to prepare (test_prepare.py runs that step)
+    config = yaml.safe_load((project / "_quarto.yml").read_text())
+    del config["project"]["pre-render"]
+    (project / "_quarto.yml").write_text(yaml.safe_dump(config, sort_keys=False))
     for name in CONFIG["project"]["render"]:
         stem = Path(name).stem
         default = TABLE_PAGE if stem == "index" else TRIVIAL_PAGE

@@ -4,6 +4,7 @@ then the leaderboard opened in headless Chromium."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from molp2s_stats import simulate, store
+from molp2s_stats.bayes import provenance
 from molp2s_stats.cli import app
 from molp2s_stats.defaults import REPORTS
 from molp2s_stats.report import render, tables
@@ -168,9 +170,12 @@ def site(tmp_path_factory):
     con = store.connect(db, read_only=True)
     idata = bayes_fit.fit(bayes_data.read_model_data(con), draws=100, tune=100, chains=2, seed=1, loo=False,
                           budget=0)
+    provenance.record(idata, con)
     con.close()
     fit_file = root / "fit.nc"
     idata.to_netcdf(str(fit_file))
+    (root / "env.json").write_text(json.dumps({"MOLP2S_DB": str(db), "MOLP2S_FIT": str(fit_file),
+                                               "MOLP2S_BOOTSTRAP": "200", "MOLP2S_SEED": "3"}))
     out = root / "site"
     result = CliRunner().invoke(app, ["report", "--db", str(db), "--fit", str(fit_file), "--out", str(out),
                                       "--engine", "jupyter", "--bootstrap", "200", "--seed", "3"])
@@ -221,11 +226,31 @@ def test_pages_hold_what_they_promise(site):
     posterior = (site / "posterior.html").read_text()
     # 2 × 100 draws cannot pass the gate: the page must say so, not hide it
     assert "gate-failed" in posterior and "HEALTH GATE" in posterior
+    assert not re.search(r"class=.fit-mismatch", posterior)  # the fit was made on this database
     assert posterior.count("<svg") >= 3  # forest plots, heatmap, rank bars
     for name in ("table2_pgr", "table3_reliance_margin", "table12_paired_inputs", "table10_stability",
                  "posterior_reliance", "table6_separability"):
         assert (site / "tables" / f"{name}.csv").stat().st_size > 0
         assert "\\begin" in (site / "tables" / f"{name}.tex").read_text()
+
+
+def test_a_fit_of_other_data_is_flagged_at_the_top_of_the_posterior_page(site, tmp_path):
+    """The site's fit, its record changed to a database without the last model: rendered alone,
+    the Posterior page opens with the mismatch, naming the model the fit has not seen."""
+    import arviz as az
+
+    env = json.loads((site.parent / "env.json").read_text())
+    idata = az.from_netcdf(env["MOLP2S_FIT"])
+    record = provenance.recorded(idata)
+    idata.posterior.attrs[provenance.ATTRIBUTE] = json.dumps({**record, "models": record["models"][:-1]})
+    stale = tmp_path / "stale.nc"
+    idata.to_netcdf(str(stale))
+    render.render_with_jupyter(REPORTS, tmp_path / "out", {**env, "MOLP2S_FIT": str(stale)},
+                               pages=["posterior.qmd"], log=lambda line: None)
+    page = (tmp_path / "out" / "posterior.html").read_text()
+    mismatch = re.search(r"class=.fit-mismatch", page).start()
+    assert mismatch < re.search(r"class=.gate-failed", page).start() and mismatch < page.index("<h2")
+    assert f"This fit may not describe this database: models loaded since: {record['models'][-1]}." in page
 
 
 def test_exported_tables_are_numbers_not_formatted_text(site):

@@ -34,6 +34,11 @@ behaviour names the quarto-cli source (tags 1.5 to 1.8) it is read from:
 - every raw HTML ``<table>`` not marked ``data-quarto-disable-processing="true"`` is re-parsed
   and restyled unless ``html-table-processing: none`` (src/resources/filters/normalize/
   astpipeline.lua; parsehtml.lua in 1.5 and 1.6); the double marks such a table ``data-double-reprocessed``;
+- ``project.pre-render`` scripts run before the pages (and before the render list and resources
+  are read: Quarto 1.5 recomputes them after pre-render), in the project folder, a ``.py`` one on
+  the same Python, with QUARTO_PROJECT_INPUT_FILES (the pages about to render, newline-separated,
+  relative to the project) and QUARTO_PROJECT_RENDER_ALL=1 when the whole project is rendered
+  (quarto.org/docs/projects/scripts.html; src/command/render/project.ts, kProjectPreRender);
 - ``project.post-render`` scripts run after the pages, in the project folder, a ``.py`` one on
   the same Python, with QUARTO_PROJECT_OUTPUT_DIR, QUARTO_PROJECT_RENDER_ALL=1 when the whole
   project is rendered, and QUARTO_PROJECT_OUTPUT_FILES (src/command/render/project.ts,
@@ -234,13 +239,18 @@ def resource_files(project: Path, config: dict, out_dir: Path) -> list[Path]:
     return found
 
 
-def run_post_render(project: Path, scripts: list[str], python: str, env: dict[str, str]) -> None:
+def run_scripts(step: str, project: Path, scripts: list[str], python: str, env: dict[str, str]) -> None:
     for script in scripts:
         args = script.split()
         command = [python, *args] if args[0].endswith(".py") else args
         completed = subprocess.run(command, cwd=project, env={**os.environ, **env})
         if completed.returncode != 0:
-            fail(f"post-render {script} failed (exit code {completed.returncode})")
+            fail(f"{step} {script} failed (exit code {completed.returncode})")
+
+
+def scripts_of(config: dict, step: str) -> list[str]:
+    scripts = config.get("project", {}).get(step) or []
+    return [scripts] if isinstance(scripts, str) else scripts
 
 
 def main(argv: list[str]) -> None:
@@ -261,21 +271,25 @@ def main(argv: list[str]) -> None:
         pages = [project / p for p in config.get("project", {}).get("render", [])]
     else:
         pages = [target]
-    resources = resource_files(project, config, out_dir)  # before any page runs
     python = python_for_kernel()
+    if scripts_of(config, "pre-render"):
+        env = {"QUARTO_PROJECT_INPUT_FILES": "\n".join(os.path.relpath(p, project) for p in pages)}
+        if render_all:
+            env["QUARTO_PROJECT_RENDER_ALL"] = "1"
+        run_scripts("pre-render", project, scripts_of(config, "pre-render"), python, env)
+    resources = resource_files(project, config, out_dir)  # before any page runs
     out_dir.mkdir(parents=True, exist_ok=True)
     outputs = [render_page(project, config, page, out_dir, python, len(pages) > 3) for page in pages]
     for resource in resources:
         destination = out_dir / resource.relative_to(project)
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(resource, destination)
-    scripts = config.get("project", {}).get("post-render") or []
-    if scripts:
+    if scripts_of(config, "post-render"):
         env = {"QUARTO_PROJECT_OUTPUT_DIR": str(out_dir),
                "QUARTO_PROJECT_OUTPUT_FILES": "\n".join(os.path.relpath(o, project) for o in outputs)}
         if render_all:
             env["QUARTO_PROJECT_RENDER_ALL"] = "1"
-        run_post_render(project, [scripts] if isinstance(scripts, str) else scripts, python, env)
+        run_scripts("post-render", project, scripts_of(config, "post-render"), python, env)
     print(f"Output created: {out_dir}")
 
 

@@ -1,0 +1,154 @@
+"""The prepare step: the pages read a database and a fit that were made, whole, before they ran,
+and a fit made on other data than its database holds is refitted (ours) or flagged (the user's)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import arviz as az
+import numpy as np
+import pytest
+
+from molp2s_stats import store
+from molp2s_stats.bayes import provenance
+from molp2s_stats.defaults import REPORTS
+from molp2s_stats.ingest import load
+from molp2s_stats.report import prepare
+from tests.support.tiny_benchmark import write_benchmark, write_responses
+
+
+@pytest.fixture
+def tiny_db(tmp_path) -> Path:
+    """The tiny benchmark with model m1 loaded (m2's file is left for a test to load later)."""
+    responses = write_responses(tmp_path / "responses")
+    db = tmp_path / "runs.duckdb"
+    con = store.connect(db)
+    load(con, benchmark=write_benchmark(tmp_path / "benchmark"), responses=[responses[0]])
+    con.close()
+    return db
+
+
+def saved_fit(path: Path, db: Path | None) -> Path:
+    """A stand-in fit (no sampling: what is checked here is the record it carries), recorded
+    against ``db``'s contents, or carrying no record when ``db`` is None."""
+    idata = az.from_dict(posterior={"x": np.zeros((1, 2))})
+    if db is not None:
+        con = store.connect(db, read_only=True)
+        provenance.record(idata, con)
+        con.close()
+    idata.to_netcdf(str(path))
+    return path
+
+
+def load_m2(db: Path, tmp_path: Path) -> None:
+    con = store.connect(db)
+    load(con, responses=[tmp_path / "responses" / "m2.csv"])
+    con.close()
+
+
+def test_a_fit_records_the_database_it_was_fitted_on_and_matches_it(tiny_db):
+    fit = saved_fit(tiny_db.with_suffix(".fit.nc"), tiny_db)
+    record = provenance.recorded(az.from_netcdf(str(fit)))
+    assert record["models"] == ["m1"] and len(record["loads"]) == 1 and len(record["benchmark"]) == 1
+    assert prepare.stale_reason(fit, tiny_db) is None
+
+
+def test_a_model_loaded_after_the_fit_makes_it_stale_and_says_which(tiny_db, tmp_path):
+    fit = saved_fit(tiny_db.with_suffix(".fit.nc"), tiny_db)
+    load_m2(tiny_db, tmp_path)
+    assert prepare.stale_reason(fit, tiny_db) == f"{fit} may not describe {tiny_db} (models loaded since: m2)"
+
+
+def test_a_fit_without_a_record_is_not_trusted(tiny_db):
+    fit = saved_fit(tiny_db.with_suffix(".fit.nc"), None)
+    assert "does not record which database" in prepare.stale_reason(fit, tiny_db)
+    assert prepare.stale_reason(tiny_db.with_suffix(".none.nc"), tiny_db).startswith("no fit at ")
+
+
+@pytest.fixture
+def fits(monkeypatch):
+    """prepare's fitting step replaced by one that writes a recorded stand-in (the sampler is
+    tested in tests/bayes), so that what is checked is when prepare fits, not how."""
+    calls = []
+
+    def fake_fit(database, fit, *, seed=0, log=print):
+        calls.append(fit)
+        return saved_fit(fit, database)
+
+    monkeypatch.setattr(prepare, "fit_database", fake_fit)
+    return calls
+
+
+def test_prepare_fits_when_missing_reuses_when_current_and_refits_after_a_load(tiny_db, tmp_path, fits):
+    first = prepare.prepare(tiny_db, log=lambda line: None)
+    assert first.fitted and first.fit == tiny_db.with_suffix(".fit.nc") and fits == [first.fit]
+    again = prepare.prepare(tiny_db, log=lambda line: None)
+    assert not again.fitted and len(fits) == 1
+    load_m2(tiny_db, tmp_path)
+    said = []
+    third = prepare.prepare(tiny_db, log=said.append)
+    assert third.fitted and len(fits) == 2
+    assert said == [f"{third.fit} may not describe {tiny_db} (models loaded since: m2): "
+                    "fitting the model with its defaults (a few minutes)"]
+
+
+def test_a_fit_the_user_names_is_never_refitted(tiny_db, tmp_path, fits):
+    theirs = saved_fit(tmp_path / "theirs.nc", tiny_db)
+    load_m2(tiny_db, tmp_path)
+    prepared = prepare.prepare(tiny_db, theirs, log=lambda line: None)
+    assert prepared.fit == theirs and not prepared.fitted and fits == []
+    with pytest.raises(FileNotFoundError, match="no such fit file"):
+        prepare.prepare(tiny_db, tmp_path / "missing.nc")
+
+
+def test_pages_that_read_no_fit_get_none_made(tiny_db, fits):
+    prepared = prepare.prepare(tiny_db, needs_fit=False)
+    assert prepared.fit is None and fits == []
+
+
+def test_a_failed_fit_leaves_the_old_fit_file_whole(tiny_db, tmp_path, monkeypatch):
+    fit = saved_fit(tiny_db.with_suffix(".fit.nc"), None)  # stale: no record
+    before = fit.read_bytes()
+
+    def interrupted(database, path, *, seed=0, log=print):
+        from molp2s_stats.output import replacing
+
+        with replacing(path) as partial:
+            partial.write_bytes(b"half a fit")
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(prepare, "fit_database", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        prepare.prepare(tiny_db, log=lambda line: None)
+    assert fit.read_bytes() == before and [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
+
+
+def test_the_pre_render_script_is_told_which_pages_render(monkeypatch, tmp_path):
+    monkeypatch.setenv("QUARTO_PROJECT_INPUT_FILES", "leaderboard.qmd\nsub/posterior.qmd\n")
+    assert prepare.pages_to_render() == ["leaderboard.qmd", "posterior.qmd"]
+    listing = tmp_path / "inputs.txt"
+    listing.write_text("index.qmd\n")
+    monkeypatch.setenv("QUARTO_USE_FILE_FOR_PROJECT_INPUT_FILES", str(listing))
+    assert prepare.pages_to_render() == ["index.qmd"]
+
+
+def test_every_page_that_reads_the_fit_is_listed():
+    """A page that opens the fit but is missing from the list would render, alone, without one."""
+    reading = sorted(p.name for p in REPORTS.glob("*.qmd") if re.search(r"context\.fit\(", p.read_text()))
+    assert reading == sorted(prepare.PAGES_READING_THE_FIT)
+
+
+def test_the_report_project_runs_prepare_before_its_pages():
+    import yaml
+
+    config = yaml.safe_load((REPORTS / "_quarto.yml").read_text())
+    assert config["project"]["pre-render"] == ["_prepare.py"]
+    assert "from molp2s_stats.report.prepare import main" in (REPORTS / "_prepare.py").read_text()
+
+
+def test_the_record_survives_netcdf_as_json(tiny_db, tmp_path):
+    fit = saved_fit(tmp_path / "f.nc", tiny_db)
+    text = az.from_netcdf(str(fit)).posterior.attrs[provenance.ATTRIBUTE]
+    assert set(json.loads(text)) == {"benchmark", "loads", "models", "channels"}

@@ -86,7 +86,9 @@ COLUMNS: dict[str, str] = {
     "loss": "families right with input X and wrong with Y",
     "net": "accuracy of model B minus model A, pp",
     "delta": "accuracy with input Y minus with X, pp",
-    "p_value": "exact McNemar p-value (two-sided binomial test of the discordant tasks)",
+    "p_value": "exact McNemar p-value (two-sided binomial test of the discordant tasks); in the model checks, "
+               "the predictive p-value: the share of replicates whose statistic is at least the observed one "
+               "(near 0 or 1: the model does not reproduce it)",
     "p_adjusted": "p_value adjusted for the comparisons in the same output (see adjustment)",
     "adjustment": "multiple-comparison method behind p_adjusted, e.g. holm",
     "answers": "terminal answers counted (explanations: those with justification text)",
@@ -148,7 +150,6 @@ COLUMNS: dict[str, str] = {
     "seconds": "wall time of the fit, every attempt (in the attempts table: of that attempt)",
     "chains": "Markov chains (in the attempts table: sampled in that attempt)",
     "attempts": "sampling attempts the fit made (a first run, then extensions or restarts while the gate failed)",
-    "attempt": "the attempt's number, 1 first",
     "action": "what the attempt did: first run; more chains (too few effective draws or a high R-hat); "
               "a higher target acceptance or the low-rank mass matrix (divergences)",
     "tune": "warm-up (tuning) steps per chain",
@@ -161,8 +162,6 @@ COLUMNS: dict[str, str] = {
                  "cohort families of each family's share right, pp)",
     "observed": "the statistic on the observed answers",
     "predicted": "its mean over the predictive replicates (answers drawn from the model)",
-    "p_value": "predictive p-value: the share of replicates whose statistic is at least the observed one "
-               "(near 0 or 1: the model does not reproduce it)",
     "outside": "whether the observed value lies outside the replicates' central interval",
     "loo_elpd": "expected log predictive density (PSIS-LOO) of the model",
     "loo_elpd_no_family": "the same for the model without family effects",
@@ -216,7 +215,8 @@ COLUMNS: dict[str, str] = {
     "target": "the label a task's right answer names (the source, or k for a cf task)",
     "shown_family": "family whose properties the task shows (another family's for a shuffled task)",
     "shown_label": "candidate whose properties the task shows",
-    "attempt": "attempt number of a response (a retried request has several; the highest is terminal)",
+    "attempt": "attempt number of a response (a retried request has several; the highest is terminal); in a "
+               "fit's attempts table, the sampling attempt's number, 1 first",
     "response": "the model's answer text, as given",
     "choice": "the candidate label the answer names (parsed from its text, or given); empty when invalid",
     "invalid_reason": "why an answer names no candidate (no_answer, ambiguous, request_failed, truncated, …)",

@@ -117,11 +117,6 @@ def missing_database(path: object, *, instead: str | None = None) -> str:
     return line
 
 
-def default_db_path() -> str:
-    """``$MOLP2S_DB`` when set, else ``molp2s.duckdb`` in the current folder."""
-    return os.environ.get(DB_ENV_VAR, DEFAULT_DB)
-
-
 def _read_sql(name: str) -> str:
     return (SQL_DIR / name).read_text(encoding="utf-8")
 

@@ -33,6 +33,7 @@ import duckdb
 from ..stats import metrics
 from .. import store
 from ..notices import silence_known_notices
+from .environment import given_path, seed  # noqa: F401  (the pages call context.seed())
 from .prepare import DEFAULT_DATABASE, default_fit_path
 
 silence_known_notices()  # every page imports this module first
@@ -41,34 +42,8 @@ NOT_PREPARED = ("run `molp2s report`, or render the whole report project: its pr
                 "(reports/_prepare.py) makes it")
 
 
-def seed() -> int:
-    return int(os.environ.get("MOLP2S_SEED", "0"))
-
-
 def bootstrap_draws() -> int:
     return int(os.environ.get("MOLP2S_BOOTSTRAP", str(metrics.DEFAULT_DRAWS)))
-
-
-def given_path(variable: str, what: str, make_it: str) -> Path | None:
-    """``$variable`` as an absolute path that exists (relative ones read as the user meant them), or
-    None when the variable is unset."""
-    if not os.environ.get(variable):
-        return None
-    given = Path(os.environ[variable]).expanduser()
-    if given.is_absolute():
-        if not given.exists():
-            raise FileNotFoundError(f"{variable}={given}: no such {what} ({make_it})")
-        return given
-    here = Path.cwd()
-    shell = Path(os.environ["PWD"]) if os.environ.get("PWD") else None
-    for folder in (here, shell):
-        if folder is not None and (folder / given).exists():
-            return (folder / given).resolve()
-    looked = ", ".join(dict.fromkeys(str(f) for f in (here, shell) if f is not None))
-    raise FileNotFoundError(
-        f"{variable}={given}: no such {what} in {looked}. Quarto runs each page in the page's own folder, "
-        f"so give the path from the folder you ran it in as an absolute one, e.g. "
-        f"{variable}=\"$PWD/{given}\" quarto render reports/ (or use `molp2s report`); {make_it}")
 
 
 def database_path() -> Path:

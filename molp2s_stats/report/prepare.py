@@ -143,13 +143,13 @@ def pages_to_render() -> list[str] | None:
 
 def main() -> int:
     """Quarto's pre-render step: prepare what ``MOLP2S_DB`` and ``MOLP2S_FIT`` name (or the defaults)."""
-    from . import context
+    from .environment import given_path, seed
 
     pages = pages_to_render()
     try:
-        database = context.given_path("MOLP2S_DB", "database", "make one with `molp2s load`")
-        fit = context.given_path("MOLP2S_FIT", "fit file", "make one with `molp2s fit`")
-        prepared = prepare(database, fit, seed=context.seed(),
+        database = given_path("MOLP2S_DB", "database", "make one with `molp2s load`")
+        fit = given_path("MOLP2S_FIT", "fit file", "make one with `molp2s fit`")
+        prepared = prepare(database, fit, seed=seed(),
                            needs_fit=pages is None or any(page in PAGES_READING_THE_FIT for page in pages),
                            log=lambda line: print(line, file=sys.stderr))
     except FileNotFoundError as exc:

@@ -144,7 +144,8 @@ COLUMNS: dict[str, str] = {
     "ess_bulk_min_parameter": "the parameter (with its coordinates) that has the smallest bulk ESS",
     "ess_tail_min": "smallest tail effective sample size",
     "divergences": "divergent transitions after tuning",
-    "bfmi_min": "smallest Bayesian fraction of missing information over the chains",
+    "bfmi_min": "smallest Bayesian fraction of missing information (E-BFMI) over the chains; shown beside the "
+                "health gate, not part of it (below 0.3, where Stan warns, read the ESS and R-hat closely)",
     "passed": "R-hat <= 1.01, bulk and tail ESS >= 400 and no divergence (in the attempts table: of the draws kept "
               "after that attempt)",
     "seconds": "wall time of the fit, every attempt (in the attempts table: of that attempt)",

@@ -1,4 +1,11 @@
-"""The fit's health gate: R-hat, ESS (``convergence``), divergences, BFMI (ArviZ), and LOO from the fit's attrs."""
+"""The fit's health gate: R-hat, ESS (``convergence``) and divergences; beside it, not in it, the
+smallest E-BFMI (ArviZ) and LOO from the fit's attrs.
+
+E-BFMI is reported, not gated: below 0.3 (the level at which Stan warns; Betancourt 2016,
+arXiv:1604.00695) the sampler explores the energy distribution poorly, and in these models
+that shows up as low ESS or high R-hat, which the gate does check. A gate on it as well
+would stop fits with no retry that could mend them (the attempts policy has none for it).
+"""
 
 from __future__ import annotations
 

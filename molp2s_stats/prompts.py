@@ -337,7 +337,7 @@ REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 #: Anthropic's least ``budget_tokens`` for extended thinking.
 MIN_THINKING_BUDGET = 1024
 
-# The token limit a request gets when --max-tokens is not given, by what it asks for.
+# The token limit a request gets when none is given, by what it asks for.
 # The answer asked for is short (a sentence or two, then "Answer: X"): 1,024 tokens hold
 # it with room to spare, and a limit that low still catches a model that rambles.
 ANSWER_TOKENS = 1024
@@ -400,38 +400,42 @@ def check_request_options(*, api: str | None, max_tokens: int | None, reasoning_
     parameters). The requests set no temperature, top_p or top_k, so none of them can clash
     with extended thinking, which Anthropic takes only at their defaults.
     """
+    # the arguments as the messages name them; a front end may name them its own way (the CLI: its flags)
+    named = {"reasoning_effort": "reasoning_effort", "thinking_budget": "thinking_budget",
+             "max_tokens": "max_tokens", "fmt": "the format"}
     if api is None:
-        # (--max-tokens has always been let through here, unused, and scripts pass it)
-        given = [flag for flag, value in (("--reasoning-effort", reasoning_effort),
-                                          ("--thinking-budget", thinking_budget)) if value is not None]
+        # (max_tokens has always been let through here, unused, and scripts pass it)
+        given = [f"{{{name}}}" for name, value in (("reasoning_effort", reasoning_effort),
+                                                   ("thinking_budget", thinking_budget)) if value is not None]
         if given:
             verb, it = ("goes", "it") if len(given) == 1 else ("go", "them")
             raise UsageError(f"{' and '.join(given)} {verb} into batch requests; a table export holds only the "
-                             f"prompts (use --format openai-batch or anthropic-batch, or set {it} in the harness "
-                             "that sends the prompts)")
+                             f"prompts (use {{fmt}} openai-batch or anthropic-batch, or set {it} in the harness "
+                             "that sends the prompts)", arguments=named)
         return ANSWER_TOKENS
     if reasoning_effort is not None:
         if api != "openai":
-            raise UsageError("--reasoning-effort is OpenAI's; for Anthropic's extended thinking give "
-                             "--thinking-budget TOKENS")
+            raise UsageError("{reasoning_effort} is OpenAI's; for Anthropic's extended thinking give "
+                             "{thinking_budget} TOKENS", arguments=named)
         if reasoning_effort not in REASONING_EFFORTS:
-            raise UsageError(f"--reasoning-effort must be one of {', '.join(REASONING_EFFORTS)}, "
-                             f"got {reasoning_effort!r}")
+            raise UsageError(f"{{reasoning_effort}} must be one of {', '.join(REASONING_EFFORTS)}, "
+                             f"got {reasoning_effort!r}", arguments=named)
     if thinking_budget is not None:
         if api != "anthropic":
-            raise UsageError("--thinking-budget is Anthropic's extended thinking; for OpenAI reasoning models "
-                             "give --reasoning-effort")
+            raise UsageError("{thinking_budget} is Anthropic's extended thinking; for OpenAI reasoning models "
+                             "give {reasoning_effort}", arguments=named)
         if thinking_budget < MIN_THINKING_BUDGET:
-            raise UsageError(f"--thinking-budget must be at least {MIN_THINKING_BUDGET} tokens "
-                             f"(Anthropic's minimum), got {thinking_budget}")
+            raise UsageError(f"{{thinking_budget}} must be at least {MIN_THINKING_BUDGET} tokens "
+                             f"(Anthropic's minimum), got {thinking_budget}", arguments=named)
     if max_tokens is None:
         return default_max_tokens(api=api, reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
     if max_tokens < 1:
-        raise UsageError("--max-tokens must be at least 1")
+        raise UsageError("{max_tokens} must be at least 1", arguments=named)
     if thinking_budget is not None and thinking_budget >= max_tokens:
-        raise UsageError(f"--thinking-budget ({thinking_budget}) must be less than --max-tokens ({max_tokens}): "
+        # the bare max_tokens below is the API's field, not the argument
+        raise UsageError(f"{{thinking_budget}} ({thinking_budget}) must be less than {{max_tokens}} ({max_tokens}): "
                          "thinking counts against max_tokens, and the answer needs room after it "
-                         f"(leave --max-tokens out for {thinking_budget + ANSWER_TOKENS})")
+                         f"(leave {{max_tokens}} out for {thinking_budget + ANSWER_TOKENS})", arguments=named)
     return max_tokens
 
 
@@ -447,7 +451,8 @@ def batch_requests(prompts: pl.DataFrame, *, api: str, model: str, max_tokens: i
     refused here, by name.
     """
     if not model:
-        raise UsageError(f"{api}-batch needs --model: the model the requests go to")
+        raise UsageError(f"{api}-batch needs {{model}}: the model the requests go to",
+                         arguments={"model": "a model"})
     max_tokens = check_request_options(api=api, max_tokens=max_tokens, reasoning_effort=reasoning_effort,
                                        thinking_budget=thinking_budget)
     lines = []

@@ -18,6 +18,9 @@ from typing import Iterator
 import duckdb
 
 from .defaults import DB_ENV_VAR, DEFAULT_DB
+from .lazy import lazy_import
+
+pl = lazy_import("polars")
 
 MEMORY_ENV_VAR = "MOLP2S_MEMORY_LIMIT"  # e.g. 8GB: DuckDB's memory cap
 # DuckDB's own default is 80% of the machine's memory, and the metrics' aggregation over
@@ -243,3 +246,47 @@ def require_responses(con: duckdb.DuckDBPyConnection, path: str) -> None:
     files = shown_path(DEFAULT_RESPONSES) if default else "FILE ..."
     raise StoreError(f"{path}: a benchmark but no responses loaded; load them with "
                      f"`molp2s load --responses {files}{_db_option(path)}`")
+
+
+def read_mart(con: duckdb.DuckDBPyConnection, name: str) -> pl.DataFrame:
+    """One of the views of ``sql/marts`` (``cohort_summary``, ``separability`` …), whole."""
+    marts = [Path(file).stem for file in VIEW_FILES if file.startswith("marts/")]
+    if name not in marts:
+        raise ValueError(f"no mart {name!r}; the marts: {', '.join(marts)}")
+    return con.sql(f"SELECT * FROM {name}").pl()
+
+
+class QueryTimeout(StoreError):
+    """A query stopped because it ran longer than it was given."""
+
+
+def read_only_query(path: str | os.PathLike[str], query: str, *, timeout: float = 0.0) -> pl.DataFrame | None:
+    """The rows of ``query`` against the database file, run so that it cannot write; None for a
+    statement that returns no rows.
+
+    The file is opened read-only, and files, other databases and extensions are out of reach
+    (no COPY TO, ATTACH, INSTALL or LOAD), in a locked configuration the query cannot undo.
+    With ``timeout`` > 0 the query is stopped after that many seconds (``QueryTimeout``);
+    DuckDB's own error says what else is wrong (``duckdb.Error``), and a write is refused as
+    one (``duckdb.InvalidInputException`` naming the read-only file).
+    """
+    import threading
+
+    con = connect(path, read_only=True)
+    # No file system, no extensions, and a locked configuration so the query cannot undo it.
+    con.execute("SET enable_external_access = false")
+    con.execute("SET autoinstall_known_extensions = false")
+    con.execute("SET autoload_known_extensions = false")
+    con.execute("SET lock_configuration = true")
+    timer = threading.Timer(timeout, con.interrupt) if timeout > 0 else None
+    if timer:
+        timer.start()
+    try:
+        relation = con.sql(query)
+        return relation.pl() if relation is not None else None
+    except duckdb.InterruptException as exc:
+        raise QueryTimeout(f"the query ran longer than {timeout:g} s and was stopped") from exc
+    finally:
+        if timer:
+            timer.cancel()
+        con.close()

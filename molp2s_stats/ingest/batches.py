@@ -136,8 +136,8 @@ def stage_batch_results(path: Path, data: bytes, fmt: str, *, model: str | None 
         elif row["model"] is None:
             if len(named) != 1:
                 found = f"the file names {len(named)} models ({', '.join(named)})" if named else "no line names one"
-                raise InputError(path, f"a failed request carries no model and {found}; give --model",
-                                 where=row["_where"])
+                raise InputError(path, f"a failed request carries no model and {found}; give {{model}}",
+                                 where=row["_where"], arguments={"model": "the model's name"})
             row["model"] = named[0]
         row["metadata"] = json.dumps(row["metadata"], default=str)
     return rows_frame(rows)

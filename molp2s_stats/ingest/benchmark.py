@@ -390,7 +390,8 @@ def load_benchmark(con: duckdb.DuckDBPyConnection, directory: str | Path) -> Ben
     if previous is not None:
         if previous[1] != digest:
             if not _differs_only_in_channel_display(con, tables, previous[1]):
-                raise InputError(directory, f"the database already holds a different benchmark (loaded from {previous[0]}); use another --db")
+                raise InputError(directory, f"the database already holds a different benchmark (loaded from "
+                                            f"{previous[0]}); use another {{db}}", arguments={"db": "database"})
         # names, labels and order are display: the channel table's current ones apply
         _update_channel_display(con, tables["channels"], digest)
         n_pairs = fetch_one(con, "SELECT count(*) FROM pair_distances")[0]

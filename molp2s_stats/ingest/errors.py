@@ -14,11 +14,21 @@ class InputError(UsageError):
     "runs/a.jsonl: line 3: unknown task_id 't9'"
     """
 
-    def __init__(self, path: str | Path, message: str, *, where: str | None = None):
+    def __init__(self, path: str | Path, message: str, *, where: str | None = None,
+                 arguments: dict[str, str] | None = None):
         self.path = str(path)
         self.where = where
-        self.message = message
-        super().__init__(f"{self.path}: {where}: {message}" if where else f"{self.path}: {message}")
+        super().__init__(f"{self.path}: {where}: {message}" if where else f"{self.path}: {message}",
+                         arguments=arguments)
+        self.message = UsageError(message, arguments=arguments).naming({})
+
+
+class InterruptedAfterCommit(KeyboardInterrupt):
+    """Ctrl-C that came after the load's commit: the load is in the database whole.
+
+    A ``KeyboardInterrupt``, so code that stops on Ctrl-C still does; the difference is
+    what the database holds (the load, not the database as it was).
+    """
 
 
 def more(count: int) -> str:

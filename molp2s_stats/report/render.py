@@ -211,7 +211,9 @@ def pandoc_identifier(text: str) -> str:
 
 
 @contextmanager
-def _environment(values: dict[str, str]):
+def environment(values: dict[str, str]):
+    """``values`` set in ``os.environ`` for the block, the earlier values (or their absence) put back after
+    it: how a page's variables (MOLP2S_DB, MOLP2S_FIT …) reach the code that reads them."""
     saved = {k: os.environ.get(k) for k in values}
     os.environ.update(values)
     try:
@@ -339,7 +341,7 @@ def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeou
     # Pages run side by side, one kernel each (they only read the database and the fit):
     # most of a page's time is one core's Python, so two at a time on two cores took the
     # default site's pages from 91 s to 45–50 s (`make report`).
-    with _environment(env), tempfile.TemporaryDirectory(prefix="molp2s-kernel-") as socket_folder:
+    with environment(env), tempfile.TemporaryDirectory(prefix="molp2s-kernel-") as socket_folder:
         folders = [Path(socket_folder) / str(i) for i in range(len(chosen))]
         for folder in folders:
             folder.mkdir()

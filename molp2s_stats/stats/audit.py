@@ -302,15 +302,17 @@ def read_exclusions(path, known_families: set[str]) -> pl.DataFrame:
     from ..errors import UsageError
 
     path = Path(path)
+    named = {"exclude": "exclusions"}  # the argument, as a front end may name it (the CLI: --exclude)
     if not path.exists():
-        raise UsageError(f"--exclude {path}: no such file")
+        raise UsageError(f"{{exclude}} {path}: no such file", arguments=named)
     suffix = path.suffix.lower()
     if suffix in (".csv", ".parquet", ".json"):
         reader = {".csv": lambda p: pl.read_csv(p, infer_schema=False), ".parquet": pl.read_parquet,
                   ".json": pl.read_json}[suffix]
         table = reader(path)
         if "family_id" not in table.columns:
-            raise UsageError(f"--exclude {path}: no family_id column (columns: {', '.join(table.columns)})")
+            raise UsageError(f"{{exclude}} {path}: no family_id column (columns: {', '.join(table.columns)})",
+                             arguments=named)
         if "channel" not in table.columns:
             table = table.with_columns(pl.lit("all").alias("channel"))
         table = table.select(pl.col("family_id").cast(pl.String), pl.col("channel").cast(pl.String).fill_null("all"))
@@ -325,7 +327,8 @@ def read_exclusions(path, known_families: set[str]) -> pl.DataFrame:
     for at, family in enumerate(table["family_id"].to_list()):
         if family not in known_families:
             where = f"line {rows[at]}" if suffix not in (".csv", ".parquet", ".json") else f"row {at + first_row}"
-            raise UsageError(f"--exclude {path}: {where}: family {family!r} is not in the benchmark")
+            raise UsageError(f"{{exclude}} {path}: {where}: family {family!r} is not in the benchmark",
+                             arguments=named)
     return table.unique(maintain_order=True)
 
 

@@ -167,6 +167,21 @@ def read_channels_and_models(con: duckdb.DuckDBPyConnection) -> tuple[list[str],
     return list(channels), list(models)
 
 
+def read_family_ids(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """Every family of the benchmark, by id (cohort or not)."""
+    return set(con.sql("SELECT family_id FROM stg_families").pl()["family_id"])
+
+
+def read_dropped_families(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """The families left out of each channel's cohort, with the reason: one row per channel × family,
+    channels in display order."""
+    return con.sql(
+        """SELECT c.channel, c.family_id, c.input_validated, c.complete_coverage, c.drop_reason
+           FROM cohort AS c LEFT JOIN stg_channels AS ch USING (channel)
+           WHERE NOT c.in_cohort ORDER BY ch.position NULLS LAST, c.channel, c.family_id"""
+    ).pl()
+
+
 def read_channel_groups(con: duckdb.DuckDBPyConnection) -> list[tuple[str, list[str]]]:
     """The channel table's groups (electronic, vibrational, …) in display order, each with
     its channels in display order: how the paper groups a leaderboard's columns."""
@@ -315,7 +330,7 @@ def compute_metrics(
     │ cfr             ┆ 50.0      ┆ 1   │
     └─────────────────┴───────────┴─────┘
     """
-    require_known("metric", "--metric", list(metrics), list(METRICS))
+    require_known("metric", None, list(metrics), list(METRICS))
     resample.check_options(draws=draws, conf_level=conf_level)
     outcomes = apply_invalid_rule(_current_names(outcomes), invalid)
     channels = channels if channels is not None else outcomes["channel"].unique(maintain_order=True).to_list()

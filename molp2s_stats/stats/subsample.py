@@ -591,7 +591,7 @@ def estimate_model(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: 
     near the ceiling or at zero gets an interval, not a point.
     """
     resample.check_options(draws=draws, conf_level=conf_level)
-    require_known("metric", "--metric", list(metrics), list(METRICS))
+    require_known("metric", None, list(metrics), list(METRICS))
     needed = tuple(dict.fromkeys([*metrics, *(part for m in metrics for part in DIFFERENCES.get(m, ()))]))
     rows = []
     baselines = random_baselines(outcomes.filter(pl.col("model").is_in(complete)), metrics)
@@ -691,7 +691,7 @@ def plan_from_db(con, *, fraction: float | None = None, families: int | None = N
     """Choose the families a new model answers, from the complete models in the database, and
     predict each channel's PGR half-width at that budget and at a few others."""
     if (fraction is None) == (families is None):
-        raise UsageError("give --fraction or --families (one of them)")
+        raise UsageError("give a fraction or a number of families (one of them)")
     models = complete_models(con)
     if not models:
         raise UsageError("no complete model in the database: a plan learns from models that answered every family")
@@ -703,7 +703,7 @@ def plan_from_db(con, *, fraction: float | None = None, families: int | None = N
     members = universe(outcomes, channels)
     if fraction is not None:
         if not 0 < fraction <= 1:
-            raise UsageError(f"--fraction must be in (0, 1], got {fraction}")
+            raise UsageError(f"the fraction must be in (0, 1], got {fraction}")
         families = max(MIN_PER_STRATUM, round(fraction * len(members)))
     if families < MIN_PER_STRATUM:
         raise UsageError(f"a plan needs at least {MIN_PER_STRATUM} families for an interval, not {families}")
@@ -826,7 +826,7 @@ def estimate_from_db(con, model: str, *, plan_id: str | None = None, metrics: tu
     it was run on found in the database; returns the rows and a note for the user (or None)."""
     coverage = con.sql("SELECT * FROM model_coverage").pl()
     if model not in coverage["model"].to_list():
-        raise UsageError(unknown_name("model", "--model", [model], coverage["model"].to_list()))
+        raise UsageError(unknown_name("model", None, [model], coverage["model"].to_list()))
     complete = complete_models(con)
     if model in complete:
         raise UsageError(f"{model} answered every family: `molp2s metrics` gives its figures directly")

@@ -227,3 +227,24 @@ def test_exported_parquet_is_tidy_numbers(db, tmp_path, args):
                "mad", "spearman_rho", "rank", "rank_low", "rank_high", "p_value", "both_correct"}
     for column in numeric & set(frame.columns):
         assert frame.schema[column].is_numeric(), column
+
+
+def test_audit_refuses_an_unknown_metric_before_running_the_audit(db, monkeypatch):
+    from molp2s_stats.stats import audit
+
+    def never(*args, **kwargs):
+        raise AssertionError("the audit ran before --metric was checked")
+
+    monkeypatch.setattr(audit, "audit", never)
+    result = runner.invoke(app, ["audit", "--db", str(db), "--metric", "pgrr"])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: unknown metric 'pgrr'; did you mean --metric pgr?"), result.output
+
+
+@pytest.mark.parametrize("args", [["compare-inputs", "--from", "dipole_norm", "--to", "dipole_norm"],
+                                  ["transitions", "--channel", "dipole_norm"],
+                                  ["prompts", "--out", "never.jsonl"]])
+def test_one_check_for_condition(db, args):
+    result = runner.invoke(app, [*args, "--db", str(db), "--condition", "sauce"])
+    assert result.exit_code == 2, result.output
+    assert result.output == "error: --condition must be one of none, source, shuffled, cf, got 'sauce'\n"

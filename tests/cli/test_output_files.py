@@ -9,12 +9,13 @@ import pytest
 from typer.testing import CliRunner
 
 from molp2s_stats import output
+from molp2s_stats.cli.output import emit
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".json", ".parquet", ".txt"])
 def test_an_interrupted_write_leaves_the_previous_file_whole(tmp_path, monkeypatch, suffix):
     out = tmp_path / f"table{suffix}"
-    output.emit(pl.DataFrame({"model": ["a", "b"], "estimate": [1.0, 2.0]}), None, out)
+    emit(pl.DataFrame({"model": ["a", "b"], "estimate": [1.0, 2.0]}), None, out)
     before = out.read_bytes()
 
     def half_then_interrupt(self, *args, **kwargs):
@@ -28,7 +29,7 @@ def test_an_interrupted_write_leaves_the_previous_file_whole(tmp_path, monkeypat
 
     monkeypatch.setattr(rich.console.Console, "print", lambda self, *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
     with pytest.raises(KeyboardInterrupt):
-        output.emit(pl.DataFrame({"model": ["c"], "estimate": [3.0]}), None, out)
+        emit(pl.DataFrame({"model": ["c"], "estimate": [3.0]}), None, out)
     assert out.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == [out.name]  # no partial file left behind
 

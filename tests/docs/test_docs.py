@@ -11,7 +11,7 @@ with their runs of spaces collapsed, and a line `...` stands for any number of l
 A block whose first line is `# not run by the docs test: <reason>` is skipped with that
 reason (a block that needs the network, a GPU, a model provider's key, or that is the test
 run itself). The command reference (docs/reference.qmd) is written from the commands' own
-help by molp2s_stats.clidoc; here it must equal a fresh copy, and its examples are run by
+help by molp2s_stats.cli.reference; here it must equal a fresh copy, and its examples are run by
 tests/cli/test_cli_help.py in the order they depend on one another.
 """
 
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from molp2s_stats import clidoc
+from molp2s_stats.cli import reference
 from molp2s_stats.report import render
 
 from tests.support import ROOT
@@ -302,8 +302,8 @@ def test_the_readme_quotes_the_leaderboard_grid_as_measured():
 
 def test_the_command_reference_is_the_commands_own_help():
     committed = (DOCS / "reference.qmd").read_text(encoding="utf-8")
-    assert committed == clidoc.reference(), (
-        "docs/reference.qmd differs from the commands' help: run `python -m molp2s_stats.clidoc docs/reference.qmd`")
+    assert committed == reference.reference(), (
+        "docs/reference.qmd differs from the commands' help: run `python -m molp2s_stats.cli.reference docs/reference.qmd`")
 
 
 def test_the_docs_site_lists_every_page_in_its_navigation():

@@ -430,7 +430,7 @@ def test_a_thinking_budget_is_always_below_the_token_limit_or_refused(budget, gi
     try:
         limit = prompts.check_request_options(api="anthropic", max_tokens=given_limit, thinking_budget=budget)
     except UsageError as exc:
-        assert given_limit is not None and given_limit <= budget and "must be less than --max-tokens" in str(exc)
+        assert given_limit is not None and given_limit <= budget and "must be less than max_tokens" in str(exc)
     else:
         assert budget < limit and limit == (given_limit or budget + prompts.ANSWER_TOKENS)
 

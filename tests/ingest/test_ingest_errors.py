@@ -773,7 +773,7 @@ def test_different_benchmark_into_database_with_one(con, bench):
     lines[0] = json.dumps(row)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     refused(con, msg(bench, None, r"the database already holds a different benchmark \(loaded from "
-                     + re.escape(str(DEFAULT)) + r"\); use another --db$"), benchmark=bench)
+                     + re.escape(str(DEFAULT)) + r"\); use another database$"), benchmark=bench)
 
 
 def test_same_benchmark_from_another_folder_is_already_loaded(con, bench):

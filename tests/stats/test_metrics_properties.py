@@ -105,7 +105,7 @@ def test_results_do_not_depend_on_file_order_or_row_order(tmp_path):
 
 def test_unknown_metric_and_bad_level_are_refused():
     empty = pl.DataFrame({"model": [], "channel": [], "family_id": []})
-    with pytest.raises(ValueError, match="unknown metric 'pgrr'; did you mean --metric pgr\\?"):
+    with pytest.raises(ValueError, match="unknown metric 'pgrr'; did you mean 'pgr'\\?"):
         metrics.compute_metrics(empty, metrics=("pgrr",))
     with pytest.raises(ValueError, match="conf_level"):
         metrics.compute_metrics(empty, conf_level=95)

@@ -5,7 +5,7 @@ shows it, each option's line is click's own help record (name, type, help, defau
 environment variable). The test run writes the page again and compares it with the
 committed one, so a changed option or example cannot leave the page behind.
 
-    python -m molp2s_stats.clidoc docs/reference.qmd
+    python -m molp2s_stats.cli.reference docs/reference.qmd
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ HEADER = """---
 title: "Command reference"
 ---
 
-<!-- Written by `python -m molp2s_stats.clidoc docs/reference.qmd` from each command's --help;
+<!-- Written by `python -m molp2s_stats.cli.reference docs/reference.qmd` from each command's --help;
      the tests compare it with a fresh copy, so edit the commands, not this page. -->
 
 Every command of `molp2s`, as its `--help` describes it, and every column its tables can
@@ -27,7 +27,7 @@ exit codes).
 
 
 def _cell(text: str) -> str:
-    from .defaults import DATA
+    from ..defaults import DATA
 
     # a default under the package's own folders reads as the path from the checkout's root, not this machine's
     text = text.replace(f"{DATA.parent}/", "")
@@ -52,7 +52,7 @@ def reference() -> str:
     import click
     import typer
 
-    from .cli import app
+    from . import app
 
     group = typer.main.get_command(app)
     root = click.Context(group, info_name="molp2s")
@@ -72,7 +72,7 @@ def reference() -> str:
 
 def _columns() -> str:
     """Every output column and its meaning, from the glossary the tests hold every output to."""
-    from .glossary import COLUMNS
+    from ..glossary import COLUMNS
 
     rows = ["## Output columns\n", "Every column a command's table can have, in the glossary's words.\n",
             "| column | meaning |", "|---|---|"]

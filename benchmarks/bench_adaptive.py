@@ -158,7 +158,7 @@ def regression_bound(outcomes: pl.DataFrame) -> np.ndarray:
             pooled = subsample.pooled_difficulty(outcomes, complete, data.families)
             ok = np.isfinite(a[:, -1]) & np.isfinite(b[:, -1])
             with np.errstate(invalid="ignore"):
-                x = subsample._design_matrix(np.nanmean(a[:, :-1], axis=1), np.nanmean(pooled, axis=1))[ok]
+                x = subsample.design_matrix(np.nanmean(a[:, :-1], axis=1), np.nanmean(pooled, axis=1))[ok]
             y, weight = a[ok, -1], b[ok, -1]
             u = y - y.sum() / weight.sum() * weight
             fine = np.isfinite(x).all(axis=1)

@@ -8,7 +8,7 @@
 # acceptance 0.7 took fewer leapfrog steps but let 1–3 divergences through on the
 # default data for some seeds; nutpie's own 0.8 let none.
 # DEFAULT_DRAWS is what a fit with PyMC's NUTS draws; nutpie's default fit samples until its
-# gate passes (bayes.fit.sample_until_passed, at most twice DEFAULT_DRAWS a chain in a first run).
+# gate passes (bayes.sampler.sample_until_passed, at most twice DEFAULT_DRAWS a chain in a first run).
 DEFAULT_DRAWS, DEFAULT_TUNE, DEFAULT_CHAINS = 1200, 300, 4
 TARGET_ACCEPT = 0.8
 SAMPLERS = ("nutpie", "pymc")
@@ -17,8 +17,8 @@ SAMPLERS = ("nutpie", "pymc")
 # (5 ESS/s either way), and on the default data it let one divergence through; the
 # diagonal mass matrix stays the default, the low-rank one is `molp2s fit --low-rank`.
 LOW_RANK = False
-# A fit that misses its gate tries again (bayes.fit.next_attempt) while the next attempt
+# A fit that misses its gate tries again (bayes.attempts.next_attempt) while the next attempt
 # is expected to end within its budget (`molp2s fit --budget`): by default this many seconds
 # from the start, or five first attempts' worth by the estimate made before sampling where
-# that is longer (bayes.fit.default_budget: a large leaderboard gets the time it needs).
+# that is longer (bayes.attempts.default_budget: a large leaderboard gets the time it needs).
 DEFAULT_BUDGET = 600.0

@@ -6,8 +6,9 @@ import arviz as az
 import numpy as np
 import pytest
 
+from molp2s_stats.bayes import attempts
 from molp2s_stats.bayes import fit as bayes_fit
-from molp2s_stats.bayes import health
+from molp2s_stats.bayes import health, sampler
 from molp2s_stats.bayes.synthetic import Shape, simulate_cells
 from molp2s_stats.glossary import check_columns
 
@@ -18,42 +19,42 @@ HEALTHY = {"r_hat_max": 1.0, "ess_bulk_min": 900.0, "ess_tail_min": 900.0, "dive
 @pytest.fixture(autouse=True)
 def two_cores(monkeypatch):
     # the cores this process may use (its affinity), not the machine's: a CI runner pinned to 2 of 64
-    monkeypatch.setattr(bayes_fit, "usable_cores", lambda: 2)
+    monkeypatch.setattr(attempts, "usable_cores", lambda: 2)
 
 
 def test_divergences_restart_with_smaller_steps_then_the_low_rank_mass_matrix():
-    action, settings, pool = bayes_fit.next_attempt(HEALTHY, SETTINGS, chains_kept=4, diverged=3)
+    action, settings, pool = attempts.next_attempt(HEALTHY, SETTINGS, chains_kept=4, diverged=3)
     assert (settings["target_accept"], settings["tune"], pool) == (0.9, 500, False)
     assert action.startswith("divergences")
-    _, settings, _ = bayes_fit.next_attempt(HEALTHY, {**SETTINGS, "target_accept": 0.99, "tune": 1000},
-                                            chains_kept=4, diverged=1)
+    _, settings, _ = attempts.next_attempt(HEALTHY, {**SETTINGS, "target_accept": 0.99, "tune": 1000},
+                                           chains_kept=4, diverged=1)
     assert settings["low_rank"] is True and settings["target_accept"] == 0.99
-    assert bayes_fit.next_attempt(HEALTHY, {**SETTINGS, "target_accept": 0.99, "low_rank": True},
-                                  chains_kept=4, diverged=1) is None
+    assert attempts.next_attempt(HEALTHY, {**SETTINGS, "target_accept": 0.99, "low_rank": True},
+                                 chains_kept=4, diverged=1) is None
 
 
 def test_too_few_effective_draws_add_chains_sized_from_the_ess():
     # slowest ESS 200 over 4 chains: 1.25 × 400 / 200 = 2.5 times the draws, so 4 × 1.5 = 6 more
     # chains (a multiple of the 2 cores), pooled with the first 4
-    action, settings, pool = bayes_fit.next_attempt({**HEALTHY, "ess_tail_min": 200.0}, SETTINGS, chains_kept=4,
-                                                    diverged=0)
+    action, settings, pool = attempts.next_attempt({**HEALTHY, "ess_tail_min": 200.0}, SETTINGS, chains_kept=4,
+                                                   diverged=0)
     assert (settings["chains"], pool) == (6, True) and settings["target_accept"] == 0.8
     assert action == "more chains (6): ESS 200"
     # ESS 120 over 4 chains of 1,200 draws: 30 effective draws a chain is too few to pool; the chains
     # are made 500 / 120 = 4.17 times longer instead (5,000 draws), not pooled
-    action, settings, pool = bayes_fit.next_attempt({**HEALTHY, "ess_bulk_min": 120.0}, SETTINGS, chains_kept=4,
-                                                    diverged=0)
+    action, settings, pool = attempts.next_attempt({**HEALTHY, "ess_bulk_min": 120.0}, SETTINGS, chains_kept=4,
+                                                   diverged=0)
     assert (settings["chains"], settings["draws"], pool) == (4, 5000, False)
     assert action == "longer chains: ESS 120 over 4 chains"
     # ESS 450 of 8 chains: 500 / 450 = 1.11, 8 × 0.11 = 0.9 → 1, rounded up to 2
-    assert bayes_fit.next_attempt({**HEALTHY, "ess_bulk_min": 450.0}, SETTINGS, chains_kept=8, diverged=0)[1]["chains"] == 2
+    assert attempts.next_attempt({**HEALTHY, "ess_bulk_min": 450.0}, SETTINGS, chains_kept=8, diverged=0)[1]["chains"] == 2
     # enough ESS but R-hat 1.02: at least double the chains, pooled
-    action, settings, pool = bayes_fit.next_attempt({**HEALTHY, "r_hat_max": 1.02}, SETTINGS, chains_kept=4,
-                                                    diverged=0)
+    action, settings, pool = attempts.next_attempt({**HEALTHY, "r_hat_max": 1.02}, SETTINGS, chains_kept=4,
+                                                   diverged=0)
     assert (action, settings["chains"], pool) == ("more chains (4): R-hat 1.020", 4, True)
     # still high after that: the chains were too short; start again with twice the warm-up and draws
-    action, settings, pool = bayes_fit.next_attempt({**HEALTHY, "r_hat_max": 1.02}, settings, chains_kept=8,
-                                                    diverged=0, previous=action, first_chains=4)
+    action, settings, pool = attempts.next_attempt({**HEALTHY, "r_hat_max": 1.02}, settings, chains_kept=8,
+                                                   diverged=0, previous=action, first_chains=4)
     assert (settings["chains"], settings["tune"], settings["draws"], pool) == (4, 600, 2400, False)
     assert action == "R-hat still high: longer chains"
 
@@ -64,7 +65,7 @@ def _posterior(chains, draws, value):
 
 
 def test_pooled_chains_are_renumbered():
-    pooled = bayes_fit.pool_chains(_posterior(2, 5, 1.0), _posterior(3, 5, 2.0))
+    pooled = sampler.pool_chains(_posterior(2, 5, 1.0), _posterior(3, 5, 2.0))
     assert pooled.posterior.sizes == {"chain": 5, "draw": 5}
     assert pooled.posterior["x"].values[:, 0].tolist() == [1, 1, 2, 2, 2]
     assert pooled.posterior.chain.values.tolist() == [0, 1, 2, 3, 4]
@@ -143,27 +144,27 @@ def test_a_fit_keeps_the_attempt_that_passed_over_an_earlier_one_with_more_effec
 
 def test_the_next_reading_is_sized_from_the_slowest_ess():
     # ESS 300 at 400 draws a chain: 440 / 300 = 1.467, × 1.05 = 1.54, × 400 = 616 → 650 (a multiple of 50)
-    assert bayes_fit._next_checkpoint({"ess_bulk_min": 300.0, "ess_tail_min": 352.0, "r_hat_max": 1.0}, 400, 2400) == 650
+    assert sampler.next_checkpoint({"ess_bulk_min": 300.0, "ess_tail_min": 352.0, "r_hat_max": 1.0}, 400, 2400) == 650
     # ESS 353 at 1,050: 440 / 353 × 1.05 = 1.309, × 1,050 = 1,374 → 1,400
-    assert bayes_fit._next_checkpoint({"ess_bulk_min": 900.0, "ess_tail_min": 353.0, "r_hat_max": 1.0}, 1050, 2400) == 1400
+    assert sampler.next_checkpoint({"ess_bulk_min": 900.0, "ess_tail_min": 353.0, "r_hat_max": 1.0}, 1050, 2400) == 1400
     # ESS 184 at 400 asks for 2.51 ×: at most twice as many draws a reading (800)
-    assert bayes_fit._next_checkpoint({"ess_bulk_min": 184.0, "ess_tail_min": 252.0, "r_hat_max": 1.0}, 400, 2400) == 800
+    assert sampler.next_checkpoint({"ess_bulk_min": 184.0, "ess_tail_min": 252.0, "r_hat_max": 1.0}, 400, 2400) == 800
     # R-hat 1.015 with ESS enough: (1.015 − 1) / 0.01 = 1.5, × 1.05 = 1.575, × 600 = 945 → 950
     row = {"ess_bulk_min": 900.0, "ess_tail_min": 900.0}
-    assert bayes_fit._next_checkpoint({**row, "r_hat_max": 1.015}, 600, 2400) == 950
+    assert sampler.next_checkpoint({**row, "r_hat_max": 1.015}, 600, 2400) == 950
     # both met (a reading that passed without the ESS margin): 15% more (460 → 500)
-    assert bayes_fit._next_checkpoint({**row, "r_hat_max": 1.005}, 400, 2400) == 500
+    assert sampler.next_checkpoint({**row, "r_hat_max": 1.005}, 400, 2400) == 500
     # never past the most a run may draw
-    assert bayes_fit._next_checkpoint({"ess_bulk_min": 10.0, "ess_tail_min": 10.0, "r_hat_max": 1.2}, 2000, 2400) == 2400
+    assert sampler.next_checkpoint({"ess_bulk_min": 10.0, "ess_tail_min": 10.0, "r_hat_max": 1.2}, 2000, 2400) == 2400
 
 
 def test_the_wait_doubles_in_the_warm_up_then_follows_the_pace():
-    assert bayes_fit._seconds_to(400, [(0.0, 0)]) == 2.0
-    assert bayes_fit._seconds_to(400, [(0.0, 0), (2.0, 0), (6.0, 0), (14.0, 0), (24.0, 0)]) == 10.0
+    assert sampler.seconds_to(400, [(0.0, 0)]) == 2.0
+    assert sampler.seconds_to(400, [(0.0, 0), (2.0, 0), (6.0, 0), (14.0, 0), (24.0, 0)]) == 10.0
     # 10 draws a second since the first look that found draws: the 200 still to come take 20 s (× 1.03)
-    assert bayes_fit._seconds_to(400, [(0.0, 0), (10.0, 0), (20.0, 100), (30.0, 200)]) == pytest.approx(20.6)
+    assert sampler.seconds_to(400, [(0.0, 0), (10.0, 0), (20.0, 100), (30.0, 200)]) == pytest.approx(20.6)
     # one look with draws only: the pace across the end of the warm-up, at most 5 s
-    assert bayes_fit._seconds_to(400, [(0.0, 0), (10.0, 100)]) == 5.0
+    assert sampler.seconds_to(400, [(0.0, 0), (10.0, 100)]) == 5.0
 
 
 class _Background:
@@ -204,7 +205,7 @@ class _Background:
 @pytest.fixture(scope="module")
 def long_trace(tiny_data):
     # seed 9: no divergence in 1,500 draws a chain, and a tail ESS (782) that 400 draws a chain do not reach
-    trace = bayes_fit.sample(tiny_data, draws=1500, tune=300, chains=4, seed=9)
+    trace = sampler.sample(tiny_data, draws=1500, tune=300, chains=4, seed=9)
     assert not trace.sample_stats["diverging"].any()
     return trace
 
@@ -217,16 +218,16 @@ def test_sampling_stops_at_the_first_reading_that_passes_however_fast_the_chains
     backgrounds = []
     monkeypatch.setattr(nutpie, "sample", lambda *a, **k: backgrounds.append(_Background(long_trace, pace))
                         or backgrounds[-1])
-    kept, row = bayes_fit.sample_until_passed(tiny_data, max_draws=1500, tune=300, chains=4, seed=9)
+    kept, row = sampler.sample_until_passed(tiny_data, max_draws=1500, tune=300, chains=4, seed=9)
     drawn = kept.posterior.sizes["draw"]
     # read on the first 400 draws of each chain, then as many more as the ESS asked for
-    expected = bayes_fit.MIN_DRAWS
+    expected = sampler.MIN_DRAWS
     while True:
-        reading = health.gate(bayes_fit._first_draws(long_trace, expected))
-        if bayes_fit._enough(reading) or reading["divergences"] or expected == 1500:
+        reading = health.gate(sampler.first_draws(long_trace, expected))
+        if sampler.passed_with_margin(reading) or reading["divergences"] or expected == 1500:
             break
-        expected = bayes_fit._next_checkpoint(reading, expected, 1500)
-    assert bayes_fit.MIN_DRAWS < drawn == expected < 1500 and row == health.gate(kept) == reading
+        expected = sampler.next_checkpoint(reading, expected, 1500)
+    assert sampler.MIN_DRAWS < drawn == expected < 1500 and row == health.gate(kept) == reading
     assert row["passed"] and min(row["ess_bulk_min"], row["ess_tail_min"]) >= 440
     # the kept draws are the first ones of every chain, none padded
     np.testing.assert_array_equal(kept.posterior["condition_mean"].values,
@@ -243,7 +244,7 @@ def test_a_divergence_ends_the_run_at_the_first_look_that_sees_it(long_trace, ti
     backgrounds = []
     monkeypatch.setattr(nutpie, "sample", lambda *a, **k: backgrounds.append(_Background(diverged, 100))
                         or backgrounds[-1])
-    kept, row = bayes_fit.sample_until_passed(tiny_data, max_draws=1500, tune=300, chains=4, seed=9)
+    kept, row = sampler.sample_until_passed(tiny_data, max_draws=1500, tune=300, chains=4, seed=9)
     # 100 draws a look: the first look sees 100 common draws (the divergence, at chain 1's 101st, beyond them), the
     # second 200 with it; the run stops there, keeping the draws up to it, not at its first gate reading (400)
     assert kept.posterior.sizes["draw"] == 101 and row["divergences"] == 1  # the draws up to the divergence
@@ -260,11 +261,11 @@ def test_a_default_fit_samples_until_it_passes_and_says_so():
     assert final["passed"] and table["passed"][-1] and not any(table["passed"][:-1])
     # every fresh start without divergences stopped between the least and the most it may draw
     fresh = table.filter(~table["action"].str.starts_with("more chains") & (table["divergences"] == 0))
-    assert fresh["draws_per_chain"].is_between(bayes_fit.MIN_DRAWS, bayes_fit.AUTO_DRAWS).all()
+    assert fresh["draws_per_chain"].is_between(sampler.MIN_DRAWS, sampler.AUTO_DRAWS).all()
     assert table["draws_per_chain"][-1] == idata.posterior.sizes["draw"]
     diverged = table.filter(table["divergences"] > 0)
-    assert (diverged["draws_per_chain"] < bayes_fit.AUTO_DRAWS).all()  # a divergence ends a run when seen
+    assert (diverged["draws_per_chain"] < sampler.AUTO_DRAWS).all()  # a divergence ends a run when seen
     assert idata.posterior.attrs["draws"] == 0  # saved as "until the gate passed"
     if not table["action"][-1].startswith("more chains"):
-        assert min(final["ess_bulk_min"], final["ess_tail_min"]) >= bayes_fit.STOP_MARGIN * health.ESS_MIN
+        assert min(final["ess_bulk_min"], final["ess_tail_min"]) >= sampler.STOP_MARGIN * health.ESS_MIN
     # (that the same seed stops at the same draw, however fast the chains run: the replayed runs above)

@@ -135,16 +135,16 @@ def test_health_gate_reports_loo_and_fails_loudly(small_fit):
 
 
 def test_loo_read_a_block_of_cells_at_a_time_is_loo_of_the_whole(small_fit, monkeypatch):
-    from molp2s_stats.bayes import fit as bayes_fit
+    from molp2s_stats.bayes import loo
 
     idata, _, _, db = small_fit
     con = store.connect(db, read_only=True)
     data = bayes_data.read_model_data(con)
     con.close()
-    whole = bayes_fit._pointwise_loo(bayes_model.pointwise_log_likelihood(idata, data))
+    whole = loo.pointwise_loo(bayes_model.pointwise_log_likelihood(idata, data))
     # 2 models × 2 channels × 3 conditions × 40 families + 2 × 40 P0 = 560 cells: 16 blocks of 37, the last 5
     monkeypatch.setattr(bayes_model, "CELLS_PER_BLOCK", 37)
-    blocked = bayes_fit._blocked_loo(idata, data)
+    blocked = loo.blocked_loo(idata, data)
     assert len(blocked[0]) == data.cells.height + data.p0.height == 560
     np.testing.assert_allclose(blocked[0], whole[0], rtol=1e-12)
     np.testing.assert_allclose(blocked[1], whole[1], rtol=1e-12)

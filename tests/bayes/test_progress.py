@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import pytest
+from molp2s_stats.bayes import attempts
 from molp2s_stats.bayes import fit as bayes_fit
 from molp2s_stats.bayes import health
 from molp2s_stats.bayes.progress import Progress, status_text
@@ -77,15 +78,15 @@ def test_a_fit_reports_its_estimate_and_progress_in_lines_off_a_terminal(small_d
     prints the ratio for every size it fits (a wall-clock bound here failed on a busy CI machine)."""
     stream = io.StringIO()
     progress = Progress(stream, terminal=False, every=0.5)
-    estimates, attempts = [], []
+    estimates, attempt_rows = [], []
     idata = bayes_fit.fit(small_data, draws=400, tune=300, chains=4, seed=3, budget=0, progress=progress,
-                          on_estimate=estimates.append, on_attempt=attempts.append)
+                          on_estimate=estimates.append, on_attempt=attempt_rows.append)
     (estimate,) = estimates
     assert estimate.cells == small_data.cells.height + small_data.p0.height and estimate.steps == 700
     # condition means 2 × 3, channel spreads 2 × 3, channel deviations 2 × 3 × (2 − 1), P0 means 2, family
     # spread 1 and intercepts 30 − 1, family × channel spread 1 and deviations 60
     assert estimate.parameters == 6 + 6 + 6 + 2 + 1 + 29 + 1 + 60
-    assert estimate.seconds > 0 and attempts[0]["seconds"] > 0
+    assert estimate.seconds > 0 and attempt_rows[0]["seconds"] > 0
     assert idata.posterior.attrs["estimated_seconds"] == pytest.approx(estimate.seconds)
     text = stream.getvalue()
     assert "\r" not in text and text.endswith("\n")
@@ -102,23 +103,23 @@ def test_the_next_attempt_is_costed_from_the_draws_its_ess_asks_for():
     # gate passes: ESS 220 at 400 draws asks for 400 × 440 / 220 = 800 draws, not its ceiling of 2,400:
     # 0.05 × 2 rounds × (500 + 800) × 1.3 (a smaller step) = 169 s
     row = {"ess_bulk_min": 220.0, "ess_tail_min": 500.0}
-    assert bayes_fit.expected_seconds(70.0, ran, following, row=row, until_passed=True) == pytest.approx(169.0)
+    assert attempts.expected_seconds(70.0, ran, following, row=row, until_passed=True) == pytest.approx(169.0)
     # more chains pooled with these (fixed draws): the whole 2 rounds × (500 + 2,400) × 0.05, no restart factor
-    assert bayes_fit.expected_seconds(70.0, ran, {**following, "target_accept": 0.8}, row=row,
-                                      until_passed=False) == pytest.approx(290.0)
+    assert attempts.expected_seconds(70.0, ran, {**following, "target_accept": 0.8}, row=row,
+                                     until_passed=False) == pytest.approx(290.0)
 
 
 def test_a_fit_the_budget_cut_short_says_what_the_next_attempt_would_cost(small_data):
     idata = bayes_fit.fit(small_data, draws=60, tune=60, chains=2, seed=1, budget=1)
-    note = bayes_fit.next_attempt_note(idata)
+    note = attempts.next_attempt_note(idata)
     assert not health.diagnostics(idata)["passed"][0]
     assert note.startswith("The next attempt (") and "would have taken about" in note and "--budget " in note
 
 
 def test_a_restart_after_divergences_is_priced_by_the_estimate_not_the_diverging_pace():
     # the estimate: 3 s to start, then 1,300 steps a chain in 103 s (4 chains at once): 0.0769 s a step
-    estimate = bayes_fit.CostEstimate(cells=1000, parameters=100, step_ms=1.0, chains=4, steps=1300,
-                                      seconds=bayes_fit.START_SECONDS + 100.0)
+    estimate = attempts.CostEstimate(cells=1000, parameters=100, step_ms=1.0, chains=4, steps=1300,
+                                     seconds=attempts.START_SECONDS + 100.0)
     # 500 warm-up + 1,000 draws: 3 + 1,500 × 100 / 1,300 = 118.4 s; 8 chains run in two rounds of 4
     assert estimate.seconds_for(1500, chains=4) == pytest.approx(3 + 1500 * 100 / 1300)
     assert estimate.seconds_for(1500, chains=8) == pytest.approx(3 + 2 * 1500 * 100 / 1300)

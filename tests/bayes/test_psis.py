@@ -4,7 +4,7 @@ import arviz as az
 import numpy as np
 import pytest
 
-from molp2s_stats.bayes import fit as bayes_fit
+from molp2s_stats.bayes import loo
 from molp2s_stats.bayes import psis
 
 pytestmark = pytest.mark.filterwarnings("ignore:Estimated shape parameter of Pareto")  # high k on purpose
@@ -16,7 +16,7 @@ def _arviz(log_lik: np.ndarray, posterior: dict):
 
 
 def _ours(log_lik: np.ndarray, posterior: dict):
-    return bayes_fit._pointwise_loo(az.from_dict(posterior=posterior, log_likelihood={"y": log_lik}))
+    return loo.pointwise_loo(az.from_dict(posterior=posterior, log_likelihood={"y": log_lik}))
 
 
 @pytest.mark.parametrize("chains, draws", [(4, 125), (2, 200), (1, 300), (3, 17)])

@@ -8,7 +8,9 @@ import pytest
 
 from molp2s_stats.bayes import data as bayes_data
 from molp2s_stats.bayes import density
+from molp2s_stats.bayes import attempts
 from molp2s_stats.bayes import fit as bayes_fit
+from molp2s_stats.bayes import sampler
 from molp2s_stats.bayes import health
 from molp2s_stats.bayes.synthetic import Shape, simulate_cells
 from molp2s_stats.errors import UsageError
@@ -56,9 +58,9 @@ def fits(leaderboard):
 def test_the_warm_start_begins_in_the_saved_posterior(leaderboard, fits):
     saved, _, _ = fits
     compiled = density.compile_density(leaderboard)
-    warm = bayes_fit.WarmStart.from_fit(saved, compiled)
+    warm = sampler.WarmStart.from_fit(saved, compiled)
     assert warm.carried == {"models": 2, "families": len(leaderboard.families)}
-    assert warm.points.shape == (bayes_fit.WARM_POINTS, compiled.model.ndim)
+    assert warm.points.shape == (sampler.WARM_POINTS, compiled.model.ndim)
     start = compiled.model.reported(warm.initial_points(5))
     # the models the saved fit had start at one of its draws; the new one at the usual jitter
     cells = saved.posterior["cell"].values.reshape(-1, *saved.posterior["cell"].shape[2:])
@@ -69,7 +71,7 @@ def test_the_warm_start_begins_in_the_saved_posterior(leaderboard, fits):
 def test_a_warm_fit_has_the_cold_fits_posterior_within_monte_carlo_error(fits):
     saved, cold, warm = fits
     first = health.attempts(warm).row(0, named=True)
-    assert first["action"] == "warm start" and first["tune"] == bayes_fit.WARM_TUNE
+    assert first["action"] == "warm start" and first["tune"] == sampler.WARM_TUNE
     assert warm.posterior.attrs["warm_start"] == 1 and cold.posterior.attrs["warm_start"] == 0
     # the gate is the cold fit's: both passed it
     assert health.diagnostics(cold)["passed"][0] and health.diagnostics(warm)["passed"][0]
@@ -82,7 +84,7 @@ def test_a_warm_fit_has_the_cold_fits_posterior_within_monte_carlo_error(fits):
                         + az.mcse(warm.posterior[[name]])[name].values ** 2)
         assert (difference <= 4.5 * error).all(), (name, difference / error)
     # and it says what it saved against a cold fit's time scaled from the saved one
-    assert bayes_fit.warm_start_note(warm, saved).startswith("warm start: the fit took ")
+    assert attempts.warm_start_note(warm, saved).startswith("warm start: the fit took ")
 
 
 def test_a_warm_start_needs_the_same_channels(leaderboard, fits):
@@ -92,4 +94,4 @@ def test_a_warm_start_needs_the_same_channels(leaderboard, fits):
         "model", "channel", "condition", "family_id", "successes", "trials"),
         other.p0.select("model", "family_id", "successes", "trials"), n_candidates=other.n_candidates)
     with pytest.raises(UsageError, match="other channels"):
-        bayes_fit.WarmStart.from_fit(saved, density.compile_density(other))
+        sampler.WarmStart.from_fit(saved, density.compile_density(other))

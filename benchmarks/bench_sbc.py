@@ -28,11 +28,10 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
+from molp2s_stats import performance
 from molp2s_stats.bayes import calibration, predictive
 from molp2s_stats.bayes.synthetic import Shape, simulate_cells
 from molp2s_stats.report import charts
-
-import _provenance  # benchmarks/_provenance.py: where and when the results were measured
 
 STUDY = Shape("sbc", models=2, channels=2, families=24)
 
@@ -70,7 +69,7 @@ def main() -> None:
     parser.add_argument("--figure", type=Path, default=Path("benchmarks/results/sbc_ranks.svg"))
     args = parser.parse_args()
     if args.out:
-        _provenance.record(args.out, __file__)
+        performance.record(args.out, __file__)
     data, _ = simulate_cells(STUDY, args.seed)
     cells = predictive.Cells.from_data(data)
     args.out.parent.mkdir(parents=True, exist_ok=True)

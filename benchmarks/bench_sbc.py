@@ -90,7 +90,7 @@ def main() -> None:
     print(f"\n{per_replicate.height} replicates ({time.perf_counter() - started:.0f} s this run); "
           f"{per_replicate['passed'].mean():.1%} passed the health gate; median fit "
           f"{np.median(per_replicate['seconds']):.1f} s")
-    table = calibration.uniformity(ranks)
+    table = performance.sbc_uniformity(ranks)
     print(f"{'quantity':<20} {'ranks':>6} {'chi2 (9 df)':>12} {'p-value':>8} {'fullest / emptiest bin':>24}")
     for row in table.iter_rows(named=True):
         print(f"{row['quantity']:<20} {row['ranks']:>6} {row['chi2']:>12.1f} {row['p_value']:>8.3f} "

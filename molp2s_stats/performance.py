@@ -184,6 +184,28 @@ def frontier_coverage(frame: pl.DataFrame) -> pl.DataFrame:
                                          .round(2).alias("mean_width_pp")).sort("metric"))
 
 
+# ---------------------------------------------------------------- simulation-based calibration
+# (benchmarks/bench_sbc.py, results sbc_ranks.csv: one row per replicate × quantity, its rank among the draws)
+
+
+def sbc_uniformity(ranks: pl.DataFrame, *, bins: int = 10) -> pl.DataFrame:
+    """Per quantity, a χ² test that its ranks are uniform over ``bins`` equal bins; one row per quantity:
+    ranks, replicates, ``chi2``, ``p_value``, and the emptiest and fullest bin's count."""
+    import numpy as np
+    from scipy import stats
+
+    rows = []
+    for (quantity,), part in ranks.group_by("quantity", maintain_order=True):
+        edges = np.linspace(0, part["ranked_draws"][0] + 1, bins + 1)
+        counts, _ = np.histogram(part["rank"].to_numpy(), bins=edges)
+        test = stats.chisquare(counts)
+        rows.append((quantity, part.height, part["replicate"].n_unique(), float(test.statistic), float(test.pvalue),
+                     int(counts.min()), int(counts.max())))
+    return pl.DataFrame(rows, schema={"quantity": pl.String, "ranks": pl.Int64, "replicates": pl.Int64,
+                                      "chi2": pl.Float64, "p_value": pl.Float64, "bin_min": pl.Int64,
+                                      "bin_max": pl.Int64}, orient="row")
+
+
 # ---------------------------------------------------------------- intervals near 0% and 100%
 # (benchmarks/bench_intervals.py, results intervals.csv: one row per grid cell × model × metric × rule)
 

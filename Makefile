@@ -50,7 +50,7 @@ bench: $(STAMP)
 	@set -o pipefail; for script in $(BENCH_SCRIPTS); do \
 	  $(BIN)/python benchmarks/$$script.py | tee benchmarks/results/$$script.txt.partial || status=1; \
 	  mv benchmarks/results/$$script.txt.partial benchmarks/results/$$script.txt; \
-	  $(BIN)/python benchmarks/_provenance.py benchmarks/results/$$script.txt $$script.py; \
+	  $(BIN)/python -m molp2s_stats.performance benchmarks/results/$$script.txt $$script.py; \
 	done; exit $${status:-0}
 
 # The documentation site (docs/), rendered like the report: with Quarto where it is installed,

@@ -44,17 +44,11 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
+from molp2s_stats import performance
 from molp2s_stats.stats import metrics, resample, subsample
 
-import _provenance  # benchmarks/_provenance.py: where and when the results were measured
-
-SCHEMA = {"data": pl.String, "held_out": pl.String, "strongest": pl.Boolean, "budget": pl.Float64,
-          "families": pl.Int64, "seed": pl.Int64, "channel": pl.String, "truth": pl.Float64,
-          "estimate": pl.Float64, "conf_low": pl.Float64, "conf_high": pl.Float64, "predicted_half_width": pl.Float64,
-          "random_estimate": pl.Float64, "random_half_width": pl.Float64, "random_mse": pl.Float64,
-          "method": pl.String}
+SCHEMA = performance.ADAPTIVE_SCHEMA
 
 
 # ---------------------------------------------------------------------------- data sets
@@ -246,54 +240,6 @@ def random_sample_mse(a: np.ndarray, b: np.ndarray, n: float) -> float:
     return float((1 - n / len(a)) * u.var(ddof=1) / n / b.mean() ** 2 * 100 ** 2)
 
 
-def summarise(results: pl.DataFrame) -> pl.DataFrame:
-    return (results.with_columns(
-        error=pl.col("estimate") - pl.col("truth"), random_error=pl.col("random_estimate") - pl.col("truth"),
-        covered=(pl.col("conf_low") <= pl.col("truth")) & (pl.col("truth") <= pl.col("conf_high")),
-        half_width=(pl.col("conf_high") - pl.col("conf_low")) / 2)
-        .group_by("data", "budget", "channel", maintain_order=True)
-        .agg(runs=pl.len(), mae=pl.col("error").abs().mean(), coverage=pl.col("covered").mean() * 100,
-             half_width=pl.col("half_width").mean(), predicted=pl.col("predicted_half_width").mean(),
-             random_half_width=pl.col("random_half_width").mean(),
-             mse_ratio=(pl.col("error") ** 2).mean() / (pl.col("random_error") ** 2).mean(),
-             mse_ratio_expected=(pl.col("error") ** 2).mean() / pl.col("random_mse").mean())
-        .with_columns(predicted_over_realised=pl.col("predicted") / pl.col("half_width")))
-
-
-def over_channels(results: pl.DataFrame) -> pl.DataFrame:
-    """``summarise`` per data set and budget, over its channels: coverage (lowest, mean), MSE ratios,
-    half-width against a random sample's, and the plan's predicted half-width over the realised one."""
-    return (summarise(results).group_by("data", "budget", maintain_order=True)
-            .agg(pl.col("runs").sum(), pl.col("coverage").min().alias("coverage_min"), pl.col("coverage").mean(),
-                 pl.col("mse_ratio").median().alias("mse_ratio_median"),
-                 pl.col("mse_ratio").max().alias("mse_ratio_max"),
-                 pl.col("mse_ratio_expected").median().alias("mse_ratio_expected_median"),
-                 pl.col("mse_ratio_expected").max().alias("mse_ratio_expected_max"),
-                 (pl.col("half_width") / pl.col("random_half_width")).mean().alias("half_width_vs_random"),
-                 pl.col("predicted_over_realised").min().alias("predicted_over_realised_min"),
-                 pl.col("predicted_over_realised").max().alias("predicted_over_realised_max")))
-
-
-def pooled_mse_ratio(results: pl.DataFrame, seed: int = 0) -> pl.DataFrame:
-    """Per data set and budget: Σ error² over every run and channel against Σ of a random sample's
-    expected MSE, with a 95% interval from resampling whole runs (a run's channels share its
-    families, so their errors move together and are resampled as one)."""
-    per_run = (results.with_columns(squared=(pl.col("estimate") - pl.col("truth")) ** 2)
-               .group_by("data", "budget", "held_out", "seed", maintain_order=True)
-               .agg(pl.col("squared").sum(), pl.col("random_mse").sum()))
-    rows = []
-    for (name, budget), part in per_run.group_by("data", "budget", maintain_order=True):
-        squared, expected = part["squared"].to_numpy(), part["random_mse"].to_numpy()
-        if part.height < 2:  # one run: nothing to resample
-            rows.append((name, budget, part.height, squared.sum() / expected.sum(), np.nan, np.nan))
-            continue
-        interval = stats.bootstrap((squared, expected), lambda s, e, axis=-1: s.sum(axis) / e.sum(axis),
-                                   paired=True, vectorized=True, n_resamples=2000, method="percentile",
-                                   random_state=np.random.default_rng(seed)).confidence_interval
-        rows.append((name, budget, part.height, squared.sum() / expected.sum(), interval.low, interval.high))
-    return pl.DataFrame(rows, schema=["data", "budget", "runs", "mse_ratio", "conf_low", "conf_high"], orient="row")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--seeds", type=int, default=20)
@@ -304,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/adaptive.csv"))
     args = parser.parse_args(argv)
     if args.out:
-        _provenance.record(args.out, __file__, argv)
+        performance.record(args.out, __file__, argv)
     budgets = [float(b) for b in args.budgets.split(",")]
     done = pl.read_csv(args.out, schema=SCHEMA) if args.out.exists() else pl.DataFrame(schema=SCHEMA)
     keys = set(done.select("data", "held_out", "budget", "seed").iter_rows())
@@ -364,18 +310,19 @@ def main(argv: list[str] | None = None) -> int:
     pl.Config.set_tbl_width_chars(200)
     for label, part in (("leave one model out", results),
                         ("strongest model held out", results.filter("strongest"))):
-        table = summarise(part).with_columns(pl.col(pl.Float64).round(2))
+        table = performance.adaptive_by_channel(part).with_columns(pl.col(pl.Float64).round(2))
         print(f"\n{label}: per data set, budget and channel (PGR, pp; coverage in %)")
         print(table)
-        overall = over_channels(part).with_columns(pl.col(pl.Float64).round(3))
+        overall = performance.adaptive_over_channels(part).with_columns(pl.col(pl.Float64).round(3))
         print(f"\n{label}: summary over channels")
         print(overall)
         print(f"\n{label}: MSE against a random sample's expected MSE, pooled over runs and channels "
               "(95% interval: runs resampled, seed 0)")
-        print(pooled_mse_ratio(part).with_columns(pl.col(pl.Float64).round(3)))
+        print(performance.pooled_mse_ratio(part).with_columns(pl.col(pl.Float64).round(3)))
     if ranges:
         span = pl.DataFrame(ranges, schema=["data", "budget", "channel", "predicted_low", "predicted_high"], orient="row")
-        realised = summarise(results.filter("strongest")).join(span, on=["data", "budget", "channel"])
+        realised = performance.adaptive_by_channel(results.filter("strongest")).join(
+            span, on=["data", "budget", "channel"])
         within = realised.with_columns(
             place=pl.when(pl.col("half_width") < pl.col("predicted_low")).then(pl.lit("below"))
             .when(pl.col("half_width") > pl.col("predicted_high")).then(pl.lit("above")).otherwise(pl.lit("within")))

@@ -33,11 +33,10 @@ from pathlib import Path
 
 import polars as pl
 
+from molp2s_stats import performance
 from molp2s_stats.bayes import fit as bayes_fit
 from molp2s_stats.bayes import health, posterior
 from molp2s_stats.bayes.synthetic import Shape, simulate_cells
-
-import _provenance  # benchmarks/_provenance.py: where and when the results were measured
 
 FRONTIER = Shape("frontier", models=5, channels=2, families=136, ability=(2.5, 3.0, 3.5, 4.0, 4.0))
 CEILING_PAIR = ("m03", "m04")
@@ -70,20 +69,12 @@ def run_seed(seed: int, shape: Shape = FRONTIER, **fit_options) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=SCHEMA, orient="row")
 
 
-def coverage(frame: pl.DataFrame) -> pl.DataFrame:
-    """Per metric: the true cells, the share their 90% HDIs covered (%), and the mean width (pp)."""
-    cells = frame.filter(pl.col("kind") == "cell")
-    return (cells.group_by("metric").agg(pl.len().alias("cells"), (100 * pl.col("covered").mean()).round(1)
-                                         .alias("covered_pct"), (pl.col("conf_high") - pl.col("conf_low")).mean()
-                                         .round(2).alias("mean_width_pp")).sort("metric"))
-
-
 def summarise(frame: pl.DataFrame) -> None:
     fits = frame.unique("seed")
     print(f"fits: {fits.height}, passed the gate: {int(fits['passed'].sum())}, "
           f"median {fits['seconds'].median():.0f} s")
     print("\n90% HDI coverage of the truth, per metric:")
-    print(coverage(frame))
+    print(performance.frontier_coverage(frame))
     pairs = frame.filter(pl.col("kind") == "pair")
     certain = pairs.filter(pl.col("probability") >= CERTAIN)
     false = certain.filter(pl.col("truth") < 0)
@@ -108,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "bayes_frontier.csv")
     args = parser.parse_args(argv)
     if args.out:
-        _provenance.record(args.out, __file__, argv)
+        performance.record(args.out, __file__, argv)
     shape = Shape(FRONTIER.name, models=FRONTIER.models, channels=FRONTIER.channels, families=args.families,
                   ability=FRONTIER.ability)
     options = {} if args.budget is None else {"budget": args.budget}

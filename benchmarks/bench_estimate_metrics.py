@@ -33,10 +33,9 @@ from pathlib import Path
 import polars as pl
 
 import bench_adaptive
+from molp2s_stats import performance
 from molp2s_stats.stats import metrics, subsample
 from molp2s_stats.glossary import METRICS
-
-import _provenance  # benchmarks/_provenance.py: where and when the results were measured
 
 ESTIMATED = tuple(m for m in METRICS if m != "random_baseline")  # the baseline needs no answers
 SCHEMA = {"data": pl.String, "held_out": pl.String, "budget": pl.Float64, "seed": pl.Int64, "channel": pl.String,
@@ -83,17 +82,6 @@ def run(outcomes: pl.DataFrame, held: str, budget: float, seed: int, known, trut
     return rows
 
 
-def summarise(results: pl.DataFrame) -> pl.DataFrame:
-    return (results.filter(pl.col("truth").is_not_null() & pl.col("estimate").is_not_null())
-            .with_columns(covered=(pl.col("conf_low") <= pl.col("truth") + 1e-6)
-                          & (pl.col("truth") <= pl.col("conf_high") + 1e-6),
-                          half_width=(pl.col("conf_high") - pl.col("conf_low")) / 2)
-            .group_by("data", "metric", "budget", maintain_order=True)
-            .agg(runs=pl.len(), coverage=pl.col("covered").mean() * 100,
-                 point=(pl.col("half_width") == 0).mean() * 100, half_width=pl.col("half_width").mean())
-            .sort("data", "metric", "budget"))
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--seeds", type=int, default=10)
@@ -103,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/estimate_metrics.csv"))
     args = parser.parse_args(argv)
     if args.out:
-        _provenance.record(args.out, __file__, argv)
+        performance.record(args.out, __file__, argv)
     budgets = [float(b) for b in args.budgets.split(",")]
     done = pl.read_csv(args.out, schema=SCHEMA) if args.out.exists() else pl.DataFrame(schema=SCHEMA)
     keys = set(done.select("data", "held_out", "budget", "seed").iter_rows())
@@ -139,9 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     pl.Config.set_tbl_width_chars(200)
     print("every cell: coverage of the full-benchmark value by the 95% intervals (%), point intervals (%), "
           "mean half-width (pp or %)")
-    print(summarise(results).with_columns(pl.col(pl.Float64).round(2)))
+    print(performance.estimate_coverage(results).with_columns(pl.col(pl.Float64).round(2)))
     print(f"\ncells whose full value lies within {BOUND:g} of a bound (RM: where either of its rates does)")
-    print(summarise(results.filter("near_bound")).with_columns(pl.col(pl.Float64).round(2)))
+    print(performance.estimate_coverage(results.filter("near_bound")).with_columns(pl.col(pl.Float64).round(2)))
     return 0
 
 

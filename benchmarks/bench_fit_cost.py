@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import math
 import resource
 import subprocess
 import sys
@@ -31,7 +30,7 @@ from pathlib import Path
 
 import polars as pl
 
-import _provenance  # benchmarks/_provenance.py: where and when the results were measured
+from molp2s_stats import performance
 
 COLUMNS = ("models", "channels", "families", "seed", "cells", "parameters", "estimate", "seconds", "min_ess",
            "ess_per_second", "passed", "attempts", "draws_per_chain", "divergences", "r_hat_max", "peak_mb")
@@ -62,18 +61,6 @@ def fit_one(models: int, channels: int, families: int, seed: int, budget: float 
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
-def growth(table: pl.DataFrame) -> tuple[float, float] | None:
-    """Slope of log(seconds per effective draw) on log(cells), and its standard error."""
-    from scipy.stats import linregress
-
-    usable = table.filter(pl.col("min_ess") > 0)
-    if usable["cells"].n_unique() < 2:
-        return None
-    fitted = linregress([math.log(c) for c in usable["cells"]],
-                        [math.log(s / e) for s, e in zip(usable["seconds"], usable["min_ess"])])
-    return float(fitted.slope), float(fitted.stderr)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="7,14,28,56")
@@ -87,7 +74,7 @@ def main() -> None:
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # models,channels,families,seed: one fit
     args = parser.parse_args()
     if args.out and not args.one:
-        _provenance.record(args.out, __file__)
+        performance.record(args.out, __file__)
     if args.one:
         models, channels, families, seed = map(int, args.one.split(","))
         print(json.dumps(fit_one(models, channels, families, seed, args.budget, args.device)))
@@ -126,7 +113,7 @@ def main() -> None:
             with args.out.open("a") as handle:
                 pl.DataFrame([row]).select(COLUMNS).write_csv(handle, include_header=handle.tell() == 0)
     table = pl.DataFrame(rows)
-    slope = growth(table)
+    slope = performance.growth(table)
     if slope is not None:
         print(f"\nseconds per effective draw grow as cells^{slope[0]:.2f} (SE {slope[1]:.2f}; 1 is linear), "
               f"over {table.height} fits from {table['cells'].min():,} to {table['cells'].max():,} cells; "

@@ -33,11 +33,10 @@ from pathlib import Path
 
 import polars as pl
 
+from molp2s_stats import performance
 from molp2s_stats.bayes import fit as bayes_fit
 from molp2s_stats.bayes import health, posterior
 from molp2s_stats.bayes.synthetic import Shape, simulate_cells
-
-import _provenance  # benchmarks/_provenance.py: where and when the results were measured
 
 SHAPES = {
     shape.name: shape for shape in (
@@ -68,10 +67,11 @@ SHAPES = {
     )
 }
 # leaderboards as the field's grow: every size the fit must pass its gate on, the effects varying by seed
-LEADERBOARD = {f"lb-{m}x{c}x{f}": Shape(f"lb-{m}x{c}x{f}", models=m, channels=c, families=f)
-               for m, c, f in itertools.product((7, 14, 28, 56), (2, 5, 12, 15), (136, 389))}
-VARIANTS = ({}, {"family_sd": 0.0, "family_channel_sd": 0.0}, {"family_sd": 1.5, "family_channel_sd": 1.0},
-            {"at_chance": 1, "at_ceiling": 1})
+# (sizes, names and effects are molp2s_stats.performance's, which reads the results for the docs)
+LEADERBOARD = {shape.name: shape for shape in (
+    Shape(performance.leaderboard_shape(m, c, f), models=m, channels=c, families=f)
+    for m, c, f in itertools.product(*performance.LEADERBOARD_SIZES))}
+VARIANTS = tuple(options for _, options in performance.LEADERBOARD_EFFECTS)
 SHAPES |= LEADERBOARD
 COLUMNS = ("shape", "seed", "passed", "attempts", "seconds", "r_hat_max", "ess_bulk_min", "ess_tail_min",
            "divergences", "ess_bulk_min_parameter", "draws_per_chain", "covered_reliance", "covered_responsiveness")
@@ -99,19 +99,6 @@ def fit_one(shape: Shape, seed: int, budget: float | None) -> dict:
             "covered_responsiveness": covered["responsiveness"]}
 
 
-def summarise(table: pl.DataFrame) -> pl.DataFrame:
-    """One row per shape: fits, the share that passed the gate (and on the first attempt), the time
-    (median, slowest), the 90% HDIs' coverage of the truth, and the parameter slowest to mix most often."""
-    return (table.group_by("shape", maintain_order=True).agg(
-        fits=pl.len(), passed_pct=(100 * pl.col("passed").mean()).round(0),
-        first_attempt_pct=(100 * (pl.col("passed") & (pl.col("attempts") == 1)).mean()).round(0),
-        most_attempts=pl.col("attempts").max(), median_seconds=pl.col("seconds").median().round(0),
-        slowest_seconds=pl.col("seconds").max().round(0),
-        covered_reliance_pct=(100 * pl.col("covered_reliance").mean()).round(0),
-        covered_responsiveness_pct=(100 * pl.col("covered_responsiveness").mean()).round(0),
-        slowest_parameter=pl.col("ess_bulk_min_parameter").mode().first()))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
@@ -121,7 +108,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="CSV of every fit (appended; resumes)")
     args = parser.parse_args()
     if args.out:
-        _provenance.record(args.out, __file__)
+        performance.record(args.out, __file__)
     names = [n for name in args.shapes.split(",")
              for n in (list(LEADERBOARD) if name == "leaderboard" else [name])]
     unknown = [n for n in names if n not in SHAPES]
@@ -149,7 +136,7 @@ def main() -> None:
     print()
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, tbl_hide_dataframe_shape=True,
                    tbl_hide_column_data_types=True):
-        print(summarise(table).filter(pl.col("shape").is_in(names)))
+        print(performance.fit_shapes(table).filter(pl.col("shape").is_in(names)))
     print(f"\nall shapes: {table['passed'].mean():.1%} of {table.height} fits passed the gate; "
           f"90% HDIs covered the truth in {table['covered_reliance'].mean():.0%} (reliance) and "
           f"{table['covered_responsiveness'].mean():.0%} (cf accuracy) of cells")

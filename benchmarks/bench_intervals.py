@@ -45,9 +45,8 @@ import numpy as np
 import polars as pl
 from scipy import optimize, special
 
+from molp2s_stats import performance
 from molp2s_stats.stats import intervals, resample
-
-import _provenance  # benchmarks/_provenance.py: where and when the results were measured
 
 TRUTHS = (0.0, 0.005, 0.03, 0.5, 0.9, 0.97, 0.995, 1.0)
 FAMILIES = (30, 136, 389)
@@ -60,10 +59,7 @@ RULES = {"percentile": None, "package": intervals.MIN_MINORITY, "score": math.in
 RATES = ("acc_p0", "acc_source", "acc_shuffled", "cf_accuracy", "pgr", "cfr", "persist", "other")
 DIFFERENCES = ("reliance_margin", "net")
 PERSIST_SHARE = 0.6  # of the cf answers that miss the counterfactual, the share that keep the source
-SCHEMA = {"truth": pl.Float64, "families": pl.Int64, "spread": pl.String, "samples": pl.Int64,
-          "model": pl.String, "metric": pl.String, "value": pl.Float64, "rule": pl.String,
-          "replicates": pl.Int64, "covered": pl.Int64, "mean_width": pl.Float64, "points": pl.Int64,
-          "score_share": pl.Float64}
+SCHEMA = performance.INTERVALS_SCHEMA
 
 
 # ---------------------------------------------------------------- the simulator
@@ -199,24 +195,6 @@ def run_cell(truth: float, n: int, spread: str, samples: int, reps: int, draws: 
 
 # ---------------------------------------------------------------- summaries
 
-def summarise(frame: pl.DataFrame, by: str) -> pl.DataFrame:
-    """Coverage (%) and mean width (pp) per metric × ``by`` × rule, pooled over cells, with the cells' range."""
-    cell = frame.with_columns((100 * pl.col("covered") / pl.col("replicates")).alias("cov"))
-    return (cell.group_by("metric", by, "rule").agg(
-        (100 * pl.col("covered").sum() / pl.col("replicates").sum()).round(1).alias("coverage"),
-        pl.col("cov").min().round(1).alias("lowest_cell"), pl.col("cov").max().round(1).alias("highest_cell"),
-        ((pl.col("mean_width") * pl.col("replicates")).sum() / pl.col("replicates").sum()).round(2).alias("width"),
-        (100 * pl.col("points").sum() / pl.col("replicates").sum()).round(1).alias("points_pct"))
-        .sort("metric", by, "rule"))
-
-
-def wide(summary: pl.DataFrame, by: str) -> pl.DataFrame:
-    """One row per metric × ``by``; coverage [lowest–highest cell] and width per rule."""
-    out = summary.with_columns(pl.format("{} [{}–{}] w {}", "coverage", "lowest_cell", "highest_cell",
-                                         "width").alias("cell"))
-    return out.pivot(on="rule", index=["metric", by], values="cell").sort("metric", by)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--replicates", type=int, default=200, help="replicates (new families each) per cell")
@@ -227,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
                         "one sample, 40 replicates): seconds, for the smoke test")
     args = parser.parse_args(argv)
     if not args.quick:
-        _provenance.record(args.out, __file__, argv)
+        performance.record(args.out, __file__, argv)
     grid = list(itertools.product(TRUTHS, FAMILIES, SPREADS, SAMPLES))
     reps = args.replicates
     if args.quick:
@@ -254,9 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     frame = pl.concat(collected) if args.quick else pl.read_csv(args.out, schema_overrides=SCHEMA)
     pl.Config.set_tbl_rows(400), pl.Config.set_tbl_width_chars(250), pl.Config.set_fmt_str_lengths(60)
     print("Coverage of the population value, % [lowest–highest cell], and mean width w (pp), by truth:")
-    print(wide(summarise(frame, "truth"), "truth"))
+    print(performance.interval_coverage_wide(performance.interval_coverage(frame, "truth"), "truth"))
     print("\nBy families per cohort:")
-    print(wide(summarise(frame, "families"), "families"))
+    print(performance.interval_coverage_wide(performance.interval_coverage(frame, "families"), "families"))
     inside = frame.filter((pl.col("truth") > 0) & (pl.col("truth") < 1)).with_columns(
         (100 * pl.col("covered") / pl.col("replicates")).alias("cell_coverage"))
     print("\nPer rule, every metric and cell with a truth strictly inside (0, 100%): pooled coverage, cells under "

@@ -28,11 +28,10 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
+from molp2s_stats import performance
 from molp2s_stats.bayes import calibration, predictive
 from molp2s_stats.bayes.synthetic import Shape, simulate_cells
 from molp2s_stats.report import charts
-
-import _provenance  # benchmarks/_provenance.py: where and when the results were measured
 
 STUDY = Shape("sbc", models=2, channels=2, families=24)
 
@@ -70,7 +69,7 @@ def main() -> None:
     parser.add_argument("--figure", type=Path, default=Path("benchmarks/results/sbc_ranks.svg"))
     args = parser.parse_args()
     if args.out:
-        _provenance.record(args.out, __file__)
+        performance.record(args.out, __file__)
     data, _ = simulate_cells(STUDY, args.seed)
     cells = predictive.Cells.from_data(data)
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -91,7 +90,7 @@ def main() -> None:
     print(f"\n{per_replicate.height} replicates ({time.perf_counter() - started:.0f} s this run); "
           f"{per_replicate['passed'].mean():.1%} passed the health gate; median fit "
           f"{np.median(per_replicate['seconds']):.1f} s")
-    table = calibration.uniformity(ranks)
+    table = performance.sbc_uniformity(ranks)
     print(f"{'quantity':<20} {'ranks':>6} {'chi2 (9 df)':>12} {'p-value':>8} {'fullest / emptiest bin':>24}")
     for row in table.iter_rows(named=True):
         print(f"{row['quantity']:<20} {row['ranks']:>6} {row['chi2']:>12.1f} {row['p_value']:>8.3f} "

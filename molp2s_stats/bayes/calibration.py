@@ -8,6 +8,9 @@ roughly independent ones). If the posterior is calibrated, every rank is uniform
 middle intervals too wide, a slope a bias. The quantities are those users read:
 reliance and cf accuracy per model × channel (probability scale, averaged over the
 cohort's families) and the family and family × channel spreads.
+
+benchmarks/bench_sbc.py runs the replicates; the χ² test of the ranks' uniformity that reads its
+results file is ``molp2s_stats.performance.sbc_uniformity``.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ import time
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
 from . import fit as bayes_fit
 from . import health, posterior, predictive
@@ -73,17 +75,3 @@ def replicate(cells: predictive.Cells, number: int, *, seed: int = 0, draws: int
              bool(row["passed"]), int(row["attempts"]), seconds, seed)
             for key in fitted for quantity, model, channel in [key]]  # key = (quantity, model, channel)
     return pl.DataFrame(rows, schema=RANK_SCHEMA, orient="row")
-
-
-def uniformity(ranks: pl.DataFrame, *, bins: int = 10) -> pl.DataFrame:
-    """Per quantity, a χ² test that its ranks are uniform over ``bins`` equal bins; one row per quantity."""
-    rows = []
-    for (quantity,), part in ranks.group_by("quantity", maintain_order=True):
-        edges = np.linspace(0, part["ranked_draws"][0] + 1, bins + 1)
-        counts, _ = np.histogram(part["rank"].to_numpy(), bins=edges)
-        test = stats.chisquare(counts)
-        rows.append((quantity, part.height, part["replicate"].n_unique(), float(test.statistic), float(test.pvalue),
-                     int(counts.min()), int(counts.max())))
-    return pl.DataFrame(rows, schema={"quantity": pl.String, "ranks": pl.Int64, "replicates": pl.Int64,
-                                      "chi2": pl.Float64, "p_value": pl.Float64, "bin_min": pl.Int64,
-                                      "bin_max": pl.Int64}, orient="row")

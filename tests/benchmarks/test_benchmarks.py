@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from molp2s_stats import performance
+
 from tests.support import BENCHMARKS
 TINY = {
     "bench_load_and_metrics.py": (["--rows", "20000", "--jsonl-rows", "200"], "Summary"),
@@ -60,17 +62,12 @@ def test_script_runs_on_a_tiny_size(script, tmp_path):
 
 
 def test_a_results_file_says_which_runs_made_it_and_where(tmp_path):
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import _provenance
-    finally:
-        sys.path.remove(str(BENCHMARKS))
     out = tmp_path / "shapes.csv"
     out.write_text("shape,seed\n")
-    assert "machine" in _provenance.describe(out)  # not recorded: says so, with the date git has (none here)
-    _provenance.record(out, "bench_fit_shapes.py", ["--seeds", "1"])
-    _provenance.record(out, "bench_fit_shapes.py", ["--seeds", "2"])
-    line = _provenance.describe(out)
-    cores = _provenance.machine()["cores"]
+    assert "machine" in performance.describe(out)  # not recorded: says so, with the date git has (none here)
+    performance.record(out, "bench_fit_shapes.py", ["--seeds", "1"])
+    performance.record(out, "bench_fit_shapes.py", ["--seeds", "2"])
+    line = performance.describe(out)
+    cores = performance.machine()["cores"]
     assert line.startswith("`python benchmarks/bench_fit_shapes.py --seeds 2` (2 runs), ")
     assert f"on {cores} cores of " in line

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import importlib
 import io
 import os
 import re
@@ -225,15 +224,6 @@ def _readme_section(heading: str) -> str:
     return readme.split(f"## {heading}", 1)[1].split("\n## ", 1)[0]
 
 
-def _benchmark(name: str):
-    """A script of benchmarks/ imported as a module (they are scripts, not a package)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-
-
 def test_the_readme_is_short_and_gives_the_two_commands():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) <= 200
@@ -247,57 +237,14 @@ def test_the_readme_is_short_and_gives_the_two_commands():
     assert ci[-1].endswith("make test"), ci
 
 
-def test_the_readme_quotes_the_fit_cost_benchmark_as_measured():
-    """The README's leaderboard-size table, growth rate and largest fit are benchmarks/results/fit_cost.csv's."""
-    import polars as pl
-
-    bench_fit_cost = _benchmark("bench_fit_cost")
-    cost = pl.read_csv(ROOT / "benchmarks" / "results" / "fit_cost.csv")
+def test_the_readme_leaves_measured_figures_to_the_performance_page():
+    """The README says in words how large a leaderboard fits and links to the Performance page, which
+    computes the figures from benchmarks/results/ (tests/docs/test_performance_page.py): no table of
+    timings, no seconds, nothing to edit by hand after a benchmark run."""
     section = _readme_section("How large a leaderboard")
-    rows = re.findall(r"^\| (\d+) × (\d+) × (\d+)[^|]*\|(.*)\|$", section, re.MULTILINE)
-    assert len(rows) >= 3, section
-    prose = " ".join(section.split())  # the section's sentences, each on one line whatever its wrapping
-    for models, channels, families, rest in rows:
-        measured = cost.filter(pl.col("models") == int(models), pl.col("channels") == int(channels),
-                               pl.col("families") == int(families)).row(0, named=True)
-        expected = [f"{measured['cells']:,}", f"{measured['seconds']:.0f}", f"{measured['ess_per_second']:.1f}",
-                    "passed" if measured["passed"] else "failed", f"{measured['peak_mb'] / 1024:.1f} GB"]
-        assert [cell.strip() for cell in rest.split("|")] == expected, (models, channels, families)
-    # "All N sizes … passed" only where every size did
-    assert (f"All {cost.height} sizes" in section) == bool(cost["passed"].all())
-    # "N in one attempt (14 × 5 × 389 took two, 28 × 5 × 389 three); the slowest took S s"
-    counted = {2: "two", 3: "three", 4: "four", 5: "five"}
-    retried = [f"{r['models']} × {r['channels']} × {r['families']}{' took' if i == 0 else ''} "
-               f"{counted[r['attempts']]}"
-               for i, r in enumerate(cost.filter(pl.col("attempts") > 1).sort("cells").iter_rows(named=True))]
-    attempts = f"{cost.filter(pl.col('attempts') == 1).height} in one attempt"
-    if retried:
-        attempts += f" ({', '.join(retried)})"
-    assert f"{attempts}; the slowest took {cost['seconds'].max():.0f} s" in prose, attempts
-    slope, error = bench_fit_cost.growth(cost)
-    assert f"cells^{slope:.2f} (standard error {error:.2f})" in section
-    largest = cost.filter(pl.col("passed") & (pl.col("seconds") <= 3600)).sort("cells").row(-1, named=True)
-    assert f"fitted {largest['models']} models × {largest['channels']} channels × {largest['families']} families" \
-        in prose
-
-
-def test_the_readme_quotes_the_leaderboard_grid_as_measured():
-    """The README's pass count over the leaderboard grid, and its slowest fits, are fit_shapes_leaderboard.csv's."""
-    import polars as pl
-
-    leaderboard = _benchmark("bench_fit_shapes").LEADERBOARD
-    grid = pl.read_csv(ROOT / "benchmarks" / "results" / "fit_shapes_leaderboard.csv").with_columns(
-        models=pl.col("shape").replace_strict({name: shape.models for name, shape in leaderboard.items()}))
-    prose = " ".join(_readme_section("How large a leaderboard").split())
-    seeds, shapes = grid["seed"].n_unique(), grid["shape"].n_unique()
-    assert grid.height == seeds * shapes, "the grid is not complete: quote it when every shape has every seed"
-    # e.g. "Over 10 sampler seeds of each of 32 leaderboard shapes …, 320 of 320 fits passed"
-    assert f"Over {seeds} sampler seeds of each of {shapes} leaderboard shapes" in prose
-    assert f"{grid['passed'].sum()} of {grid.height} fits passed" in prose
-    slowest = {label: grid.filter(size)["seconds"].max() for label, size in
-               (("up to 14 models", pl.col("models") <= 14), ("28 models", pl.col("models") == 28),
-                ("56 models", pl.col("models") == 56))}
-    assert ", ".join(f"{label} in at most {seconds:.0f} s" for label, seconds in slowest.items()) in prose
+    assert "(docs/performance.qmd#" in section
+    assert not re.search(r"^\|", section, re.MULTILINE), "a table of measured figures: link to the page instead"
+    assert not re.search(r"\d s\b|cells\^|\d+ of \d+ (fits|sizes)", section), section
 
 
 def test_the_command_reference_is_the_commands_own_help():

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import polars as pl
 
+from molp2s_stats.units import PERCENT
+
 # ---------------------------------------------------------------- provenance
 
 
@@ -136,12 +138,12 @@ def fit_shapes(table: pl.DataFrame) -> pl.DataFrame:
     """One row per shape: fits, the share that passed the gate (and on the first attempt), the time
     (median, slowest), the 90% HDIs' coverage of the truth, and the parameter slowest to mix most often."""
     return (table.group_by("shape", maintain_order=True).agg(
-        fits=pl.len(), passed_pct=(100 * pl.col("passed").mean()).round(0),
-        first_attempt_pct=(100 * (pl.col("passed") & (pl.col("attempts") == 1)).mean()).round(0),
+        fits=pl.len(), passed_pct=(PERCENT * pl.col("passed").mean()).round(0),
+        first_attempt_pct=(PERCENT * (pl.col("passed") & (pl.col("attempts") == 1)).mean()).round(0),
         most_attempts=pl.col("attempts").max(), median_seconds=pl.col("seconds").median().round(0),
         slowest_seconds=pl.col("seconds").max().round(0),
-        covered_reliance_pct=(100 * pl.col("covered_reliance").mean()).round(0),
-        covered_responsiveness_pct=(100 * pl.col("covered_responsiveness").mean()).round(0),
+        covered_reliance_pct=(PERCENT * pl.col("covered_reliance").mean()).round(0),
+        covered_responsiveness_pct=(PERCENT * pl.col("covered_responsiveness").mean()).round(0),
         slowest_parameter=pl.col("ess_bulk_min_parameter").mode().first()))
 
 
@@ -179,7 +181,7 @@ def growth(table: pl.DataFrame) -> tuple[float, float] | None:
 def frontier_coverage(frame: pl.DataFrame) -> pl.DataFrame:
     """Per metric: the true cells, the share their 90% HDIs covered (%), and the mean width (pp)."""
     cells = frame.filter(pl.col("kind") == "cell")
-    return (cells.group_by("metric").agg(pl.len().alias("cells"), (100 * pl.col("covered").mean()).round(1)
+    return (cells.group_by("metric").agg(pl.len().alias("cells"), (PERCENT * pl.col("covered").mean()).round(1)
                                          .alias("covered_pct"), (pl.col("conf_high") - pl.col("conf_low")).mean()
                                          .round(2).alias("mean_width_pp")).sort("metric"))
 
@@ -217,12 +219,12 @@ INTERVALS_SCHEMA = {"truth": pl.Float64, "families": pl.Int64, "spread": pl.Stri
 
 def interval_coverage(frame: pl.DataFrame, by: str) -> pl.DataFrame:
     """Coverage (%) and mean width (pp) per metric × ``by`` × rule, pooled over cells, with the cells' range."""
-    cell = frame.with_columns((100 * pl.col("covered") / pl.col("replicates")).alias("cov"))
+    cell = frame.with_columns((PERCENT * pl.col("covered") / pl.col("replicates")).alias("cov"))
     return (cell.group_by("metric", by, "rule").agg(
-        (100 * pl.col("covered").sum() / pl.col("replicates").sum()).round(1).alias("coverage"),
+        (PERCENT * pl.col("covered").sum() / pl.col("replicates").sum()).round(1).alias("coverage"),
         pl.col("cov").min().round(1).alias("lowest_cell"), pl.col("cov").max().round(1).alias("highest_cell"),
         ((pl.col("mean_width") * pl.col("replicates")).sum() / pl.col("replicates").sum()).round(2).alias("width"),
-        (100 * pl.col("points").sum() / pl.col("replicates").sum()).round(1).alias("points_pct"))
+        (PERCENT * pl.col("points").sum() / pl.col("replicates").sum()).round(1).alias("points_pct"))
         .sort("metric", by, "rule"))
 
 
@@ -253,7 +255,7 @@ def adaptive_by_channel(results: pl.DataFrame) -> pl.DataFrame:
         covered=(pl.col("conf_low") <= pl.col("truth")) & (pl.col("truth") <= pl.col("conf_high")),
         half_width=(pl.col("conf_high") - pl.col("conf_low")) / 2)
         .group_by("data", "budget", "channel", maintain_order=True)
-        .agg(runs=pl.len(), mae=pl.col("error").abs().mean(), coverage=pl.col("covered").mean() * 100,
+        .agg(runs=pl.len(), mae=pl.col("error").abs().mean(), coverage=pl.col("covered").mean() * PERCENT,
              half_width=pl.col("half_width").mean(), predicted=pl.col("predicted_half_width").mean(),
              random_half_width=pl.col("random_half_width").mean(),
              mse_ratio=(pl.col("error") ** 2).mean() / (pl.col("random_error") ** 2).mean(),
@@ -306,8 +308,8 @@ def estimate_coverage(results: pl.DataFrame) -> pl.DataFrame:
                           & (pl.col("truth") <= pl.col("conf_high") + 1e-6),
                           half_width=(pl.col("conf_high") - pl.col("conf_low")) / 2)
             .group_by("data", "metric", "budget", maintain_order=True)
-            .agg(runs=pl.len(), coverage=pl.col("covered").mean() * 100,
-                 point=(pl.col("half_width") == 0).mean() * 100, half_width=pl.col("half_width").mean())
+            .agg(runs=pl.len(), coverage=pl.col("covered").mean() * PERCENT,
+                 point=(pl.col("half_width") == 0).mean() * PERCENT, half_width=pl.col("half_width").mean())
             .sort("data", "metric", "budget"))
 
 

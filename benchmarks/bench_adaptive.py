@@ -91,16 +91,45 @@ def disagreeing_outcomes(seed: int = 7, families: int = 300, channels: int = 6) 
                 p = 1 / (1 + np.exp(-base))
                 p_src = 1 / (1 + np.exp(-(base + reliance)))
                 guess = 1 / k[f]
-                y = lambda q: float(rng.random() < max(q, guess))  # noqa: E731
+                y = lambda q: float(rng.random() < max(q, guess))  # noqa: E731, B023 (called in this iteration)
                 cf = k[f] - 1
                 follow = rng.random(cf) < responsive
                 persist = ~follow & (rng.random(cf) < p)
                 other = ~follow & ~persist
-                rows.append((m, f"c{c}", f"F{f:03d}", y(p), y(p_src), y(p), int(cf), float(follow.sum()),
-                             float(follow.mean()), float(persist.mean()), float(other.mean()), int(k[f])))
-    return pl.DataFrame(rows, orient="row", schema=[
-        "model", "channel", "family_id", "y_p0", "y_source", "y_shuffled", "cf_tasks", "cf_correct", "cf_flip",
-        "cf_persist", "cf_other", "n_candidates"])
+                rows.append(
+                    (
+                        m,
+                        f"c{c}",
+                        f"F{f:03d}",
+                        y(p),
+                        y(p_src),
+                        y(p),
+                        int(cf),
+                        float(follow.sum()),
+                        float(follow.mean()),
+                        float(persist.mean()),
+                        float(other.mean()),
+                        int(k[f]),
+                    )
+                )
+    return pl.DataFrame(
+        rows,
+        orient="row",
+        schema=[
+            "model",
+            "channel",
+            "family_id",
+            "y_p0",
+            "y_source",
+            "y_shuffled",
+            "cf_tasks",
+            "cf_correct",
+            "cf_flip",
+            "cf_persist",
+            "cf_other",
+            "n_candidates",
+        ],
+    )
 
 
 def agreeing_outcomes(seed: int = 11, families: int = 389, channels: int = 6) -> pl.DataFrame:
@@ -128,11 +157,24 @@ def agreeing_outcomes(seed: int = 11, families: int = 389, channels: int = 6) ->
             follow = rng.random((families, cf)) < (responsive * p_source)[:, None]
             persist = ~follow & (rng.random((families, cf)) < 0.5)
             right = lambda q: (rng.random(families) < np.maximum(q, 1 / k)).astype(float)  # noqa: E731
-            frames.append(pl.DataFrame({
-                "model": m, "channel": f"c{c}", "family_id": [f"F{f:03d}" for f in range(families)],
-                "y_p0": right(p), "y_source": right(p_source), "y_shuffled": right(p), "cf_tasks": cf,
-                "cf_correct": follow.sum(1).astype(float), "cf_flip": follow.mean(1), "cf_persist": persist.mean(1),
-                "cf_other": (~follow & ~persist).mean(1), "n_candidates": k}))
+            frames.append(
+                pl.DataFrame(
+                    {
+                        "model": m,
+                        "channel": f"c{c}",
+                        "family_id": [f"F{f:03d}" for f in range(families)],
+                        "y_p0": right(p),
+                        "y_source": right(p_source),
+                        "y_shuffled": right(p),
+                        "cf_tasks": cf,
+                        "cf_correct": follow.sum(1).astype(float),
+                        "cf_flip": follow.mean(1),
+                        "cf_persist": persist.mean(1),
+                        "cf_other": (~follow & ~persist).mean(1),
+                        "n_candidates": k,
+                    }
+                )
+            )
     return pl.concat(frames).with_columns(pl.col("cf_tasks", "n_candidates").cast(pl.Int64))
 
 
@@ -205,14 +247,17 @@ def run(outcomes: pl.DataFrame, held: str, budget: float, seed: int, known, trut
     others = outcomes.filter(pl.col("model") != held)
     members = subsample.universe(others, channels)
     n = max(2, round(budget * len(members)))
-    plan = subsample.make_plan(others, models=complete, channels=channels, families=n,
-                               seed=plan_seed(seed, held), known=known)
-    predicted = dict(subsample.predicted_half_widths(known, members, plan["spread"].to_numpy(), [n])
-                     .select("channel", "half_width").iter_rows())
+    plan = subsample.make_plan(
+        others, models=complete, channels=channels, families=n, seed=plan_seed(seed, held), known=known
+    )
+    predicted = dict(
+        subsample.predicted_half_widths(known, members, plan["spread"].to_numpy(), [n])
+        .select("channel", "half_width")
+        .iter_rows()
+    )
     chosen = set(plan.filter("selected")["family_id"])
     seen = outcomes.filter((pl.col("model") != held) | pl.col("family_id").is_in(chosen))
-    estimate = subsample.estimate_model(seen, plan, model=held, complete=complete, channels=channels,
-                                        metrics=("pgr",))
+    estimate = subsample.estimate_model(seen, plan, model=held, complete=complete, channels=channels, metrics=("pgr",))
     # the baseline: as many families drawn at random, the plain ratio and its family bootstrap
     rng = resample.rng_for(seed, f"random-sample-{held}")
     sample = set(rng.choice(members, size=n, replace=False).tolist())
@@ -224,10 +269,24 @@ def run(outcomes: pl.DataFrame, held: str, budget: float, seed: int, known, trut
         a, b = data.a["pgr"][mask], data.b["pgr"][mask]
         plain = a.sum() / b.sum() * 100 if b.sum() > 0 else np.nan
         low, high, *_ = resample.bootstrap_ratio(a, b, draws=500, seed=seed, key=channel, conf_level=0.95)
-        rows.append((held, budget, n, seed, channel, truths[(held, channel)], row["estimate"], row["conf_low"],
-                     row["conf_high"], predicted.get(channel), plain, (high[0] - low[0]) * 50,
-                     random_sample_mse(data.a["pgr"][:, 0], data.b["pgr"][:, 0], n * len(data.families) / len(members)),
-                     row["method"]))
+        rows.append(
+            (
+                held,
+                budget,
+                n,
+                seed,
+                channel,
+                truths[(held, channel)],
+                row["estimate"],
+                row["conf_low"],
+                row["conf_high"],
+                predicted.get(channel),
+                plain,
+                (high[0] - low[0]) * 50,
+                random_sample_mse(data.a["pgr"][:, 0], data.b["pgr"][:, 0], n * len(data.families) / len(members)),
+                row["method"],
+            )
+        )
     return rows
 
 
@@ -237,7 +296,7 @@ def random_sample_mse(a: np.ndarray, b: np.ndarray, n: float) -> float:
     textbook linearisation (Cochran 1977, §6.3). The empirical baseline's noise-free twin."""
     theta = a.sum() / b.sum()
     u = a - theta * b
-    return float((1 - n / len(a)) * u.var(ddof=1) / n / b.mean() ** 2 * 100 ** 2)
+    return float((1 - n / len(a)) * u.var(ddof=1) / n / b.mean() ** 2 * 100**2)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -263,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         truths = {(m, c): e for m, c, e in full.select("model", "channel", "estimate").iter_rows()}
         mean_pgr = full.group_by("model").agg(pl.col("estimate").mean()).sort("estimate", descending=True)
         strongest = mean_pgr["model"][0]
-        held_out = [] if args.only_strongest else models[:args.models] if args.models else models
+        held_out = [] if args.only_strongest else models[: args.models] if args.models else models
         if strongest not in held_out:
             held_out.append(strongest)
         for held in held_out:
@@ -276,8 +335,9 @@ def main(argv: list[str] | None = None) -> int:
                 members = subsample.universe(others, channels)
                 for budget in budgets:
                     n = max(2, round(budget * len(members)))
-                    plan = subsample.make_plan(others, models=complete, channels=channels, families=n, seed=0,
-                                               known=known)
+                    plan = subsample.make_plan(
+                        others, models=complete, channels=channels, families=n, seed=0, known=known
+                    )
                     widths = subsample.predicted_half_widths(known, members, plan["spread"].to_numpy(), [n])
                     for channel, low, high in widths.select("channel", "half_width_low", "half_width_high").iter_rows():
                         ranges.append((name, budget, channel, low, high))
@@ -288,52 +348,76 @@ def main(argv: list[str] | None = None) -> int:
                     known = known or subsample.predictability(others, complete, channels)
                     started = time.perf_counter()
                     rows = run(outcomes, held, budget, seed, known, truths)
-                    frame = pl.DataFrame([(name, r[0], r[0] == strongest, *r[1:]) for r in rows], schema=SCHEMA,
-                                         orient="row")
+                    frame = pl.DataFrame(
+                        [(name, r[0], r[0] == strongest, *r[1:]) for r in rows], schema=SCHEMA, orient="row"
+                    )
                     args.out.parent.mkdir(parents=True, exist_ok=True)
                     with open(args.out, "a", encoding="utf-8") as handle:  # 4 decimals of pp: ample, and small
-                        handle.write(frame.with_columns(pl.col(pl.Float64).round(4))
-                                     .write_csv(include_header=handle.tell() == 0))
-                    print(f"{name} {held} {budget:.0%} seed {seed}: {time.perf_counter() - started:.1f} s",
-                          file=sys.stderr)
+                        handle.write(
+                            frame.with_columns(pl.col(pl.Float64).round(4)).write_csv(include_header=handle.tell() == 0)
+                        )
+                    print(
+                        f"{name} {held} {budget:.0%} seed {seed}: {time.perf_counter() - started:.1f} s",
+                        file=sys.stderr,
+                    )
     shares = oracle_share()
-    print(f"oracle bound (embedded data's simulator): a family's true difficulty explains {np.median(shares):.1%} of "
-          f"its PGR variance (median over models and channels; {shares.min():.1%}–{shares.max():.1%}), so no "
-          f"prediction can cut a random sample's MSE by more than that")
+    print(
+        f"oracle bound (embedded data's simulator): a family's true difficulty explains {np.median(shares):.1%} of "
+        f"its PGR variance (median over models and channels; {shares.min():.1%}–{shares.max():.1%}), so no "
+        f"prediction can cut a random sample's MSE by more than that"
+    )
     for name, share in bounds:
-        print(f"regression bound ({name}): the estimator's regression, fitted on every family, explains "
-              f"{np.median(share):.1%} of a held-out model's PGR residual (median over models and channels; "
-              f"{share.min():.1%}–{share.max():.1%})")
+        print(
+            f"regression bound ({name}): the estimator's regression, fitted on every family, explains "
+            f"{np.median(share):.1%} of a held-out model's PGR residual (median over models and channels; "
+            f"{share.min():.1%}–{share.max():.1%})"
+        )
     results = pl.read_csv(args.out, schema=SCHEMA)
     pl.Config.set_tbl_rows(200)
     pl.Config.set_tbl_cols(20)
     pl.Config.set_tbl_width_chars(200)
-    for label, part in (("leave one model out", results),
-                        ("strongest model held out", results.filter("strongest"))):
+    for label, part in (("leave one model out", results), ("strongest model held out", results.filter("strongest"))):
         table = performance.adaptive_by_channel(part).with_columns(pl.col(pl.Float64).round(2))
         print(f"\n{label}: per data set, budget and channel (PGR, pp; coverage in %)")
         print(table)
         overall = performance.adaptive_over_channels(part).with_columns(pl.col(pl.Float64).round(3))
         print(f"\n{label}: summary over channels")
         print(overall)
-        print(f"\n{label}: MSE against a random sample's expected MSE, pooled over runs and channels "
-              "(95% interval: runs resampled, seed 0)")
+        print(
+            f"\n{label}: MSE against a random sample's expected MSE, pooled over runs and channels "
+            "(95% interval: runs resampled, seed 0)"
+        )
         print(performance.pooled_mse_ratio(part).with_columns(pl.col(pl.Float64).round(3)))
     if ranges:
-        span = pl.DataFrame(ranges, schema=["data", "budget", "channel", "predicted_low", "predicted_high"], orient="row")
+        span = pl.DataFrame(
+            ranges, schema=["data", "budget", "channel", "predicted_low", "predicted_high"], orient="row"
+        )
         realised = performance.adaptive_by_channel(results.filter("strongest")).join(
-            span, on=["data", "budget", "channel"])
+            span, on=["data", "budget", "channel"]
+        )
         within = realised.with_columns(
-            place=pl.when(pl.col("half_width") < pl.col("predicted_low")).then(pl.lit("below"))
-            .when(pl.col("half_width") > pl.col("predicted_high")).then(pl.lit("above")).otherwise(pl.lit("within")))
-        print("\nstrongest model held out: realised half-width against the range `plan` prints "
-              "(steadiest to noisiest complete model), channels per place")
-        print(within.group_by("data", "budget", maintain_order=True).agg(
-            channels=pl.len(), within=(pl.col("place") == "within").sum(), below=(pl.col("place") == "below").sum(),
-            above=(pl.col("place") == "above").sum(),
-            realised_over_low_min=(pl.col("half_width") / pl.col("predicted_low")).min(),
-            realised_over_high_max=(pl.col("half_width") / pl.col("predicted_high")).max())
-            .with_columns(pl.col(pl.Float64).round(2)))
+            place=pl.when(pl.col("half_width") < pl.col("predicted_low"))
+            .then(pl.lit("below"))
+            .when(pl.col("half_width") > pl.col("predicted_high"))
+            .then(pl.lit("above"))
+            .otherwise(pl.lit("within"))
+        )
+        print(
+            "\nstrongest model held out: realised half-width against the range `plan` prints "
+            "(steadiest to noisiest complete model), channels per place"
+        )
+        print(
+            within.group_by("data", "budget", maintain_order=True)
+            .agg(
+                channels=pl.len(),
+                within=(pl.col("place") == "within").sum(),
+                below=(pl.col("place") == "below").sum(),
+                above=(pl.col("place") == "above").sum(),
+                realised_over_low_min=(pl.col("half_width") / pl.col("predicted_low")).min(),
+                realised_over_high_max=(pl.col("half_width") / pl.col("predicted_high")).max(),
+            )
+            .with_columns(pl.col(pl.Float64).round(2))
+        )
     return 0
 
 

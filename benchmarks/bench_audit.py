@@ -35,21 +35,24 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from molp2s_stats.stats import audit
 from molp2s_stats import simulate, store
 from molp2s_stats.ingest import load, read_benchmark
+from molp2s_stats.stats import audit
 
 CHANNELS = ("dipole_norm", "gap")
 DIPOLES = {"A": 0.0, "B": 1.0, "C": 2.0, "D": 3.0}
 
 
-def planted_benchmark(root: Path, *, families: int, seed: int, wrong_keys: float, duplicates: int,
-                      indistinguishable: int, samples: int) -> tuple[Path, list[Path], dict[str, set]]:
+def planted_benchmark(
+    root: Path, *, families: int, seed: int, wrong_keys: float, duplicates: int, indistinguishable: int, samples: int
+) -> tuple[Path, list[Path], dict[str, set]]:
     tables = simulate.synthetic_benchmark(families=families, channels=CHANNELS)
     ids = tables["families"]["family_id"].to_list()
     tables["properties"] = pl.DataFrame(
         [(f, label, "dipole_norm", str(value)) for f in ids for label, value in DIPOLES.items()],
-        schema=["family_id", "label", "channel", "value"], orient="row")
+        schema=["family_id", "label", "channel", "value"],
+        orient="row",
+    )
     clean = root / "clean"
     clean.mkdir()
     for name, frame in tables.items():
@@ -60,30 +63,48 @@ def planted_benchmark(root: Path, *, families: int, seed: int, wrong_keys: float
     rng = np.random.default_rng(seed)
     chosen = rng.permutation(ids)
     n_keys = max(1, round(wrong_keys * families))
-    planted = {"wrong_key": set(chosen[:n_keys]),
-               "duplicate_candidates": set(chosen[n_keys:n_keys + duplicates]),
-               "indistinguishable": {(f, "dipole_norm") for f in
-                                     chosen[n_keys + duplicates:n_keys + duplicates + indistinguishable]}}
+    planted = {
+        "wrong_key": set(chosen[:n_keys]),
+        "duplicate_candidates": set(chosen[n_keys : n_keys + duplicates]),
+        "indistinguishable": {
+            (f, "dipole_norm") for f in chosen[n_keys + duplicates : n_keys + duplicates + indistinguishable]
+        },
+    }
     keys = list(planted["wrong_key"])
     tasks = tables["tasks"]
     cf_b = pl.col("family_id").is_in(keys) & (pl.col("condition") == "cf") & (pl.col("target") == "B")
     tables["families"] = tables["families"].with_columns(
-        pl.when(pl.col("family_id").is_in(keys)).then(pl.lit("B")).otherwise(pl.col("source")).alias("source"))
+        pl.when(pl.col("family_id").is_in(keys)).then(pl.lit("B")).otherwise(pl.col("source")).alias("source")
+    )
     tables["tasks"] = tasks.with_columns(
         pl.when(pl.col("family_id").is_in(keys) & pl.col("condition").is_in(["none", "source", "shuffled"]))
-        .then(pl.lit("B")).when(cf_b).then(pl.lit("A")).otherwise(pl.col("target")).alias("target"),
+        .then(pl.lit("B"))
+        .when(cf_b)
+        .then(pl.lit("A"))
+        .otherwise(pl.col("target"))
+        .alias("target"),
         pl.when(pl.col("shown_family").is_in(keys) & pl.col("condition").is_in(["source", "shuffled"]))
-        .then(pl.lit("B")).when(cf_b).then(pl.lit("A")).otherwise(pl.col("shown_label")).alias("shown_label"))
+        .then(pl.lit("B"))
+        .when(cf_b)
+        .then(pl.lit("A"))
+        .otherwise(pl.col("shown_label"))
+        .alias("shown_label"),
+    )
     duplicated = list(planted["duplicate_candidates"])
     b_molecule = dict(tables["candidates"].filter(pl.col("label") == "B").select("family_id", "molecule").iter_rows())
     tables["candidates"] = tables["candidates"].with_columns(
         pl.when(pl.col("family_id").is_in(duplicated) & (pl.col("label") == "D"))
-        .then(pl.col("family_id").replace_strict(b_molecule, default=None)).otherwise(pl.col("molecule"))
-        .alias("molecule"))
+        .then(pl.col("family_id").replace_strict(b_molecule, default=None))
+        .otherwise(pl.col("molecule"))
+        .alias("molecule")
+    )
     close = [f for f, _ in planted["indistinguishable"]]
     tables["properties"] = tables["properties"].with_columns(
-        pl.when(pl.col("family_id").is_in(close) & (pl.col("label") == "C")).then(pl.lit("0.05"))
-        .otherwise(pl.col("value")).alias("value"))
+        pl.when(pl.col("family_id").is_in(close) & (pl.col("label") == "C"))
+        .then(pl.lit("0.05"))
+        .otherwise(pl.col("value"))
+        .alias("value")
+    )
     folder = root / "bench"
     folder.mkdir()
     for name, frame in tables.items():
@@ -95,12 +116,17 @@ def plain_count(con) -> pl.Series:
     """Families ranked by the most chosen non-key label's share of the key-target answers less the key's."""
     choices = audit.key_target_choices(con)
     keys = con.sql("SELECT family_id, source_label AS key FROM stg_families").pl()
-    shares = (choices.join(keys, on="family_id").group_by("family_id", "label", "key").agg(pl.col("answers").sum())
-              .with_columns((pl.col("answers") / pl.col("answers").sum().over("family_id")).alias("share")))
+    shares = (
+        choices.join(keys, on="family_id")
+        .group_by("family_id", "label", "key")
+        .agg(pl.col("answers").sum())
+        .with_columns((pl.col("answers") / pl.col("answers").sum().over("family_id")).alias("share"))
+    )
     key_share = shares.filter(pl.col("label") == pl.col("key")).select("family_id", pl.col("share").alias("key_share"))
     other = shares.filter(pl.col("label") != pl.col("key")).group_by("family_id").agg(pl.col("share").max())
     scored = other.join(key_share, on="family_id", how="left").with_columns(
-        (pl.col("share") - pl.col("key_share").fill_null(0.0)).alias("score"))
+        (pl.col("share") - pl.col("key_share").fill_null(0.0)).alias("score")
+    )
     return scored.sort("score", descending=True)["family_id"]
 
 
@@ -113,15 +139,23 @@ def main() -> None:
     parser.add_argument("--indistinguishable", type=int, default=3)
     parser.add_argument("--samples", type=int, default=1, help="answers per task")
     args = parser.parse_args()
-    scores = {flag: {"planted": 0, "flagged": 0, "hits": 0, "top": 0, "top_hits": 0} for flag in
-              ("wrong_key", "duplicate_candidates", "indistinguishable")}
+    scores = {
+        flag: {"planted": 0, "flagged": 0, "hits": 0, "top": 0, "top_hits": 0}
+        for flag in ("wrong_key", "duplicate_candidates", "indistinguishable")
+    }
     no_signal, seconds = [], []
     ranking = {"likelihood ratio": 0, "plain count": 0, "planted": 0}
     for seed in range(1, args.seeds + 1):
         with tempfile.TemporaryDirectory() as tmp:
             folder, paths, planted = planted_benchmark(
-                Path(tmp), families=args.families, seed=seed, wrong_keys=args.wrong_keys,
-                duplicates=args.duplicates, indistinguishable=args.indistinguishable, samples=args.samples)
+                Path(tmp),
+                families=args.families,
+                seed=seed,
+                wrong_keys=args.wrong_keys,
+                duplicates=args.duplicates,
+                indistinguishable=args.indistinguishable,
+                samples=args.samples,
+            )
             con = store.connect(Path(tmp) / "db.duckdb")
             load(con, benchmark=folder, responses=paths)
             started = time.perf_counter()
@@ -135,8 +169,11 @@ def main() -> None:
             con.close()
         for flag, truth in planted.items():
             part = findings.filter(pl.col("flag") == flag).sort("score", descending=True)
-            keys = (list(part["family_id"]) if flag != "indistinguishable"
-                    else list(part.select("family_id", "channel").iter_rows()))
+            keys = (
+                list(part["family_id"])
+                if flag != "indistinguishable"
+                else list(part.select("family_id", "channel").iter_rows())
+            )
             hits = sum(k in truth for k in keys)
             top = keys[:20]
             scores[flag]["planted"] += len(truth)
@@ -153,11 +190,15 @@ def main() -> None:
         recall = s["hits"] / s["planted"] if s["planted"] else float("nan")
         top = s["top_hits"] / s["top"] if s["top"] else float("nan")
         print(f"{flag:<22} {s['planted']:>7} {s['flagged']:>7} {precision:>9.0%} {recall:>7.0%} {top:>16.0%}")
-    print(f"wrong keys among the top-ranked families (as many as planted, {ranking['planted']} over the seeds): "
-          f"likelihood ratio {ranking['likelihood ratio'] / ranking['planted']:.0%}, "
-          f"plain count {ranking['plain count'] / ranking['planted']:.0%}")
-    print(f"no_signal (not planted): {np.mean(no_signal):.1f} family × channel cells a seed; "
-          f"audit time median {np.median(seconds):.1f} s")
+    print(
+        f"wrong keys among the top-ranked families (as many as planted, {ranking['planted']} over the seeds): "
+        f"likelihood ratio {ranking['likelihood ratio'] / ranking['planted']:.0%}, "
+        f"plain count {ranking['plain count'] / ranking['planted']:.0%}"
+    )
+    print(
+        f"no_signal (not planted): {np.mean(no_signal):.1f} family × channel cells a seed; "
+        f"audit time median {np.median(seconds):.1f} s"
+    )
 
 
 if __name__ == "__main__":

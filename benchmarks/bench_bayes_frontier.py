@@ -41,10 +41,22 @@ from molp2s_stats.bayes.synthetic import Shape, simulate_cells
 FRONTIER = Shape("frontier", models=5, channels=2, families=136, ability=(2.5, 3.0, 3.5, 4.0, 4.0))
 CEILING_PAIR = ("m03", "m04")
 CERTAIN = 0.975
-SCHEMA = {"seed": pl.Int64, "kind": pl.String, "model": pl.String, "other": pl.String, "channel": pl.String,
-          "metric": pl.String, "truth": pl.Float64, "estimate": pl.Float64, "conf_low": pl.Float64,
-          "conf_high": pl.Float64, "covered": pl.Boolean, "probability": pl.Float64, "passed": pl.Boolean,
-          "seconds": pl.Float64}
+SCHEMA = {
+    "seed": pl.Int64,
+    "kind": pl.String,
+    "model": pl.String,
+    "other": pl.String,
+    "channel": pl.String,
+    "metric": pl.String,
+    "truth": pl.Float64,
+    "estimate": pl.Float64,
+    "conf_low": pl.Float64,
+    "conf_high": pl.Float64,
+    "covered": pl.Boolean,
+    "probability": pl.Float64,
+    "passed": pl.Boolean,
+    "seconds": pl.Float64,
+}
 
 
 def run_seed(seed: int, shape: Shape = FRONTIER, **fit_options) -> pl.DataFrame:
@@ -59,32 +71,70 @@ def run_seed(seed: int, shape: Shape = FRONTIER, **fit_options) -> pl.DataFrame:
     for metric in ("reliance", "responsiveness"):
         check = posterior.truth_check(idata, truth_pct, metric=metric, hdi_prob=0.9)
         for r in check.iter_rows(named=True):
-            rows.append((seed, "cell", r["model"], None, r["channel"], metric, r["truth"], r["estimate"],
-                         r["conf_low"], r["conf_high"], r["covered"], None, passed, seconds))
+            rows.append(
+                (
+                    seed,
+                    "cell",
+                    r["model"],
+                    None,
+                    r["channel"],
+                    metric,
+                    r["truth"],
+                    r["estimate"],
+                    r["conf_low"],
+                    r["conf_high"],
+                    r["covered"],
+                    None,
+                    passed,
+                    seconds,
+                )
+            )
     known = {(m, c): v for m, c, q, v, *_ in truth.iter_rows() if q == "reliance"}
     for r in posterior.contrasts(idata, "reliance").iter_rows(named=True):
         difference = known[(r["model_a"], r["channel"])] - known[(r["model_b"], r["channel"])]
-        rows.append((seed, "pair", r["model_a"], r["model_b"], r["channel"], "reliance", difference * 100, None,
-                     None, None, None, r["probability"], passed, seconds))
+        rows.append(
+            (
+                seed,
+                "pair",
+                r["model_a"],
+                r["model_b"],
+                r["channel"],
+                "reliance",
+                difference * 100,
+                None,
+                None,
+                None,
+                None,
+                r["probability"],
+                passed,
+                seconds,
+            )
+        )
     return pl.DataFrame(rows, schema=SCHEMA, orient="row")
 
 
 def summarise(frame: pl.DataFrame) -> None:
     fits = frame.unique("seed")
-    print(f"fits: {fits.height}, passed the gate: {int(fits['passed'].sum())}, "
-          f"median {fits['seconds'].median():.0f} s")
+    print(f"fits: {fits.height}, passed the gate: {int(fits['passed'].sum())}, median {fits['seconds'].median():.0f} s")
     print("\n90% HDI coverage of the truth, per metric:")
     print(performance.frontier_coverage(frame))
     pairs = frame.filter(pl.col("kind") == "pair")
     certain = pairs.filter(pl.col("probability") >= CERTAIN)
     false = certain.filter(pl.col("truth") < 0)
-    print(f"\nordered pairs × channels: {pairs.height}; P(A > B) ≥ {CERTAIN}: {certain.height}, "
-          f"of which the truth has A behind: {false.height}")
+    print(
+        f"\nordered pairs × channels: {pairs.height}; P(A > B) ≥ {CERTAIN}: {certain.height}, "
+        f"of which the truth has A behind: {false.height}"
+    )
     ceiling = pairs.filter((pl.col("model") == CEILING_PAIR[0]) & (pl.col("other") == CEILING_PAIR[1]))
-    print(f"\nthe two ceiling models {CEILING_PAIR}: P(reliance_A > reliance_B) per seed and channel, with the "
-          "true difference (pp):")
-    print(ceiling.select("seed", "channel", pl.col("truth").round(2).alias("true_difference_pp"),
-                         pl.col("probability").round(3)).sort("seed", "channel"))
+    print(
+        f"\nthe two ceiling models {CEILING_PAIR}: P(reliance_A > reliance_B) per seed and channel, with the "
+        "true difference (pp):"
+    )
+    print(
+        ceiling.select(
+            "seed", "channel", pl.col("truth").round(2).alias("true_difference_pp"), pl.col("probability").round(3)
+        ).sort("seed", "channel")
+    )
     decided = ceiling.filter((pl.col("probability") >= CERTAIN) | (pl.col("probability") <= 1 - CERTAIN))
     wrong = decided.filter((pl.col("probability") >= CERTAIN) != (pl.col("truth") > 0))
     print(f"ceiling pair called certain: {decided.height} of {ceiling.height}; in the wrong direction: {wrong.height}")
@@ -100,8 +150,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.out:
         performance.record(args.out, __file__, argv)
-    shape = Shape(FRONTIER.name, models=FRONTIER.models, channels=FRONTIER.channels, families=args.families,
-                  ability=FRONTIER.ability)
+    shape = Shape(
+        FRONTIER.name,
+        models=FRONTIER.models,
+        channels=FRONTIER.channels,
+        families=args.families,
+        ability=FRONTIER.ability,
+    )
     options = {} if args.budget is None else {"budget": args.budget}
     done = set(pl.read_csv(args.out, schema_overrides=SCHEMA)["seed"].to_list()) if args.out.exists() else set()
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -111,8 +166,11 @@ def main(argv: list[str] | None = None) -> int:
         frame = run_seed(seed, shape, **options)
         with open(args.out, "a") as handle:
             frame.write_csv(handle, include_header=handle.tell() == 0)
-        print(f"seed {seed}: {frame['seconds'][0]:.0f} s, gate {'passed' if frame['passed'][0] else 'failed'}",
-              file=sys.stderr, flush=True)
+        print(
+            f"seed {seed}: {frame['seconds'][0]:.0f} s, gate {'passed' if frame['passed'][0] else 'failed'}",
+            file=sys.stderr,
+            flush=True,
+        )
     frame = pl.read_csv(args.out, schema_overrides=SCHEMA)
     pl.Config.set_tbl_rows(200)
     summarise(frame)

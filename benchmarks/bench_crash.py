@@ -34,9 +34,21 @@ MOLP2S = Path(sys.executable).with_name("molp2s")
 
 
 def load(db: Path) -> subprocess.Popen:
-    return subprocess.Popen([str(MOLP2S), "load", "--benchmark", str(DATA / "benchmark"), "--responses",
-                             *map(str, sorted((DATA / "responses").glob("*.parquet"))), "--db", str(db)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [
+            str(MOLP2S),
+            "load",
+            "--benchmark",
+            str(DATA / "benchmark"),
+            "--responses",
+            *map(str, sorted((DATA / "responses").glob("*.parquet"))),
+            "--db",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def counts(db: Path) -> tuple[int, int] | None:
@@ -46,8 +58,10 @@ def counts(db: Path) -> tuple[int, int] | None:
     except store.StoreError:
         return None
     try:
-        return (con.execute("SELECT count(*) FROM families").fetchall()[0][0],
-                con.execute("SELECT count(*) FROM responses").fetchall()[0][0])
+        return (
+            con.execute("SELECT count(*) FROM families").fetchall()[0][0],
+            con.execute("SELECT count(*) FROM responses").fetchall()[0][0],
+        )
     finally:
         con.close()
 
@@ -85,19 +99,28 @@ def main() -> None:
                 rolled_back = process.returncode == 130 and "nothing was loaded" in stderr and not db.exists()
                 # a signal that lands after the commit: the load is whole, and it says so (or it had just ended)
                 # (exit −2: the signal came as the interpreter shut down, after the load had reported itself)
-                committed = found == full and (process.returncode in (0, -signal.SIGINT)
-                                               or "after the load was committed" in stderr)
+                committed = found == full and (
+                    process.returncode in (0, -signal.SIGINT) or "after the load was committed" in stderr
+                )
                 whole = rolled_back or committed
             survived += whole
             if found not in (None, (0, 0), full):
                 lost += full[1] - found[1]
-            print(f"trial {trial + 1}: {how} after {after:.1f} s{' (the load had finished)' if finished_first else ''}"
-                  f": {'all or nothing' if whole else 'PARTIAL'} {found}"
-                  + ("" if whole else f" exit {process.returncode}: {stderr.strip().splitlines()[-1] if stderr.strip() else ''}"),
-                  flush=True)
+            print(
+                f"trial {trial + 1}: {how} after {after:.1f} s{' (the load had finished)' if finished_first else ''}"
+                f": {'all or nothing' if whole else 'PARTIAL'} {found}"
+                + (
+                    ""
+                    if whole
+                    else f" exit {process.returncode}: {stderr.strip().splitlines()[-1] if stderr.strip() else ''}"
+                ),
+                flush=True,
+            )
     median_exit = f"{statistics.median(to_exit):.2f} s" if to_exit else "no SIGINT landed before the end"
-    print(f"\n{args.trials} trials: {survived} faults survived, {lost} answers lost; "
-          f"from SIGINT to exit, median {median_exit}")
+    print(
+        f"\n{args.trials} trials: {survived} faults survived, {lost} answers lost; "
+        f"from SIGINT to exit, median {median_exit}"
+    )
     sys.exit(0 if survived == args.trials else 1)
 
 

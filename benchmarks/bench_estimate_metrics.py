@@ -30,17 +30,27 @@ import sys
 import time
 from pathlib import Path
 
+import bench_adaptive
 import polars as pl
 
-import bench_adaptive
 from molp2s_stats import performance
-from molp2s_stats.stats import metrics, subsample
 from molp2s_stats.glossary import METRICS
+from molp2s_stats.stats import metrics, subsample
 
 ESTIMATED = tuple(m for m in METRICS if m != "random_baseline")  # the baseline needs no answers
-SCHEMA = {"data": pl.String, "held_out": pl.String, "budget": pl.Float64, "seed": pl.Int64, "channel": pl.String,
-          "metric": pl.String, "truth": pl.Float64, "near_bound": pl.Boolean, "estimate": pl.Float64,
-          "conf_low": pl.Float64, "conf_high": pl.Float64}
+SCHEMA = {
+    "data": pl.String,
+    "held_out": pl.String,
+    "budget": pl.Float64,
+    "seed": pl.Int64,
+    "channel": pl.String,
+    "metric": pl.String,
+    "truth": pl.Float64,
+    "near_bound": pl.Boolean,
+    "estimate": pl.Float64,
+    "conf_low": pl.Float64,
+    "conf_high": pl.Float64,
+}
 BOUND = 5.0  # pp from 0 or 100: "near a bound"
 
 
@@ -68,17 +78,29 @@ def run(outcomes: pl.DataFrame, held: str, budget: float, seed: int, known, trut
     others = outcomes.filter(pl.col("model") != held)
     members = subsample.universe(others, channels)
     n = max(2, round(budget * len(members)))
-    plan = subsample.make_plan(others, models=complete, channels=channels, families=n,
-                               seed=bench_adaptive.plan_seed(seed, held), known=known)
+    plan = subsample.make_plan(
+        others, models=complete, channels=channels, families=n, seed=bench_adaptive.plan_seed(seed, held), known=known
+    )
     chosen = set(plan.filter("selected")["family_id"])
     seen = outcomes.filter((pl.col("model") != held) | pl.col("family_id").is_in(chosen))
-    estimate = subsample.estimate_model(seen, plan, model=held, complete=complete, channels=channels,
-                                        metrics=ESTIMATED)
+    estimate = subsample.estimate_model(seen, plan, model=held, complete=complete, channels=channels, metrics=ESTIMATED)
     rows = []
     for row in estimate.iter_rows(named=True):
         value, close = truth.get((held, row["channel"], row["metric"]), (None, False))
-        rows.append((held, budget, seed, row["channel"], row["metric"], value, close, row["estimate"],
-                     row["conf_low"], row["conf_high"]))
+        rows.append(
+            (
+                held,
+                budget,
+                seed,
+                row["channel"],
+                row["metric"],
+                value,
+                close,
+                row["estimate"],
+                row["conf_low"],
+                row["conf_high"],
+            )
+        )
     return rows
 
 
@@ -95,8 +117,11 @@ def main(argv: list[str] | None = None) -> int:
     budgets = [float(b) for b in args.budgets.split(",")]
     done = pl.read_csv(args.out, schema=SCHEMA) if args.out.exists() else pl.DataFrame(schema=SCHEMA)
     keys = set(done.select("data", "held_out", "budget", "seed").iter_rows())
-    makers = {"default": bench_adaptive.default_outcomes, "disagree": bench_adaptive.disagreeing_outcomes,
-              "agree": bench_adaptive.agreeing_outcomes}
+    makers = {
+        "default": bench_adaptive.default_outcomes,
+        "disagree": bench_adaptive.disagreeing_outcomes,
+        "agree": bench_adaptive.agreeing_outcomes,
+    }
     for name in args.data.split(","):
         outcomes = makers[name]()
         truth = truths(outcomes)
@@ -110,23 +135,32 @@ def main(argv: list[str] | None = None) -> int:
                 for seed in range(args.seeds):
                     if (name, held, budget, seed) in keys:
                         continue
-                    known = known or subsample.predictability(others, complete,
-                                                              others["channel"].unique(maintain_order=True).to_list())
+                    known = known or subsample.predictability(
+                        others, complete, others["channel"].unique(maintain_order=True).to_list()
+                    )
                     started = time.perf_counter()
-                    frame = pl.DataFrame([(name, *r) for r in run(outcomes, held, budget, seed, known, truth)],
-                                         schema=SCHEMA, orient="row")
+                    frame = pl.DataFrame(
+                        [(name, *r) for r in run(outcomes, held, budget, seed, known, truth)],
+                        schema=SCHEMA,
+                        orient="row",
+                    )
                     args.out.parent.mkdir(parents=True, exist_ok=True)
                     with open(args.out, "a", encoding="utf-8") as handle:  # 4 decimals of pp, as bench_adaptive
-                        handle.write(frame.with_columns(pl.col(pl.Float64).round(4))
-                                     .write_csv(include_header=handle.tell() == 0))
-                    print(f"{name} {held} {budget:.0%} seed {seed}: {time.perf_counter() - started:.1f} s",
-                          file=sys.stderr)
+                        handle.write(
+                            frame.with_columns(pl.col(pl.Float64).round(4)).write_csv(include_header=handle.tell() == 0)
+                        )
+                    print(
+                        f"{name} {held} {budget:.0%} seed {seed}: {time.perf_counter() - started:.1f} s",
+                        file=sys.stderr,
+                    )
     results = pl.read_csv(args.out, schema=SCHEMA).filter(pl.col("data").is_in(args.data.split(",")))
     pl.Config.set_tbl_rows(300)
     pl.Config.set_tbl_cols(20)
     pl.Config.set_tbl_width_chars(200)
-    print("every cell: coverage of the full-benchmark value by the 95% intervals (%), point intervals (%), "
-          "mean half-width (pp or %)")
+    print(
+        "every cell: coverage of the full-benchmark value by the 95% intervals (%), point intervals (%), "
+        "mean half-width (pp or %)"
+    )
     print(performance.estimate_coverage(results).with_columns(pl.col(pl.Float64).round(2)))
     print(f"\ncells whose full value lies within {BOUND:g} of a bound (RM: where either of its rates does)")
     print(performance.estimate_coverage(results.filter("near_bound")).with_columns(pl.col(pl.Float64).round(2)))

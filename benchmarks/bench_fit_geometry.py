@@ -37,8 +37,11 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=600)
     parser.add_argument("--tune", type=int, default=300)
     args = parser.parse_args()
-    print(f"{'size':>10} {'seed':>4} {'accept':>6} {'seconds':>7} {'divergent':>9} {'steps/draw':>10} "
-          f"{'depth>=8':>8} {'signed blocks':>13} {'r_hat':>6} {'bulk':>5} {'tail':>5}", flush=True)
+    print(
+        f"{'size':>10} {'seed':>4} {'accept':>6} {'seconds':>7} {'divergent':>9} {'steps/draw':>10} "
+        f"{'depth>=8':>8} {'signed blocks':>13} {'r_hat':>6} {'bulk':>5} {'tail':>5}",
+        flush=True,
+    )
     rows = []
     for size, seed in itertools.product(args.sizes.split(","), range(1, args.seeds + 1)):
         models, channels, families = map(int, size.split("x"))
@@ -46,20 +49,32 @@ def main() -> None:
         signed = float((bayes_model.centredness(bayes_model.grid(data)) == 0).mean())
         for accept in map(float, args.accepts.split(",")):
             started = time.perf_counter()
-            trace = bayes_fit.sample(data, draws=args.draws, tune=args.tune, chains=4, seed=seed,
-                                     target_accept=accept)
+            trace = bayes_fit.sample(data, draws=args.draws, tune=args.tune, chains=4, seed=seed, target_accept=accept)
             seconds = time.perf_counter() - started
             stats, gate = trace.sample_stats, health.gate(trace)
-            row = (size, seed, accept, seconds, int(stats["diverging"].sum()), float(stats["n_steps"].mean()),
-                   float((stats["depth"] >= DEEP).mean()), signed)
+            row = (
+                size,
+                seed,
+                accept,
+                seconds,
+                int(stats["diverging"].sum()),
+                float(stats["n_steps"].mean()),
+                float((stats["depth"] >= DEEP).mean()),
+                signed,
+            )
             rows.append(row)
-            print(f"{size:>10} {seed:>4} {accept:>6} {seconds:>7.0f} {row[4]:>9} {row[5]:>10.0f} {row[6]:>8.1%} "
-                  f"{signed:>13.0%} {gate['r_hat_max']:>6.3f} {gate['ess_bulk_min']:>5.0f} "
-                  f"{gate['ess_tail_min']:>5.0f}", flush=True)
+            print(
+                f"{size:>10} {seed:>4} {accept:>6} {seconds:>7.0f} {row[4]:>9} {row[5]:>10.0f} {row[6]:>8.1%} "
+                f"{signed:>13.0%} {gate['r_hat_max']:>6.3f} {gate['ess_bulk_min']:>5.0f} "
+                f"{gate['ess_tail_min']:>5.0f}",
+                flush=True,
+            )
     for accept in map(float, args.accepts.split(",")):
         part = [r for r in rows if r[2] == accept]
-        print(f"target acceptance {accept}: {sum(r[4] > 0 for r in part)} of {len(part)} runs diverged; "
-              f"median {np.median([r[5] for r in part]):.0f} leapfrog steps a draw")
+        print(
+            f"target acceptance {accept}: {sum(r[4] > 0 for r in part)} of {len(part)} runs diverged; "
+            f"median {np.median([r[5] for r in part]):.0f} leapfrog steps a draw"
+        )
 
 
 if __name__ == "__main__":

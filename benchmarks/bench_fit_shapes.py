@@ -39,13 +39,22 @@ from molp2s_stats.bayes import health, posterior
 from molp2s_stats.bayes.synthetic import Shape, simulate_cells
 
 SHAPES = {
-    shape.name: shape for shape in (
+    shape.name: shape
+    for shape in (
         # the shapes
         Shape("paper", models=7, channels=12, families=136),
         Shape("five-by-four", models=5, channels=4, families=136),
         Shape("small-study", models=3, channels=2, families=40),
-        Shape("extremes", models=4, channels=4, families=136, family_sd=1.5, family_channel_sd=0.0,
-              at_ceiling=1, at_chance=1),
+        Shape(
+            "extremes",
+            models=4,
+            channels=4,
+            families=136,
+            family_sd=1.5,
+            family_channel_sd=0.0,
+            at_ceiling=1,
+            at_chance=1,
+        ),
         Shape("three-samples", models=4, channels=4, families=136, samples=3),
         Shape("unbalanced", models=4, channels=3, families=200, families_per_channel=(200, 60, 30)),
         # and what else users bring
@@ -53,8 +62,9 @@ SHAPES = {
         Shape("many-models", models=20, channels=3, families=80),
         Shape("fifteen-channels", models=3, channels=15, families=60, family_channel_sd=0.6),
         Shape("large-family-channel", models=5, channels=4, families=136, family_channel_sd=1.2),
-        Shape("no-family-spread", models=4, channels=4, families=136, family_sd=0.0, family_channel_sd=0.0,
-              channel_sd=0.0),
+        Shape(
+            "no-family-spread", models=4, channels=4, families=136, family_sd=0.0, family_channel_sd=0.0, channel_sd=0.0
+        ),
         Shape("four-hundred", models=3, channels=2, families=400),
         # and data unlike the fitted model: a model right at the ceiling (99.97%: most of its cells all
         # right), and each model with its own family effects (the fitted model shares them)
@@ -68,13 +78,30 @@ SHAPES = {
 }
 # leaderboards as the field's grow: every size the fit must pass its gate on, the effects varying by seed
 # (sizes, names and effects are molp2s_stats.performance's, which reads the results for the docs)
-LEADERBOARD = {shape.name: shape for shape in (
-    Shape(performance.leaderboard_shape(m, c, f), models=m, channels=c, families=f)
-    for m, c, f in itertools.product(*performance.LEADERBOARD_SIZES))}
+LEADERBOARD = {
+    shape.name: shape
+    for shape in (
+        Shape(performance.leaderboard_shape(m, c, f), models=m, channels=c, families=f)
+        for m, c, f in itertools.product(*performance.LEADERBOARD_SIZES)
+    )
+}
 VARIANTS = tuple(options for _, options in performance.LEADERBOARD_EFFECTS)
 SHAPES |= LEADERBOARD
-COLUMNS = ("shape", "seed", "passed", "attempts", "seconds", "r_hat_max", "ess_bulk_min", "ess_tail_min",
-           "divergences", "ess_bulk_min_parameter", "draws_per_chain", "covered_reliance", "covered_responsiveness")
+COLUMNS = (
+    "shape",
+    "seed",
+    "passed",
+    "attempts",
+    "seconds",
+    "r_hat_max",
+    "ess_bulk_min",
+    "ess_tail_min",
+    "divergences",
+    "ess_bulk_min_parameter",
+    "draws_per_chain",
+    "covered_reliance",
+    "covered_responsiveness",
+)
 
 
 def fit_one(shape: Shape, seed: int, budget: float | None) -> dict:
@@ -88,15 +115,28 @@ def fit_one(shape: Shape, seed: int, budget: float | None) -> dict:
     covered = {}
     for metric in ("reliance", "responsiveness"):
         known = truth.filter(pl.col("metric") == metric).rename({"metric": "quantity", "truth": "value"})
-        check = posterior.truth_check(idata, known.with_columns(pl.col("value") * 100).select(
-            "model", "channel", "quantity", "value"), metric=metric, hdi_prob=0.9)
+        check = posterior.truth_check(
+            idata,
+            known.with_columns(pl.col("value") * 100).select("model", "channel", "quantity", "value"),
+            metric=metric,
+            hdi_prob=0.9,
+        )
         covered[metric] = float(check["covered"].mean())
-    return {"shape": shape.name, "seed": seed, "passed": bool(row["passed"]),
-            "attempts": int(row.get("attempts") or 1), "seconds": seconds, "r_hat_max": row["r_hat_max"],
-            "ess_bulk_min": row["ess_bulk_min"], "ess_tail_min": row["ess_tail_min"],
-            "divergences": row["divergences"], "ess_bulk_min_parameter": row["ess_bulk_min_parameter"],
-            "draws_per_chain": row["draws_per_chain"], "covered_reliance": covered["reliance"],
-            "covered_responsiveness": covered["responsiveness"]}
+    return {
+        "shape": shape.name,
+        "seed": seed,
+        "passed": bool(row["passed"]),
+        "attempts": int(row.get("attempts") or 1),
+        "seconds": seconds,
+        "r_hat_max": row["r_hat_max"],
+        "ess_bulk_min": row["ess_bulk_min"],
+        "ess_tail_min": row["ess_tail_min"],
+        "divergences": row["divergences"],
+        "ess_bulk_min_parameter": row["ess_bulk_min_parameter"],
+        "draws_per_chain": row["draws_per_chain"],
+        "covered_reliance": covered["reliance"],
+        "covered_responsiveness": covered["responsiveness"],
+    }
 
 
 def main() -> None:
@@ -109,13 +149,15 @@ def main() -> None:
     args = parser.parse_args()
     if args.out:
         performance.record(args.out, __file__)
-    names = [n for name in args.shapes.split(",")
-             for n in (list(LEADERBOARD) if name == "leaderboard" else [name])]
+    names = [n for name in args.shapes.split(",") for n in (list(LEADERBOARD) if name == "leaderboard" else [name])]
     unknown = [n for n in names if n not in SHAPES]
     if unknown:
         sys.exit(f"unknown shape(s) {', '.join(unknown)}; choose from {', '.join(SHAPES)}")
-    done = pl.read_csv(args.out) if args.out and args.out.exists() else pl.DataFrame(
-        schema={"shape": pl.String, "seed": pl.Int64})
+    done = (
+        pl.read_csv(args.out)
+        if args.out and args.out.exists()
+        else pl.DataFrame(schema={"shape": pl.String, "seed": pl.Int64})
+    )
     finished = set(done.select("shape", "seed").iter_rows())
     rows = done.to_dicts()
     # Seed by seed over the shapes, not shape by shape, so that a run stopped part-way has
@@ -126,20 +168,22 @@ def main() -> None:
                 continue
             row = fit_one(SHAPES[name], seed, args.budget)
             rows.append(row)
-            print(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()),
-                  flush=True)
+            print(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
             if args.out:
                 frame = pl.DataFrame([row])
                 with args.out.open("a") as handle:
                     frame.write_csv(handle, include_header=handle.tell() == 0)
     table = pl.DataFrame(rows).filter(pl.col("shape").is_in(names))
     print()
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, tbl_hide_dataframe_shape=True,
-                   tbl_hide_column_data_types=True):
+    with pl.Config(
+        tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True
+    ):
         print(performance.fit_shapes(table).filter(pl.col("shape").is_in(names)))
-    print(f"\nall shapes: {table['passed'].mean():.1%} of {table.height} fits passed the gate; "
-          f"90% HDIs covered the truth in {table['covered_reliance'].mean():.0%} (reliance) and "
-          f"{table['covered_responsiveness'].mean():.0%} (cf accuracy) of cells")
+    print(
+        f"\nall shapes: {table['passed'].mean():.1%} of {table.height} fits passed the gate; "
+        f"90% HDIs covered the truth in {table['covered_reliance'].mean():.0%} (reliance) and "
+        f"{table['covered_responsiveness'].mean():.0%} (cf accuracy) of cells"
+    )
 
 
 if __name__ == "__main__":

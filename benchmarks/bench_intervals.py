@@ -54,8 +54,13 @@ SPREADS = ("0", "1", "1.5", "mix")
 SAMPLES = (1, 3)
 # the bootstrap alone; the package's rule; score everywhere; and the package's rule at other thresholds of
 # the minority (the default's neighbours, to show the choice is not a knife edge)
-RULES = {"percentile": None, "package": intervals.MIN_MINORITY, "score": math.inf,
-         "minority_5": 5.0, "minority_20": 20.0}
+RULES = {
+    "percentile": None,
+    "package": intervals.MIN_MINORITY,
+    "score": math.inf,
+    "minority_5": 5.0,
+    "minority_20": 20.0,
+}
 RATES = ("acc_p0", "acc_source", "acc_shuffled", "cf_accuracy", "pgr", "cfr", "persist", "other")
 DIFFERENCES = ("reliance_margin", "net")
 PERSIST_SHARE = 0.6  # of the cf answers that miss the counterfactual, the share that keep the source
@@ -63,6 +68,7 @@ SCHEMA = performance.INTERVALS_SCHEMA
 
 
 # ---------------------------------------------------------------- the simulator
+
 
 def _logit_rates(target: float, sd: float, shared: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Family rates expit(α + shared + deviation) with α set so that their population mean is ``target``."""
@@ -72,7 +78,7 @@ def _logit_rates(target: float, sd: float, shared: np.ndarray, rng: np.random.Ge
     if sd == 0:
         return np.full(shared.shape, target)
     nodes, weights = np.polynomial.hermite_e.hermegauss(60)
-    scale = math.sqrt(sd ** 2 + (sd / 2) ** 2)
+    scale = math.sqrt(sd**2 + (sd / 2) ** 2)
     mean = lambda a: (special.expit(a + scale * nodes) * weights).sum() / weights.sum() - target  # noqa: E731
     alpha = optimize.brentq(mean, -40, 40)
     return special.expit(alpha + effect)
@@ -89,8 +95,12 @@ def family_rates(shape: tuple[int, ...], truth: float, spread: str, rng: np.rand
     k = rng.integers(2, 7, shape)
     shared = rng.normal(0.0, float(spread), shape) if spread != "mix" else None
     broken = rng.uniform(size=shape) if spread == "mix" else None
-    rate = (lambda t: _mixture_rates(t, broken)) if spread == "mix" else (  # noqa: E731
-        lambda t: _logit_rates(t, float(spread), shared, rng))
+    rate = (
+        (lambda t: _mixture_rates(t, broken))
+        if spread == "mix"
+        # noqa: E731
+        else (lambda t: _logit_rates(t, float(spread), shared, rng))
+    )
     out = {"k": k}
     for model, low in (("flat", 1.0), ("reliant", 0.5)):
         p = {"source": rate(truth), "cf": rate(truth), "shuffled": rate(truth * low), "none": rate(truth * low)}
@@ -112,15 +122,17 @@ def simulate(reps: int, n: int, truth: float, spread: str, samples: int, rng: np
         p = rates[model]
         y = {c: rng.binomial(samples, p[c]) / samples for c in ("source", "shuffled", "none")}
         flip = rng.binomial(cf_draws, p["cf"])
-        persist = rng.binomial(cf_draws - flip, np.divide(p["persist"], 1 - p["cf"], out=np.zeros_like(p["cf"]),
-                                                          where=p["cf"] < 1))
+        persist = rng.binomial(
+            cf_draws - flip, np.divide(p["persist"], 1 - p["cf"], out=np.zeros_like(p["cf"]), where=p["cf"] < 1)
+        )
         other = cf_draws - flip - persist
         share = lambda c: c / cf_draws  # noqa: E731
         one = np.ones_like(y["source"])
         cf_tasks = (k - 1).astype(float)
         # a rate is (a, b, the independent tasks a family's share averages over); a difference (gain, loss, b)
         out[model] = {
-            "acc_p0": (y["none"], one, None), "acc_source": (y["source"], one, None),
+            "acc_p0": (y["none"], one, None),
+            "acc_source": (y["source"], one, None),
             "acc_shuffled": (y["shuffled"], one, None),
             "cf_accuracy": (flip / samples, cf_tasks, None),
             "pgr": (0.5 * y["source"] + 0.5 * share(flip), one, 4 * cf_tasks / (cf_tasks + 1)),
@@ -155,6 +167,7 @@ def population_values(truth: float, spread: str, rng: np.random.Generator, size:
 
 # ---------------------------------------------------------------- one cell
 
+
 def run_cell(truth: float, n: int, spread: str, samples: int, reps: int, draws: int, seed: int) -> list[tuple]:
     rng = np.random.default_rng([seed, int(truth * 1e4), n, SPREADS.index(spread), samples])
     values = population_values(truth, spread, rng)
@@ -168,15 +181,21 @@ def run_cell(truth: float, n: int, spread: str, samples: int, reps: int, draws: 
                 gain, loss, b = parts
                 estimate = (gain - loss).sum(axis=0) / b.sum(axis=0)
                 replicates = resample.ratio_of_sums(weights, gain - loss, b)
-                results = {rule: intervals.difference_intervals(gain, loss, b, replicates, 0.95, min_minority=m)
-                           for rule, m in RULES.items() if rule != "percentile"}
+                results = {
+                    rule: intervals.difference_intervals(gain, loss, b, replicates, 0.95, min_minority=m)
+                    for rule, m in RULES.items()
+                    if rule != "percentile"
+                }
             else:
                 a, b, trials = parts
                 with np.errstate(invalid="ignore", divide="ignore"):
                     estimate = a.sum(axis=0) / b.sum(axis=0)
                 replicates = resample.ratio_of_sums(weights, a, b)
-                results = {rule: intervals.rate_intervals(a, b, replicates, 0.95, min_minority=m, trials=trials)
-                           for rule, m in RULES.items() if rule != "percentile"}
+                results = {
+                    rule: intervals.rate_intervals(a, b, replicates, 0.95, min_minority=m, trials=trials)
+                    for rule, m in RULES.items()
+                    if rule != "percentile"
+                }
             low, high, _ = intervals.percentile_interval(replicates, 0.95)  # the package before: the bootstrap alone
             results["percentile"] = (low, high, np.full(len(low), intervals.PERCENTILE, dtype=object))
             if not np.isfinite(value):
@@ -186,14 +205,28 @@ def run_cell(truth: float, n: int, spread: str, samples: int, reps: int, draws: 
                 eps = 1e-12  # a truth of exactly 0 or 1 sits on an end computed to rounding
                 covered = (low[defined] - eps <= value) & (value <= high[defined] + eps)
                 width = (high - low)[defined]
-                rows.append((truth, n, spread, samples, model, metric, float(value), rule, int(defined.sum()),
-                             int(covered.sum()), float(width.mean() * 100) if defined.any() else np.nan,
-                             int((width <= 1e-12).sum()), float((method[defined] != intervals.PERCENTILE).mean())
-                             if defined.any() else np.nan))
+                rows.append(
+                    (
+                        truth,
+                        n,
+                        spread,
+                        samples,
+                        model,
+                        metric,
+                        float(value),
+                        rule,
+                        int(defined.sum()),
+                        int(covered.sum()),
+                        float(width.mean() * 100) if defined.any() else np.nan,
+                        int((width <= 1e-12).sum()),
+                        float((method[defined] != intervals.PERCENTILE).mean()) if defined.any() else np.nan,
+                    )
+                )
     return rows
 
 
 # ---------------------------------------------------------------- summaries
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -201,8 +234,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--draws", type=int, default=1000, help="family-bootstrap draws per interval")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "intervals.csv")
-    parser.add_argument("--quick", action="store_true", help="a small grid (136 families, spreads 0 and 1.5, "
-                        "one sample, 40 replicates): seconds, for the smoke test")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a small grid (136 families, spreads 0 and 1.5, one sample, 40 replicates): seconds, for the smoke test",
+    )
     args = parser.parse_args(argv)
     if not args.quick:
         performance.record(args.out, __file__, argv)
@@ -227,8 +263,12 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quick:
             with open(args.out, "a") as handle:
                 frame.write_csv(handle, include_header=handle.tell() == 0)
-        print(f"cell truth={cell[0]} families={cell[1]} spread={cell[2]} samples={cell[3]}: "
-              f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+        print(
+            f"cell truth={cell[0]} families={cell[1]} spread={cell[2]} samples={cell[3]}: "
+            f"{time.perf_counter() - started:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
     frame = pl.concat(collected) if args.quick else pl.read_csv(args.out, schema_overrides=SCHEMA)
     pl.Config.set_tbl_rows(400), pl.Config.set_tbl_width_chars(250), pl.Config.set_fmt_str_lengths(60)
     print("Coverage of the population value, % [lowest–highest cell], and mean width w (pp), by truth:")
@@ -236,24 +276,36 @@ def main(argv: list[str] | None = None) -> int:
     print("\nBy families per cohort:")
     print(performance.interval_coverage_wide(performance.interval_coverage(frame, "families"), "families"))
     inside = frame.filter((pl.col("truth") > 0) & (pl.col("truth") < 1)).with_columns(
-        (100 * pl.col("covered") / pl.col("replicates")).alias("cell_coverage"))
-    print("\nPer rule, every metric and cell with a truth strictly inside (0, 100%): pooled coverage, cells under "
-          "90% and over 98% coverage, zero-width intervals, mean width (pp):")
-    print(inside.group_by("rule").agg(
-        (100 * pl.col("covered").sum() / pl.col("replicates").sum()).round(1).alias("coverage"),
-        (pl.col("cell_coverage") < 90).sum().alias("cells_under_90"),
-        (pl.col("cell_coverage") > 98).sum().alias("cells_over_98"), pl.len().alias("cells"),
-        pl.col("points").sum().alias("zero_width"),
-        ((pl.col("mean_width") * pl.col("replicates")).sum() / pl.col("replicates").sum()).round(2).alias("width"))
-        .sort("rule"))
+        (100 * pl.col("covered") / pl.col("replicates")).alias("cell_coverage")
+    )
+    print(
+        "\nPer rule, every metric and cell with a truth strictly inside (0, 100%): pooled coverage, cells under "
+        "90% and over 98% coverage, zero-width intervals, mean width (pp):"
+    )
+    print(
+        inside.group_by("rule")
+        .agg(
+            (100 * pl.col("covered").sum() / pl.col("replicates").sum()).round(1).alias("coverage"),
+            (pl.col("cell_coverage") < 90).sum().alias("cells_under_90"),
+            (pl.col("cell_coverage") > 98).sum().alias("cells_over_98"),
+            pl.len().alias("cells"),
+            pl.col("points").sum().alias("zero_width"),
+            ((pl.col("mean_width") * pl.col("replicates")).sum() / pl.col("replicates").sum()).round(2).alias("width"),
+        )
+        .sort("rule")
+    )
     # mid-range: the cells whose truth is 50%, per family count; the package's width over the bootstrap's
     mid = frame.filter(pl.col("truth") == 0.5, pl.col("rule").is_in(["package", "percentile"]))
-    widths = (mid.group_by("metric", "families", "rule").agg(
-        pl.col("mean_width").mean().round(2).alias("width"),
-        (100 * pl.col("covered").sum() / pl.col("replicates").sum()).round(1).alias("coverage"))
+    widths = (
+        mid.group_by("metric", "families", "rule")
+        .agg(
+            pl.col("mean_width").mean().round(2).alias("width"),
+            (100 * pl.col("covered").sum() / pl.col("replicates").sum()).round(1).alias("coverage"),
+        )
         .pivot(on="rule", index=["metric", "families"], values=["width", "coverage"])
         .with_columns((pl.col("width_package") / pl.col("width_percentile")).round(3).alias("width_ratio"))
-        .sort("metric", "families"))
+        .sort("metric", "families")
+    )
     print("\nMid-range (truth 50%): mean width (pp) and coverage (%), the package against the bootstrap alone:")
     print(widths)
     return 0

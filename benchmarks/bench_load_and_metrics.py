@@ -56,8 +56,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from molp2s_stats.stats import compare, metrics
 from molp2s_stats import ingest, simulate, store
+from molp2s_stats.stats import compare, metrics
 
 # --- the paper-size design ---------------------------------------------------------
 
@@ -65,8 +65,18 @@ N_MODELS = 7
 N_FAMILIES = 136
 LABELS = ("A", "B", "C", "D")
 CHANNELS = (
-    "dipole_norm", "dipole_vector", "gap", "uvvis", "ir", "raman",
-    "h1_peaks", "h1_peaks_int", "h1_atomwise", "c13_peaks", "c13_peaks_deg", "c13_atomwise",
+    "dipole_norm",
+    "dipole_vector",
+    "gap",
+    "uvvis",
+    "ir",
+    "raman",
+    "h1_peaks",
+    "h1_peaks_int",
+    "h1_atomwise",
+    "c13_peaks",
+    "c13_peaks_deg",
+    "c13_atomwise",
 )
 MODELS = tuple(f"bench-model-{i}" for i in range(1, N_MODELS + 1))
 RAW_MODEL = "bench-raw-text"  # the JSONL file's model, so its keys never clash
@@ -78,6 +88,8 @@ TARGET_RSS_GIB_LARGE = 8.0  # beyond, up to 100 M rows (the memory must not grow
 
 def rss_target_gib(rows: int) -> float:
     return TARGET_RSS_GIB if rows <= 40_000_000 else TARGET_RSS_GIB_LARGE
+
+
 TARGET_BOOTSTRAP_S = 10.0
 REPEATS = 3
 
@@ -116,9 +128,15 @@ def write_benchmark(directory: Path, rng: np.random.Generator) -> simulate.Desig
     tables = simulate.synthetic_benchmark(families=N_FAMILIES, channels=CHANNELS)
     families = tables["families"]["family_id"].to_list()
     tables["properties"] = pl.DataFrame(
-        [(fid, label, channel, json.dumps(_property_value(channel, f, i, rng)))
-         for f, fid in enumerate(families) for i, label in enumerate(LABELS) for channel in CHANNELS],
-        schema=["family_id", "label", "channel", "value"], orient="row")
+        [
+            (fid, label, channel, json.dumps(_property_value(channel, f, i, rng)))
+            for f, fid in enumerate(families)
+            for i, label in enumerate(LABELS)
+            for channel in CHANNELS
+        ],
+        schema=["family_id", "label", "channel", "value"],
+        orient="row",
+    )
     for name, frame in tables.items():
         frame.write_parquet(directory / f"{name}.parquet")
     return simulate.task_design(tables)
@@ -126,16 +144,20 @@ def write_benchmark(directory: Path, rng: np.random.Generator) -> simulate.Desig
 
 # The package's simulator answers: models of graded skill that use the properties alike
 # (every generated answer, choice or text, comes from molp2s_stats.simulate).
-SIMULATED = tuple(simulate.SimulatedModel(name, 0.25 * (m - N_MODELS // 2), {"*": 0.8}, {"*": 0.4},
-                                          invalid=0.0, raw_text_share=0.0) for m, name in enumerate(MODELS))
+SIMULATED = tuple(
+    simulate.SimulatedModel(name, 0.25 * (m - N_MODELS // 2), {"*": 0.8}, {"*": 0.4}, invalid=0.0, raw_text_share=0.0)
+    for m, name in enumerate(MODELS)
+)
 DIFFICULTY_SEED = 20261201  # the families' difficulties, shared by every model
 SIMULATED_RAW = simulate.SimulatedModel(RAW_MODEL, 0.0, {"*": 0.8}, {"*": 0.4}, invalid=0.02, raw_text_share=1.0)
 
 
-def _answers(design: simulate.Design, model: simulate.SimulatedModel, counts: np.ndarray,
-             rng: np.random.Generator) -> simulate.Answers:
-    return simulate.draw_answers(design, model, _difficulty(len(design.candidates)), counts, rng,
-                                 np.random.default_rng([DIFFICULTY_SEED, 1]))  # texts: a stream of their own
+def _answers(
+    design: simulate.Design, model: simulate.SimulatedModel, counts: np.ndarray, rng: np.random.Generator
+) -> simulate.Answers:
+    return simulate.draw_answers(
+        design, model, _difficulty(len(design.candidates)), counts, rng, np.random.default_rng([DIFFICULTY_SEED, 1])
+    )  # texts: a stream of their own
 
 
 @functools.cache
@@ -152,8 +174,9 @@ def _samples_per_task(rows: int, n_tasks: int) -> np.ndarray:
     return counts
 
 
-def write_parquet_responses(directory: Path, design: simulate.Design, rows: int, rng: np.random.Generator,
-                            *, metadata: bool = False) -> list[Path]:
+def write_parquet_responses(
+    directory: Path, design: simulate.Design, rows: int, rng: np.random.Generator, *, metadata: bool = False
+) -> list[Path]:
     """One Parquet file per model (``model, task_id, sample, choice``), ``rows`` rows in all."""
     directory.mkdir(parents=True, exist_ok=True)
     task_ids = pl.Series(design.task_ids, dtype=pl.String)
@@ -202,8 +225,18 @@ def write_jsonl_responses(path: Path, design: simulate.Design, rows: int, rng: n
         for t, s, c in zip(answers.task.tolist(), answers.sample.tolist(), answers.choice.tolist()):
             candidate = design.candidates[design.family[t]][c] if c >= 0 else (None, None, None)
             text = _raw_text(rng, simulate.answer_text(*candidate, rng))
-            out.write(json.dumps({"model": RAW_MODEL, "task_id": design.task_ids[t], "sample": s,
-                                  "response": text, "latency_ms": int(rng.integers(200, 20_000))}) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "model": RAW_MODEL,
+                        "task_id": design.task_ids[t],
+                        "sample": s,
+                        "response": text,
+                        "latency_ms": int(rng.integers(200, 20_000)),
+                    }
+                )
+                + "\n"
+            )
     return path
 
 
@@ -213,6 +246,7 @@ def write_single_sample_responses(directory: Path, design: simulate.Design, rng:
 
 
 # --- measurements --------------------------------------------------------------------
+
 
 def _peak_rss_gib() -> float:
     # ru_maxrss is in KiB on Linux and in bytes on macOS.
@@ -245,11 +279,18 @@ def child_load_and_metrics(db: str, benchmark: str, responses: list[str]) -> dic
     con.close()
     close_s = time.perf_counter() - start
     return {
-        "connect_s": connect_s, "load_s": load_s, "metrics_s": median_s, "metrics_runs": times,
-        "close_s": close_s, "rss_after_load_gib": rss_after_load, "peak_rss_gib": _peak_rss_gib(),
-        "rows_loaded": n_responses, "metric_rows": result.height,
+        "connect_s": connect_s,
+        "load_s": load_s,
+        "metrics_s": median_s,
+        "metrics_runs": times,
+        "close_s": close_s,
+        "rss_after_load_gib": rss_after_load,
+        "peak_rss_gib": _peak_rss_gib(),
+        "rows_loaded": n_responses,
+        "metric_rows": result.height,
         "files": [(f.path, f.rows, f.already_loaded) for f in summary.files],
-        "cohort": cohort, "db_bytes": os.path.getsize(db),
+        "cohort": cohort,
+        "db_bytes": os.path.getsize(db),
     }
 
 
@@ -266,8 +307,9 @@ def _fresh_db(path: Path) -> Path:
     return path
 
 
-def measure_bootstrap_and_paired(work: Path, benchmark: Path, design: simulate.Design,
-                                 rng: np.random.Generator) -> dict:
+def measure_bootstrap_and_paired(
+    work: Path, benchmark: Path, design: simulate.Design, rng: np.random.Generator
+) -> dict:
     """(5) and (7) on a paper-size database with one sample per task."""
     files = write_single_sample_responses(work / "responses-single", design, rng)
     db = _fresh_db(work / "paper-size.duckdb")
@@ -277,13 +319,22 @@ def measure_bootstrap_and_paired(work: Path, benchmark: Path, design: simulate.D
     # paired_inputs takes task outcomes of one condition (with each task's target), not family outcomes
     outcomes = compare.read_condition_outcomes(con, channels=["ir", "raman"], condition="source")
     paired_s, paired_runs, paired = _timed(
-        lambda: compare.paired_inputs(outcomes, from_channel="ir", to_channel="raman", draws=10_000), REPEATS)
-    shape = con.execute("SELECT count(DISTINCT model), count(DISTINCT channel), max(n) FROM "
-                    "(SELECT model, channel, count(*) AS n FROM family_outcomes GROUP BY ALL)").fetchone()
+        lambda: compare.paired_inputs(outcomes, from_channel="ir", to_channel="raman", draws=10_000), REPEATS
+    )
+    shape = con.execute(
+        "SELECT count(DISTINCT model), count(DISTINCT channel), max(n) FROM "
+        "(SELECT model, channel, count(*) AS n FROM family_outcomes GROUP BY ALL)"
+    ).fetchone()
     con.close()
-    return {"bootstrap_s": boot_s, "bootstrap_runs": boot_runs, "bootstrap_rows": boot.height,
-            "bootstrap_shape": shape, "paired_s": paired_s, "paired_runs": paired_runs,
-            "paired_rows": paired.height}
+    return {
+        "bootstrap_s": boot_s,
+        "bootstrap_runs": boot_runs,
+        "bootstrap_rows": boot.height,
+        "bootstrap_shape": shape,
+        "paired_s": paired_s,
+        "paired_runs": paired_runs,
+        "paired_rows": paired.height,
+    }
 
 
 def measure_jsonl(work: Path, benchmark: Path, jsonl: Path) -> dict:
@@ -299,12 +350,19 @@ def measure_jsonl(work: Path, benchmark: Path, jsonl: Path) -> dict:
         con.close()
         _fresh_db(db)
     median_s = statistics.median(times)
-    return {"jsonl_s": median_s, "jsonl_runs": times, "jsonl_rows": summary.rows,
-            "jsonl_parsed": summary.parsed, "jsonl_invalid": summary.invalid,
-            "jsonl_rows_per_s": summary.rows / median_s, "jsonl_bytes": jsonl.stat().st_size}
+    return {
+        "jsonl_s": median_s,
+        "jsonl_runs": times,
+        "jsonl_rows": summary.rows,
+        "jsonl_parsed": summary.parsed,
+        "jsonl_invalid": summary.invalid,
+        "jsonl_rows_per_s": summary.rows / median_s,
+        "jsonl_bytes": jsonl.stat().st_size,
+    }
 
 
 # --- main ----------------------------------------------------------------------------
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -312,8 +370,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jsonl-rows", type=int, default=100_000, help="raw-text JSONL rows (default 100,000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated data (default 0)")
     parser.add_argument("--keep", metavar="DIR", help="write the generated files and databases to DIR and keep them")
-    parser.add_argument("--with-metadata", action="store_true",
-                        help="add two metadata columns (latency_ms, output_tokens) to the Parquet responses")
+    parser.add_argument(
+        "--with-metadata",
+        action="store_true",
+        help="add two metadata columns (latency_ms, output_tokens) to the Parquet responses",
+    )
     args = parser.parse_args(argv)
     if args.rows < 1 or args.jsonl_rows < 1:
         parser.error("--rows and --jsonl-rows must be positive")
@@ -335,8 +396,11 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace, work: Path) -> int:
     rng = np.random.default_rng(args.seed)
     import duckdb
-    print(f"molp2s benchmark: python {platform.python_version()}, duckdb {duckdb.__version__}, "
-          f"polars {pl.__version__}, {os.cpu_count()} CPUs, {platform.machine()} {platform.system()}")
+
+    print(
+        f"molp2s benchmark: python {platform.python_version()}, duckdb {duckdb.__version__}, "
+        f"polars {pl.__version__}, {os.cpu_count()} CPUs, {platform.machine()} {platform.system()}"
+    )
     print(f"work folder: {work}{' (kept)' if args.keep else ' (temporary)'}")
 
     # Generation (not measured).
@@ -350,54 +414,84 @@ def _run(args: argparse.Namespace, work: Path) -> int:
     if per_model < n_tasks:
         print(f"warning: {args.rows:,} rows are fewer than one per model and task; cohorts will be incomplete")
     parquet_bytes = sum(p.stat().st_size for p in parquet)
-    print(f"generated in {time.perf_counter() - start:.1f} s: {N_MODELS} models, {len(CHANNELS)} channels, "
-          f"{N_FAMILIES} families x {len(LABELS)} candidates, {n_tasks:,} tasks; "
-          f"{args.rows:,} Parquet rows in {len(parquet)} files ({parquet_bytes / 2**20:.0f} MiB, "
-          f"~{args.rows / (N_MODELS * n_tasks):.1f} samples per task); "
-          f"{args.jsonl_rows:,} JSONL rows ({jsonl.stat().st_size / 2**20:.1f} MiB)")
+    print(
+        f"generated in {time.perf_counter() - start:.1f} s: {N_MODELS} models, {len(CHANNELS)} channels, "
+        f"{N_FAMILIES} families x {len(LABELS)} candidates, {n_tasks:,} tasks; "
+        f"{args.rows:,} Parquet rows in {len(parquet)} files ({parquet_bytes / 2**20:.0f} MiB, "
+        f"~{args.rows / (N_MODELS * n_tasks):.1f} samples per task); "
+        f"{args.jsonl_rows:,} JSONL rows ({jsonl.stat().st_size / 2**20:.1f} MiB)"
+    )
     print("every candidate has a value in every channel, far apart: every family is input-validated")
 
     # (1), (2), (4): a spawned child, so its ru_maxrss is its own.
     db = _fresh_db(work / "bench.duckdb")
-    print(f"\n[1,2,4] load of the benchmark + {args.rows:,} responses (run once), then point metrics "
-          f"x{REPEATS}, in a spawned child ...", flush=True)
+    print(
+        f"\n[1,2,4] load of the benchmark + {args.rows:,} responses (run once), then point metrics "
+        f"x{REPEATS}, in a spawned child ...",
+        flush=True,
+    )
     with mp.get_context("spawn").Pool(1) as pool:
         child = pool.apply(child_load_and_metrics, (str(db), str(benchmark), [str(p) for p in parquet]))
     cohorts = {row[0]: row[1] for row in child["cohort"]}
-    print(f"  load: {child['load_s']:.2f} s ({child['rows_loaded']:,} rows, "
-          f"{child['rows_loaded'] / child['load_s']:,.0f} rows/s; database {child['db_bytes'] / 2**20:.0f} MiB; "
-          f"connect {child['connect_s']:.2f} s, close {child['close_s']:.2f} s not included)")
-    print(f"  point metrics: median {child['metrics_s']:.2f} s of "
-          f"[{', '.join(f'{t:.2f}' for t in child['metrics_runs'])}] ({child['metric_rows']:,} rows)")
+    print(
+        f"  load: {child['load_s']:.2f} s ({child['rows_loaded']:,} rows, "
+        f"{child['rows_loaded'] / child['load_s']:,.0f} rows/s; database {child['db_bytes'] / 2**20:.0f} MiB; "
+        f"connect {child['connect_s']:.2f} s, close {child['close_s']:.2f} s not included)"
+    )
+    print(
+        f"  point metrics: median {child['metrics_s']:.2f} s of "
+        f"[{', '.join(f'{t:.2f}' for t in child['metrics_runs'])}] ({child['metric_rows']:,} rows)"
+    )
     print(f"  cohort sizes: {sorted(set(cohorts.values()))} over {len(cohorts)} channels")
     print(f"  peak RSS: {child['peak_rss_gib']:.2f} GiB (after the load: {child['rss_after_load_gib']:.2f} GiB)")
 
-    print(f"\n[5,7] paper-size database (one sample per task), bootstrap draws=2000 x{REPEATS}, "
-          f"paired_inputs draws=10000 x{REPEATS} ...", flush=True)
+    print(
+        f"\n[5,7] paper-size database (one sample per task), bootstrap draws=2000 x{REPEATS}, "
+        f"paired_inputs draws=10000 x{REPEATS} ...",
+        flush=True,
+    )
     paper = measure_bootstrap_and_paired(work, benchmark, design, rng)
     models, channels, families = paper["bootstrap_shape"]
-    print(f"  bootstrap: median {paper['bootstrap_s']:.2f} s of "
-          f"[{', '.join(f'{t:.2f}' for t in paper['bootstrap_runs'])}] "
-          f"({models} models x {channels} channels x {families} families, {paper['bootstrap_rows']:,} rows)")
-    print(f"  paired_inputs (ir -> raman, {models} models): median {paper['paired_s']:.3f} s of "
-          f"[{', '.join(f'{t:.3f}' for t in paper['paired_runs'])}]")
+    print(
+        f"  bootstrap: median {paper['bootstrap_s']:.2f} s of "
+        f"[{', '.join(f'{t:.2f}' for t in paper['bootstrap_runs'])}] "
+        f"({models} models x {channels} channels x {families} families, {paper['bootstrap_rows']:,} rows)"
+    )
+    print(
+        f"  paired_inputs (ir -> raman, {models} models): median {paper['paired_s']:.3f} s of "
+        f"[{', '.join(f'{t:.3f}' for t in paper['paired_runs'])}]"
+    )
 
     print(f"\n[6] JSONL + parsing: {args.jsonl_rows:,} raw-text rows x{REPEATS} fresh databases ...", flush=True)
     raw = measure_jsonl(work, benchmark, jsonl)
-    print(f"  load: median {raw['jsonl_s']:.2f} s of [{', '.join(f'{t:.2f}' for t in raw['jsonl_runs'])}] "
-          f"= {raw['jsonl_rows_per_s']:,.0f} rows/s ({raw['jsonl_parsed']:,} parsed, "
-          f"{raw['jsonl_invalid']:,} invalid)")
+    print(
+        f"  load: median {raw['jsonl_s']:.2f} s of [{', '.join(f'{t:.2f}' for t in raw['jsonl_runs'])}] "
+        f"= {raw['jsonl_rows_per_s']:,.0f} rows/s ({raw['jsonl_parsed']:,} parsed, "
+        f"{raw['jsonl_invalid']:,} invalid)"
+    )
 
     total = child["load_s"] + child["metrics_s"]
     table = [
         ("(1) load benchmark + responses [s]", f"{child['load_s']:.2f}", "-", "-"),
         ("(2) point metrics, draws=0 [s]", f"{child['metrics_s']:.2f}", "-", "-"),
-        ("(3) load + point metrics [s]", f"{total:.2f}", f"<= {TARGET_LOAD_PLUS_METRICS_S:.0f}",
-         total <= TARGET_LOAD_PLUS_METRICS_S),
-        ("(4) peak RSS of (1)+(2) [GiB]", f"{child['peak_rss_gib']:.2f}", f"<= {rss_target_gib(args.rows):.0f}",
-         child["peak_rss_gib"] <= rss_target_gib(args.rows)),
-        ("(5) bootstrap, draws=2000 [s]", f"{paper['bootstrap_s']:.2f}", f"<= {TARGET_BOOTSTRAP_S:.0f}",
-         paper["bootstrap_s"] <= TARGET_BOOTSTRAP_S),
+        (
+            "(3) load + point metrics [s]",
+            f"{total:.2f}",
+            f"<= {TARGET_LOAD_PLUS_METRICS_S:.0f}",
+            total <= TARGET_LOAD_PLUS_METRICS_S,
+        ),
+        (
+            "(4) peak RSS of (1)+(2) [GiB]",
+            f"{child['peak_rss_gib']:.2f}",
+            f"<= {rss_target_gib(args.rows):.0f}",
+            child["peak_rss_gib"] <= rss_target_gib(args.rows),
+        ),
+        (
+            "(5) bootstrap, draws=2000 [s]",
+            f"{paper['bootstrap_s']:.2f}",
+            f"<= {TARGET_BOOTSTRAP_S:.0f}",
+            paper["bootstrap_s"] <= TARGET_BOOTSTRAP_S,
+        ),
         ("(6) JSONL + parse [rows/s]", f"{raw['jsonl_rows_per_s']:,.0f}", "-", "-"),
         ("(7) paired_inputs, draws=10000 [s]", f"{paper['paired_s']:.3f}", "-", "-"),
     ]

@@ -38,15 +38,18 @@ def main() -> None:
             expected = az.loo(idata, pointwise=True)
         timings["az.loo"].append(time.perf_counter() - started)
         started = time.perf_counter()
-        loo_i, pareto_k = psis.loo_pointwise(log_lik.reshape(-1, args.observations).T,
-                                             psis.relative_efficiency(idata.posterior))
+        loo_i, pareto_k = psis.loo_pointwise(
+            log_lik.reshape(-1, args.observations).T, psis.relative_efficiency(idata.posterior)
+        )
         timings["psis.loo_pointwise"].append(time.perf_counter() - started)
     medians = {name: statistics.median(values) for name, values in timings.items()}
     for name, value in medians.items():
         print(f"{name:<20} median {value:6.2f} s over {args.repeats}")
     print(f"ratio az.loo / vectorised: {medians['az.loo'] / medians['psis.loo_pointwise']:.1f}×")
-    print(f"largest difference: elpd_loo_i {np.abs(loo_i - expected.loo_i.values).max():.1e}, "
-          f"Pareto k {np.abs(pareto_k - expected.pareto_k.values).max():.1e}")
+    print(
+        f"largest difference: elpd_loo_i {np.abs(loo_i - expected.loo_i.values).max():.1e}, "
+        f"Pareto k {np.abs(pareto_k - expected.pareto_k.values).max():.1e}"
+    )
 
 
 if __name__ == "__main__":

@@ -61,7 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--show-misses", action="store_true", help="print the tail of every missed completion")
-    parser.add_argument("--list", choices=("all", "tune", "holdout", "late"), default="all", help="whose misses to list")
+    parser.add_argument(
+        "--list", choices=("all", "tune", "holdout", "late"), default="all", help="whose misses to list"
+    )
     args = parser.parse_args(argv)
 
     items = read_corpus(args.corpus)
@@ -80,8 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     for style, count in styles.most_common():
         print(f"  {style:<24} {missed[style]:3d} / {count}")
 
-    misses = [(item, got) for item, got in results
-              if expected(item) != got and args.list in ("all", item["split"])]
+    misses = [(item, got) for item, got in results if expected(item) != got and args.list in ("all", item["split"])]
     if misses:
         print("misses (reading -> parser):")
     for item, got in misses:

@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as folder:
         for fmt in prompts.EXPORT_FORMATS:
             out = Path(folder) / f"prompts.{fmt}"
-            write_s, _ = timed(lambda: prompts.write_prompts(rendered, out, fmt=fmt, model="model"), args.repeats)
+            write_s, _ = timed(lambda: prompts.write_prompts(rendered, out, fmt=fmt, model="model"), args.repeats)  # noqa: B023
             print(f"  write {fmt:<16}         {write_s:6.2f} s   ({out.stat().st_size / 2**20:.1f} MiB)")
 
 

@@ -42,8 +42,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--target", default="report", help="the make target (default: report)")
     args = parser.parse_args(argv)
-    print(f"make {args.target} on a fresh clone of {ROOT} (HEAD), {args.repeats} run(s), {time.strftime('%Y-%m-%d')}",
-          flush=True)
+    print(
+        f"make {args.target} on a fresh clone of {ROOT} (HEAD), {args.repeats} run(s), {time.strftime('%Y-%m-%d')}",
+        flush=True,
+    )
     walls = []
     for run in range(1, args.repeats + 1):
         with tempfile.TemporaryDirectory(prefix="molp2s-clone-") as tmp:
@@ -57,12 +59,19 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit(f"make {args.target} failed (exit {done.returncode}) in run {run}")
             pages = re.search(r"with \w+ in (\d+) s", done.stdout)
             fit = fit_seconds(clone)
-            detail = "".join([f"  fit {fit:.0f} s" if fit is not None else "",
-                              f"  report command {pages.group(1)} s" if pages else ""])
+            detail = "".join(
+                [
+                    f"  fit {fit:.0f} s" if fit is not None else "",
+                    f"  report command {pages.group(1)} s" if pages else "",
+                ]
+            )
             print(f"  run {run}: {walls[-1]:6.1f} s{detail}", flush=True)
     median = statistics.median(walls)
-    verdict = f"  target <= {TARGET_SECONDS} s: {'pass' if median <= TARGET_SECONDS else 'FAIL'}" \
-        if args.target == "report" else ""
+    verdict = (
+        f"  target <= {TARGET_SECONDS} s: {'pass' if median <= TARGET_SECONDS else 'FAIL'}"
+        if args.target == "report"
+        else ""
+    )
     print(f"  median {median:.1f} s{verdict}", flush=True)
     return 0
 

@@ -43,19 +43,25 @@ def figure(ranks: pl.DataFrame, path: Path) -> None:
     counts = frame.group_by("quantity", "bin").len().sort("quantity", "bin")
     per_quantity = frame.group_by("quantity").len()
     band = per_quantity.with_columns(
-        pl.col("len").map_elements(lambda n: float(stats.binom.ppf(0.005, n, 1 / bins)), return_dtype=pl.Float64)
+        pl.col("len")
+        .map_elements(lambda n: float(stats.binom.ppf(0.005, n, 1 / bins)), return_dtype=pl.Float64)
         .alias("low"),
-        pl.col("len").map_elements(lambda n: float(stats.binom.ppf(0.995, n, 1 / bins)), return_dtype=pl.Float64)
-        .alias("high"))
+        pl.col("len")
+        .map_elements(lambda n: float(stats.binom.ppf(0.995, n, 1 / bins)), return_dtype=pl.Float64)
+        .alias("high"),
+    )
     data = counts.join(band, on="quantity").to_pandas()
     base = alt.Chart(data)
     bars = base.mark_bar().encode(x=alt.X("bin:O", title="rank bin (of 10)"), y=alt.Y("len:Q", title="ranks"))
     low = base.mark_rule(strokeDash=[3, 3], color="#d62728").encode(y="low:Q")
     high = base.mark_rule(strokeDash=[3, 3], color="#d62728").encode(y="high:Q")
-    chart = (alt.layer(bars, low, high).properties(width=160, height=110)
-             .facet(facet=alt.Facet("quantity:N", title=None), columns=4)
-             .resolve_scale(y="independent")
-             .properties(title="SBC rank histograms (dashed: 99% band of a uniform histogram)"))
+    chart = (
+        alt.layer(bars, low, high)
+        .properties(width=160, height=110)
+        .facet(facet=alt.Facet("quantity:N", title=None), columns=4)
+        .resolve_scale(y="independent")
+        .properties(title="SBC rank histograms (dashed: 99% band of a uniform histogram)")
+    )
     charts.save(chart, path)
 
 
@@ -82,19 +88,26 @@ def main() -> None:
         ranks = calibration.replicate(cells, number, seed=args.seed, draws=args.draws, chains=args.chains, budget=0)
         with args.out.open("a") as handle:
             ranks.write_csv(handle, include_header=handle.tell() == 0)
-        print(f"replicate {number}: {ranks['seconds'][0]:.1f} s, gate {'passed' if ranks['passed'][0] else 'missed'}",
-              flush=True)
+        print(
+            f"replicate {number}: {ranks['seconds'][0]:.1f} s, gate {'passed' if ranks['passed'][0] else 'missed'}",
+            flush=True,
+        )
     ranks = pl.read_csv(args.out, schema_overrides=calibration.RANK_SCHEMA).filter(
-        (pl.col("seed") == args.seed) & (pl.col("replicate") < args.replicates))
+        (pl.col("seed") == args.seed) & (pl.col("replicate") < args.replicates)
+    )
     per_replicate = ranks.unique("replicate")
-    print(f"\n{per_replicate.height} replicates ({time.perf_counter() - started:.0f} s this run); "
-          f"{per_replicate['passed'].mean():.1%} passed the health gate; median fit "
-          f"{np.median(per_replicate['seconds']):.1f} s")
+    print(
+        f"\n{per_replicate.height} replicates ({time.perf_counter() - started:.0f} s this run); "
+        f"{per_replicate['passed'].mean():.1%} passed the health gate; median fit "
+        f"{np.median(per_replicate['seconds']):.1f} s"
+    )
     table = performance.sbc_uniformity(ranks)
     print(f"{'quantity':<20} {'ranks':>6} {'chi2 (9 df)':>12} {'p-value':>8} {'fullest / emptiest bin':>24}")
     for row in table.iter_rows(named=True):
-        print(f"{row['quantity']:<20} {row['ranks']:>6} {row['chi2']:>12.1f} {row['p_value']:>8.3f} "
-              f"{row['bin_max']:>13} / {row['bin_min']}")
+        print(
+            f"{row['quantity']:<20} {row['ranks']:>6} {row['chi2']:>12.1f} {row['p_value']:>8.3f} "
+            f"{row['bin_max']:>13} / {row['bin_min']}"
+        )
     figure(ranks, args.figure)
     print(f"wrote {args.figure}")
 

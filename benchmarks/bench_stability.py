@@ -26,17 +26,23 @@ def outcomes(seed: int = 0) -> pl.DataFrame:
     rng = np.random.default_rng(seed)
     n = MODELS * CHANNELS * FAMILIES
     skill = np.repeat(rng.uniform(0.3, 0.8, MODELS), CHANNELS * FAMILIES)
-    return pl.DataFrame({
-        "model": np.repeat([f"m{i}" for i in range(MODELS)], CHANNELS * FAMILIES),
-        "channel": np.tile(np.repeat([f"c{j:02d}" for j in range(CHANNELS)], FAMILIES), MODELS),
-        "family_id": np.tile([f"F{k:03d}" for k in range(FAMILIES)], MODELS * CHANNELS),
-        "y_p0": (rng.uniform(size=n) < skill * 0.6).astype(float),
-        "y_source": (rng.uniform(size=n) < skill).astype(float),
-        "y_shuffled": (rng.uniform(size=n) < skill * 0.7).astype(float),
-        "cf_tasks": np.full(n, 3), "cf_correct": rng.binomial(3, skill).astype(float),
-        "n_candidates": np.full(n, 4),
-    }).with_columns((pl.col("cf_correct") / 3).alias("cf_flip"),
-                    (1 - pl.col("cf_correct") / 3).alias("cf_persist"), pl.lit(0.0).alias("cf_other"))
+    return pl.DataFrame(
+        {
+            "model": np.repeat([f"m{i}" for i in range(MODELS)], CHANNELS * FAMILIES),
+            "channel": np.tile(np.repeat([f"c{j:02d}" for j in range(CHANNELS)], FAMILIES), MODELS),
+            "family_id": np.tile([f"F{k:03d}" for k in range(FAMILIES)], MODELS * CHANNELS),
+            "y_p0": (rng.uniform(size=n) < skill * 0.6).astype(float),
+            "y_source": (rng.uniform(size=n) < skill).astype(float),
+            "y_shuffled": (rng.uniform(size=n) < skill * 0.7).astype(float),
+            "cf_tasks": np.full(n, 3),
+            "cf_correct": rng.binomial(3, skill).astype(float),
+            "n_candidates": np.full(n, 4),
+        }
+    ).with_columns(
+        (pl.col("cf_correct") / 3).alias("cf_flip"),
+        (1 - pl.col("cf_correct") / 3).alias("cf_persist"),
+        pl.lit(0.0).alias("cf_other"),
+    )
 
 
 def median_seconds(run, repeats: int = 3) -> tuple[float, list[float]]:
@@ -58,15 +64,27 @@ def main(argv: list[str] | None = None) -> int:
     channels = sorted(frame["channel"].unique().to_list())
     models = sorted(frame["model"].unique().to_list())
     sizes = (25, 50, 75, 100, 125)
-    per_channel, t1 = median_seconds(lambda: stability.ranking_stability(
-        frame, score="reliance_margin", channels=channels, models=models, sizes=sizes, draws=1000, seed=1), repeats)
-    macro, t2 = median_seconds(lambda: stability.ranking_stability(
-        frame, score="cfr", channels=channels, models=models, macro=True, sizes=sizes, draws=1000, seed=1), repeats)
-    ranks, t3 = median_seconds(lambda: stability.rank_intervals(
-        frame, score="pgr", channels=channels, models=models, draws=2000, seed=1), repeats)
+    per_channel, t1 = median_seconds(
+        lambda: stability.ranking_stability(
+            frame, score="reliance_margin", channels=channels, models=models, sizes=sizes, draws=1000, seed=1
+        ),
+        repeats,
+    )
+    macro, t2 = median_seconds(
+        lambda: stability.ranking_stability(
+            frame, score="cfr", channels=channels, models=models, macro=True, sizes=sizes, draws=1000, seed=1
+        ),
+        repeats,
+    )
+    ranks, t3 = median_seconds(
+        lambda: stability.rank_intervals(frame, score="pgr", channels=channels, models=models, draws=2000, seed=1),
+        repeats,
+    )
     print(f"paper size: {MODELS} models x {CHANNELS} channels x {FAMILIES} families; medians of 3")
-    print(f"  stability, every channel, 5 sizes x 1000 draws: {per_channel:.2f} s  {[round(t, 2) for t in t1]}"
-          f"  target <= 5 s: {'pass' if per_channel <= 5 else 'FAIL'}")
+    print(
+        f"  stability, every channel, 5 sizes x 1000 draws: {per_channel:.2f} s  {[round(t, 2) for t in t1]}"
+        f"  target <= 5 s: {'pass' if per_channel <= 5 else 'FAIL'}"
+    )
     print(f"  stability, macro mean, 5 sizes x 1000 draws:    {macro:.2f} s  {[round(t, 2) for t in t2]}")
     print(f"  rank intervals, every channel, 2000 draws:      {ranks:.2f} s  {[round(t, 2) for t in t3]}")
     return 0 if per_channel <= 5 else 1

@@ -30,8 +30,9 @@ from molp2s_stats.bayes.synthetic import Shape, simulate_cells
 def largest_z(cold: az.InferenceData, warm: az.InferenceData) -> float:
     a, b = cold.posterior["cell"], warm.posterior["cell"]
     difference = np.abs(a.mean(("chain", "draw")).values - b.mean(("chain", "draw")).values)
-    error = np.sqrt(az.mcse(cold.posterior[["cell"]])["cell"].values ** 2
-                    + az.mcse(warm.posterior[["cell"]])["cell"].values ** 2)
+    error = np.sqrt(
+        az.mcse(cold.posterior[["cell"]])["cell"].values ** 2 + az.mcse(warm.posterior[["cell"]])["cell"].values ** 2
+    )
     return float((difference / error).max())
 
 
@@ -41,8 +42,11 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--budget", type=float, default=None, help="seconds (default: the fit's own)")
     args = parser.parse_args()
-    print(f"{'size':>12} {'seed':>4} {'saved fit s':>11} {'cold s':>7} {'warm s':>7} {'saved':>6} "
-          f"{'cold gate':>9} {'warm gate':>9} {'max |z|':>7}", flush=True)
+    print(
+        f"{'size':>12} {'seed':>4} {'saved fit s':>11} {'cold s':>7} {'warm s':>7} {'saved':>6} "
+        f"{'cold gate':>9} {'warm gate':>9} {'max |z|':>7}",
+        flush=True,
+    )
     savings = []
     for size in args.sizes.split(","):
         models, channels, families = map(int, size.split("x"))
@@ -58,11 +62,15 @@ def main() -> None:
             saved = 1 - warm_seconds / cold_seconds
             savings.append(saved)
             gates = [("passed" if health.diagnostics(f)["passed"][0] else "missed") for f in (cold, warm)]
-            print(f"{size:>12} {seed:>4} {float(before.posterior.attrs['seconds']):>11.0f} {cold_seconds:>7.0f} "
-                  f"{warm_seconds:>7.0f} {saved:>6.0%} {gates[0]:>9} {gates[1]:>9} {largest_z(cold, warm):>7.1f}",
-                  flush=True)
-    print(f"\nthe warm start saved {statistics.median(savings):.0%} of the cold fit's time (median of {len(savings)}; "
-          f"from {min(savings):.0%} to {max(savings):.0%})")
+            print(
+                f"{size:>12} {seed:>4} {float(before.posterior.attrs['seconds']):>11.0f} {cold_seconds:>7.0f} "
+                f"{warm_seconds:>7.0f} {saved:>6.0%} {gates[0]:>9} {gates[1]:>9} {largest_z(cold, warm):>7.1f}",
+                flush=True,
+            )
+    print(
+        f"\nthe warm start saved {statistics.median(savings):.0%} of the cold fit's time (median of {len(savings)}; "
+        f"from {min(savings):.0%} to {max(savings):.0%})"
+    )
 
 
 if __name__ == "__main__":

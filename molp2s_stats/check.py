@@ -23,8 +23,18 @@ import duckdb
 import polars as pl
 
 CHECK_SCHEMA = {"check": pl.String, "subject": pl.String, "status": pl.String, "detail": pl.String}
-TABLES = ("channels", "models", "families", "candidates", "properties", "tasks", "pair_distances", "benchmark",
-          "response_files", "responses")
+TABLES = (
+    "channels",
+    "models",
+    "families",
+    "candidates",
+    "properties",
+    "tasks",
+    "pair_distances",
+    "benchmark",
+    "response_files",
+    "responses",
+)
 
 
 def check(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
@@ -32,7 +42,7 @@ def check(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     present = {name for (name,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
     for table in (t for t in TABLES if t in present):
         try:
-            count, = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0]
+            (count,) = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0]
             # hashing every column of every row makes DuckDB read, and checksum, every block of the table
             con.execute(f"SELECT sum(hash(COLUMNS(*))) FROM {table}").fetchall()
             rows.append(("readable", table, "ok", f"{count:,} rows read"))
@@ -50,8 +60,14 @@ def check(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     if "benchmark" in present:
         for (path,) in con.execute("SELECT path FROM benchmark").fetchall():
             there = Path(path).is_dir()
-            rows.append(("benchmark", path, "ok" if there else "missing",
-                         "the folder is there" if there else "the folder is gone: keep a copy to rebuild from"))
+            rows.append(
+                (
+                    "benchmark",
+                    path,
+                    "ok" if there else "missing",
+                    "the folder is there" if there else "the folder is gone: keep a copy to rebuild from",
+                )
+            )
     return pl.DataFrame(rows, schema=CHECK_SCHEMA, orient="row")
 
 

@@ -7,6 +7,7 @@ of the repository.
 from __future__ import annotations
 
 from pathlib import Path
+
 _PACKAGE = Path(__file__).resolve().parent
 
 
@@ -23,17 +24,19 @@ DEFAULT_RESPONSES = DATA / "responses"
 # Defaults the command line shows before it imports the statistics.
 DEFAULT_DB = "molp2s.duckdb"
 DB_ENV_VAR = "MOLP2S_DB"
-DEFAULT_DRAWS = 2000            # family-bootstrap replicates of every metric
-DEFAULT_PAIRED_DRAWS = 10_000   # paired input comparisons (the paper's check figure)
-DEFAULT_MAX_PEAKS = 20          # IR and Raman peaks shown in a prompt
+DEFAULT_DRAWS = 2000  # family-bootstrap replicates of every metric
+DEFAULT_PAIRED_DRAWS = 10_000  # paired input comparisons (the paper's check figure)
+DEFAULT_MAX_PEAKS = 20  # IR and Raman peaks shown in a prompt
 SIMULATION_SEED = 20261129
 # Which interval a row carries, in words, for --help and the report pages (the method column names it).
-INTERVAL_HELP = ("Intervals: the family bootstrap's percentile interval in the middle of the range "
-                 "(family_bootstrap_percentile); near 0% or 100%, where fewer than 10 families' worth of answers "
-                 "go the other way and the bootstrap collapses towards a point, Wilson's score interval on the "
-                 "effective number of families (family_score_wilson), and for a difference (RM, a paired or "
-                 "model-pair difference) the MOVER interval of its two discordant parts (family_mover_wilson). "
-                 "The method column says which a row carries.")
+INTERVAL_HELP = (
+    "Intervals: the family bootstrap's percentile interval in the middle of the range "
+    "(family_bootstrap_percentile); near 0% or 100%, where fewer than 10 families' worth of answers "
+    "go the other way and the bootstrap collapses towards a point, Wilson's score interval on the "
+    "effective number of families (family_score_wilson), and for a difference (RM, a paired or "
+    "model-pair difference) the MOVER interval of its two discordant parts (family_mover_wilson). "
+    "The method column says which a row carries."
+)
 CONDITIONS = ("none", "source", "shuffled", "cf")
 
 

@@ -53,9 +53,13 @@ def unknown_name(kind: str, option: str | None, names: list[str], known: list[st
     """
     import difflib
 
-    close = dict.fromkeys(match for name in names
-                          for match in ([k for k in known if name and k.startswith(name)]
-                                        + difflib.get_close_matches(name, known, n=2))[:3])
+    close = dict.fromkeys(
+        match
+        for name in names
+        for match in ([k for k in known if name and k.startswith(name)] + difflib.get_close_matches(name, known, n=2))[
+            :3
+        ]
+    )
     what = f"unknown {kind} {names[0]!r}" if len(names) == 1 else f"unknown {kind}s {', '.join(map(repr, names))}"
     typed = (lambda c: f"{option} {c}") if option else repr
     hint = f"did you mean {' or '.join(typed(c) for c in close)}? " if close else ""

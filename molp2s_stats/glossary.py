@@ -14,24 +14,23 @@ from collections.abc import Iterable
 #: target (the mean over samples when there are several).
 METRIC_DEFINITIONS: dict[str, str] = {
     "acc_p0": "the share of cohort families whose P0 task (no properties shown) is answered right; "
-              "every channel has its own P0 figure, over its own cohort",
+    "every channel has its own P0 figure, over its own cohort",
     "acc_source": "the share of cohort families whose source task (the molecule's own properties) is answered right",
-    "acc_shuffled": "the share of cohort families whose shuffled task (another family's properties) is answered "
-                    "right",
+    "acc_shuffled": "the share of cohort families whose shuffled task (another family's properties) is answered right",
     "reliance_margin": "reliance margin (RM): acc_source − acc_shuffled, in percentage points: how much the right "
-                       "pairing of properties and molecule helps",
+    "pairing of properties and molecule helps",
     "cf_accuracy": "the share of all counterfactual tasks answered with the counterfactual candidate; every "
-                   "(family, counterfactual) pair weighs the same",
+    "(family, counterfactual) pair weighs the same",
     "pgr": "property-grounded recovery (PGR): per family with a cf task, half its source score plus half its "
-           "mean cf score, averaged over families",
+    "mean cf score, averaged over families",
     "cfr": "counterfactual flip rate (CFR): among families whose source task was answered right (weighted by "
-           "y(source) when there are samples), the mean share of their cf tasks answered with the counterfactual "
-           "candidate",
+    "y(source) when there are samples), the mean share of their cf tasks answered with the counterfactual "
+    "candidate",
     "persist": "the same share for cf tasks answered with the original source candidate",
     "other": "the same share for cf tasks answered with anything else, invalid answers included; "
-             "CFR + Persist + Other = 100",
+    "CFR + Persist + Other = 100",
     "random_baseline": "the mean over cohort families of 1/K_f (K_f candidates): what a uniform guess scores on "
-                       "accuracy and PGR; every other metric has its own baseline (the baseline column)",
+    "accuracy and PGR; every other metric has its own baseline (the baseline column)",
 }
 #: The metric ids of ``molp2s metrics``, in the order they are reported.
 METRICS = tuple(METRIC_DEFINITIONS)
@@ -46,11 +45,12 @@ def definition(metric: str) -> str:
     text = METRIC_DEFINITIONS[metric]
     return text[0].upper() + text[1:] + "."
 
+
 COLUMNS: dict[str, str] = {
     # keys
     "model": "model identifier, as in the response files",
     "channel": "property channel (or bundle) whose cohort the row is computed on (model checks: none for P0, "
-               "all for every channel)",
+    "all for every channel)",
     "condition": "task condition: none (P0), source, shuffled or cf (model checks: all for every condition)",
     "model_a": "first model of a pair",
     "model_b": "second model of a pair",
@@ -63,18 +63,18 @@ COLUMNS: dict[str, str] = {
     "conf_high": "upper end of the interval (same unit as estimate)",
     "conf_level": "coverage the interval aims at, e.g. 0.95",
     "baseline": "random baseline: the metric's value for a guesser that picks uniformly among each family's K_f "
-                "candidates, on the same cohort (1/K for accuracy and PGR, 0 pp for RM, 1/K for CFR and Persist, "
-                "(K−2)/K for Other); a leaderboard's closing random-baseline row",
+    "candidates, on the same cohort (1/K for accuracy and PGR, 0 pp for RM, 1/K for CFR and Persist, "
+    "(K−2)/K for Other); a leaderboard's closing random-baseline row",
     "n": "families that enter the estimate (its resampling units)",
     "method": "how the interval was made, e.g. family_bootstrap_percentile; 'point' when no interval",
     "draws": "random draws behind the figure, in all: bootstrap replicates (0 when no interval), family "
-             "subsets (stability), posterior draws over every chain (the hierarchical model), or predictive replicates "
-             "(model checks)",
+    "subsets (stability), posterior draws over every chain (the hierarchical model), or predictive replicates "
+    "(model checks)",
     "draws_per_chain": "posterior draws per chain, after tuning",
     "draws_undefined": "replicates left out of the interval because the statistic was undefined in them",
     "seed": "seed of the random stream; rerunning with it gives the same interval",
     "invalid": "estimates: how invalid answers entered, wrong (scored 0, the paper's rule) or exclude (left out); "
-               "task_outcomes and cohort_tasks: the share of the task's answers that name no candidate",
+    "task_outcomes and cohort_tasks: the share of the task's answers that name no candidate",
     # comparisons
     "tasks": "tasks in the comparison",
     "families": "families in the comparison",
@@ -87,8 +87,8 @@ COLUMNS: dict[str, str] = {
     "net": "accuracy of model B minus model A, pp",
     "delta": "accuracy with input Y minus with X, pp",
     "p_value": "exact McNemar p-value (two-sided binomial test of the discordant tasks); in the model checks, "
-               "the predictive p-value: the share of replicates whose statistic is at least the observed one "
-               "(near 0 or 1: the model does not reproduce it)",
+    "the predictive p-value: the share of replicates whose statistic is at least the observed one "
+    "(near 0 or 1: the model does not reproduce it)",
     "p_adjusted": "p_value adjusted for the comparisons in the same output (see adjustment)",
     "adjustment": "multiple-comparison method behind p_adjusted, e.g. holm",
     "answers": "terminal answers counted (explanations: those with justification text)",
@@ -104,7 +104,7 @@ COLUMNS: dict[str, str] = {
     "families_total": "families with tasks in the channel",
     "input_validated": "families whose verifiable candidate pairs are all at least the cutoff apart",
     "complete_coverage": "every model has a terminal response to every required task of the family (coverage); "
-                         "the number of such families (cohort_summary)",
+    "the number of such families (cohort_summary)",
     "cohort": "families in the cohort: input-validated and complete coverage",
     "family_id": "family identifier",
     "task_id": "task identifier",
@@ -118,7 +118,7 @@ COLUMNS: dict[str, str] = {
     "exact": "% of subsamples whose complete ranking equals the full-cohort ranking",
     "mad": "mean absolute deviation of the score from its full-cohort value, over models and draws (pp)",
     "rank": "rank among the models on the row's cohort, the full cohort unless said (1 = best; ties share the "
-            "mean rank)",
+    "mean rank)",
     "exclusion": "which families the row leaves out of the cohort: none, or those the audit flagged",
     "rank_low": "best rank the data allow: 1 + the models significantly ahead (paired bootstrap, Holm-adjusted)",
     "rank_high": "worst rank the data allow: the number of models − those significantly behind",
@@ -145,14 +145,14 @@ COLUMNS: dict[str, str] = {
     "ess_tail_min": "smallest tail effective sample size",
     "divergences": "divergent transitions after tuning",
     "bfmi_min": "smallest Bayesian fraction of missing information (E-BFMI) over the chains; shown beside the "
-                "health gate, not part of it (below 0.3, where Stan warns, read the ESS and R-hat closely)",
+    "health gate, not part of it (below 0.3, where Stan warns, read the ESS and R-hat closely)",
     "passed": "R-hat <= 1.01, bulk and tail ESS >= 400 and no divergence (in the attempts table: of the draws kept "
-              "after that attempt)",
+    "after that attempt)",
     "seconds": "wall time of the fit, every attempt (in the attempts table: of that attempt)",
     "chains": "Markov chains (in the attempts table: sampled in that attempt)",
     "attempts": "sampling attempts the fit made (a first run, then extensions or restarts while the gate failed)",
     "action": "what the attempt did: first run; more chains (too few effective draws or a high R-hat); "
-              "a higher target acceptance or the low-rank mass matrix (divergences)",
+    "a higher target acceptance or the low-rank mass matrix (divergences)",
     "tune": "warm-up (tuning) steps per chain",
     "target_accept": "NUTS target acceptance: higher means smaller steps",
     "low_rank": "whether nutpie's low-rank mass matrix was used",
@@ -160,7 +160,7 @@ COLUMNS: dict[str, str] = {
     "final": "whether this attempt's draws are the fit as saved",
     # model checks (posterior FIT --what predictive / prior)
     "statistic": "the statistic checked: accuracy (share right, %) or family_spread (standard deviation across "
-                 "cohort families of each family's share right, pp)",
+    "cohort families of each family's share right, pp)",
     "observed": "the statistic on the observed answers",
     "predicted": "its mean over the predictive replicates (answers drawn from the model)",
     "outside": "whether the observed value lies outside the replicates' central interval",
@@ -174,7 +174,7 @@ COLUMNS: dict[str, str] = {
     "source_tasks": "source tasks in the channel (every family, not only the cohort)",
     "verifiable": "source tasks with at least one distractor that has a value to compare",
     "separated": "separability: % of source tasks whose source is at least the cutoff away from every distractor; "
-                 "pair_separation: whether the pair is at least the cutoff apart",
+    "pair_separation: whether the pair is at least the cutoff apart",
     "nearest_median": "median distance from the source to its nearest distractor",
     "nearest_q1": "first quartile of that distance",
     "nearest_q3": "third quartile of that distance",
@@ -182,19 +182,19 @@ COLUMNS: dict[str, str] = {
     # the benchmark audit (molp2s audit)
     "flag": "what the audit found: wrong_key, duplicate_candidates, indistinguishable or no_signal",
     "score": "how suspicious a finding is, comparable within its flag (higher: more): wrong_key, the log likelihood "
-             "ratio of another label as the key; duplicate_candidates, 2 where the key is duplicated, else 1; "
-             "indistinguishable, 1 − distance / cutoff; no_signal, the answers behind it",
+    "ratio of another label as the key; duplicate_candidates, 2 where the key is duplicated, else 1; "
+    "indistinguishable, 1 − distance / cutoff; no_signal, the answers behind it",
     "evidence": "what the audit saw, in words and numbers",
     "findings": "how many findings the audit made: families, or family × channel cells",
     # molp2s check
     "check": "what was checked: readable (a table read through), rows (a file's answers against its rows), file "
-             "(a loaded file on disk, SHA-256 as recorded) or benchmark (the benchmark folder)",
+    "(a loaded file on disk, SHA-256 as recorded) or benchmark (the benchmark folder)",
     "subject": "the table, file or folder checked",
     "status": "ok, changed (a file edited since it was loaded), missing or failed",
     "detail": "what the check saw",
     # the benchmark as loaded (staging views)
     "group": "a channel's group (electronic, vibrational, magnetic_resonance, bundles), or a model's (closed-weight, "
-             "say): the leaderboards' spanners",
+    "say): the leaderboards' spanners",
     "subgroup": "a channel's second spanner on the leaderboards (¹H NMR), if any",
     "label": "a candidate's letter within its family (A, B, …)",
     "column_label": "a channel's column label on the leaderboards, under its spanners (Peaks)",
@@ -217,7 +217,7 @@ COLUMNS: dict[str, str] = {
     "shown_family": "family whose properties the task shows (another family's for a shuffled task)",
     "shown_label": "candidate whose properties the task shows",
     "attempt": "attempt number of a response (a retried request has several; the highest is terminal); in a "
-               "fit's attempts table, the sampling attempt's number, 1 first",
+    "fit's attempts table, the sampling attempt's number, 1 first",
     "response": "the model's answer text, as given",
     "choice": "the candidate label the answer names (parsed from its text, or given); empty when invalid",
     "invalid_reason": "why an answer names no candidate (no_answer, ambiguous, request_failed, truncated, …)",
@@ -248,12 +248,12 @@ COLUMNS: dict[str, str] = {
     "answered_tasks": "of the tasks the channel reads for the family, those the model has a response to",
     "missing_tasks": "of the tasks the channel reads for the family, those the model has no response to",
     "answered_property_tasks": "of the channel's own tasks for the family (all but P0), those the model has a "
-                               "response to",
+    "response to",
     "families_answered": "families the model has a response for in some channel (P0 tasks aside)",
     "partial": "the model was run on part of the benchmark: some family × channel has no response from it (P0 "
-               "aside); it is scored on the cohort families it answered in full and never shrinks the cohort",
+    "aside); it is scored on the cohort families it answered in full and never shrinks the cohort",
     "defines_cohort": "the model's coverage decides which families are complete: every complete model (every "
-                      "model, when none is complete)",
+    "model, when none is complete)",
 }
 
 #: A column named ``<name>_valid`` is ``<name>`` over the valid answers only (NULL where
@@ -263,8 +263,11 @@ VALID_SUFFIX = "_valid"
 
 def check_columns(columns: Iterable[str]) -> None:
     """Raise ValueError naming any column that the glossary does not define."""
-    unknown = [c for c in columns if c not in COLUMNS
-               and not (c.endswith(VALID_SUFFIX) and c.removesuffix(VALID_SUFFIX) in COLUMNS)]
+    unknown = [
+        c
+        for c in columns
+        if c not in COLUMNS and not (c.endswith(VALID_SUFFIX) and c.removesuffix(VALID_SUFFIX) in COLUMNS)
+    ]
     if unknown:
         raise ValueError(f"columns not in the glossary: {unknown}")
 
@@ -273,29 +276,75 @@ def check_columns(columns: Iterable[str]) -> None:
 #: other column is headed by `column_label`'s spelling of its id (``families_total`` →
 #: "Families total"). The exported CSV keeps the ids.
 COLUMN_LABELS: dict[str, str] = {
-    "model": "Model", "channel": "Channel", "condition": "Condition", "metric": "Metric",
-    "model_a": "Model A", "model_b": "Model B", "from": "From", "to": "To",
-    "estimate": "Estimate", "conf_low": "Low", "conf_high": "High", "conf_level": "Level",
-    "n": "Families", "draws": "Draws", "draws_undefined": "Undefined draws", "seed": "Seed",
+    "model": "Model",
+    "channel": "Channel",
+    "condition": "Condition",
+    "metric": "Metric",
+    "model_a": "Model A",
+    "model_b": "Model B",
+    "from": "From",
+    "to": "To",
+    "estimate": "Estimate",
+    "conf_low": "Low",
+    "conf_high": "High",
+    "conf_level": "Level",
+    "n": "Families",
+    "draws": "Draws",
+    "draws_undefined": "Undefined draws",
+    "seed": "Seed",
     "baseline": "Random baseline",
-    "both_correct": "Both right", "a_only": "A only", "b_only": "B only", "both_wrong": "Both wrong",
-    "net": "Net (pp)", "delta": "Δ (pp)", "p_value": "p", "p_adjusted": "p (adjusted)",
-    "invalid_pct": "Invalid (%)", "invalid_share": "Invalid share", "invalid_answers": "Invalid answers",
-    "families_total": "Families", "input_validated": "Input-validated", "complete_coverage": "Complete coverage",
+    "both_correct": "Both right",
+    "a_only": "A only",
+    "b_only": "B only",
+    "both_wrong": "Both wrong",
+    "net": "Net (pp)",
+    "delta": "Δ (pp)",
+    "p_value": "p",
+    "p_adjusted": "p (adjusted)",
+    "invalid_pct": "Invalid (%)",
+    "invalid_share": "Invalid share",
+    "invalid_answers": "Invalid answers",
+    "families_total": "Families",
+    "input_validated": "Input-validated",
+    "complete_coverage": "Complete coverage",
     "cohort": "Cohort",
-    "r_hat_max": "Max R-hat", "ess_bulk_min": "Min bulk ESS", "ess_bulk_min_parameter": "Parameter with min bulk ESS",
-    "ess_tail_min": "Min tail ESS", "bfmi_min": "Min BFMI", "passed": "Passed", "seconds": "Seconds",
-    "draws_per_chain": "Draws per chain", "target_accept": "Target acceptance", "low_rank": "Low-rank mass matrix",
-    "chains_kept": "Chains kept", "final": "Final",
-    "loo_elpd": "LOO elpd", "loo_elpd_no_family": "LOO elpd, no family effects",
-    "loo_difference": "LOO difference", "loo_difference_se": "LOO difference SE",
+    "r_hat_max": "Max R-hat",
+    "ess_bulk_min": "Min bulk ESS",
+    "ess_bulk_min_parameter": "Parameter with min bulk ESS",
+    "ess_tail_min": "Min tail ESS",
+    "bfmi_min": "Min BFMI",
+    "passed": "Passed",
+    "seconds": "Seconds",
+    "draws_per_chain": "Draws per chain",
+    "target_accept": "Target acceptance",
+    "low_rank": "Low-rank mass matrix",
+    "chains_kept": "Chains kept",
+    "final": "Final",
+    "loo_elpd": "LOO elpd",
+    "loo_elpd_no_family": "LOO elpd, no family effects",
+    "loo_difference": "LOO difference",
+    "loo_difference_se": "LOO difference SE",
     "loo_pareto_k_max": "Max Pareto k",
-    "mad": "MAD", "spearman_rho": "Spearman ρ", "icc": "ICC", "mde": "MDE (pp)", "sd_family": "Family SD",
-    "se_independent": "SE (independent)", "se_clustered": "SE (clustered)", "rank_low": "Rank low",
-    "rank_high": "Rank high", "rank_range": "Rank range", "wilson_low": "Wilson low", "wilson_high": "Wilson high",
-    "nearest_median": "Nearest, median", "nearest_q1": "Nearest, Q1", "nearest_q3": "Nearest, Q3",
-    "source_tasks": "Source tasks", "cites": "Cites", "persists": "Persists",
-    "cites_property": "Cites a property", "cites_but_persists": "Cites but persists",
+    "mad": "MAD",
+    "spearman_rho": "Spearman ρ",
+    "icc": "ICC",
+    "mde": "MDE (pp)",
+    "sd_family": "Family SD",
+    "se_independent": "SE (independent)",
+    "se_clustered": "SE (clustered)",
+    "rank_low": "Rank low",
+    "rank_high": "Rank high",
+    "rank_range": "Rank range",
+    "wilson_low": "Wilson low",
+    "wilson_high": "Wilson high",
+    "nearest_median": "Nearest, median",
+    "nearest_q1": "Nearest, Q1",
+    "nearest_q3": "Nearest, Q3",
+    "source_tasks": "Source tasks",
+    "cites": "Cites",
+    "persists": "Persists",
+    "cites_property": "Cites a property",
+    "cites_but_persists": "Cites but persists",
 }
 
 

@@ -27,11 +27,11 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, score
 from inspect_ai.solver import TaskState, generate
 
 from .defaults import DEFAULT_BENCHMARK
-from .ingest import read_benchmark
-from .ingest.staged import TRUNCATION_VALUES
-from .ingest.answers import CandidateIndex, parse_answer
-from .prompts import DEFAULT_MAX_PEAKS, render_prompts
 from .errors import UsageError
+from .ingest import read_benchmark
+from .ingest.answers import CandidateIndex, parse_answer
+from .ingest.staged import TRUNCATION_VALUES
+from .prompts import DEFAULT_MAX_PEAKS, render_prompts
 
 
 def _split(value: str | list[str] | None) -> list[str] | None:
@@ -41,26 +41,35 @@ def _split(value: str | list[str] | None) -> list[str] | None:
     return [p.strip() for p in parts if p.strip()] or None
 
 
-def samples(benchmark: str | None = None, channel: str | None = None, condition: str | None = None,
-            max_peaks: int = DEFAULT_MAX_PEAKS) -> list[Sample]:
+def samples(
+    benchmark: str | None = None,
+    channel: str | None = None,
+    condition: str | None = None,
+    max_peaks: int = DEFAULT_MAX_PEAKS,
+) -> list[Sample]:
     """One Inspect sample per benchmark task (in task-id order)."""
     tables = read_benchmark(benchmark or DEFAULT_BENCHMARK)
-    rendered = render_prompts(tables, channels=_split(channel), conditions=_split(condition),
-                              max_peaks=int(max_peaks))
+    rendered = render_prompts(tables, channels=_split(channel), conditions=_split(condition), max_peaks=int(max_peaks))
     if rendered.height == 0:
         raise UsageError(f"no task matches channel={channel!r} and condition={condition!r}")
     candidates = {}
-    for family_id, label, fragment, molecule in tables["candidates"].select(
-            "family_id", "label", "fragment", "molecule").iter_rows():
+    for family_id, label, fragment, molecule in (
+        tables["candidates"].select("family_id", "label", "fragment", "molecule").iter_rows()
+    ):
         candidates.setdefault(family_id, {})[label] = [fragment, molecule]
     return [
         Sample(
             id=row["task_id"],
             input=[ChatMessageSystem(content=row["system"]), ChatMessageUser(content=row["prompt"])],
             target=row["target"],
-            metadata={"task_id": row["task_id"], "family_id": row["family_id"], "channel": row["channel"],
-                      "condition": row["condition"], "template": row["template"],
-                      "candidates": candidates[row["family_id"]]},
+            metadata={
+                "task_id": row["task_id"],
+                "family_id": row["family_id"],
+                "channel": row["channel"],
+                "condition": row["condition"],
+                "template": row["template"],
+                "candidates": candidates[row["family_id"]],
+            },
         )
         for row in rendered.iter_rows(named=True)
     ]
@@ -78,15 +87,25 @@ def molp2s_answer():
             return Score(value=INCORRECT, answer="", explanation="truncated")
         index = CandidateIndex({label: tuple(pair) for label, pair in state.metadata["candidates"].items()})
         parsed = parse_answer(state.output.completion, index)
-        return Score(value=CORRECT if parsed.choice == target.text else INCORRECT, answer=parsed.choice or "",
-                     explanation=parsed.reason)
+        return Score(
+            value=CORRECT if parsed.choice == target.text else INCORRECT,
+            answer=parsed.choice or "",
+            explanation=parsed.reason,
+        )
 
     return score
 
 
 @task
-def molp2s(benchmark: str | None = None, channel: str | None = None, condition: str | None = None,
-           max_peaks: int = DEFAULT_MAX_PEAKS) -> Task:
+def molp2s(
+    benchmark: str | None = None,
+    channel: str | None = None,
+    condition: str | None = None,
+    max_peaks: int = DEFAULT_MAX_PEAKS,
+) -> Task:
     """MolP2SBench: pick the candidate fragment that completes the masked molecule."""
-    return Task(dataset=MemoryDataset(samples(benchmark, channel, condition, max_peaks), name="molp2s"),
-                solver=generate(), scorer=molp2s_answer())
+    return Task(
+        dataset=MemoryDataset(samples(benchmark, channel, condition, max_peaks), name="molp2s"),
+        solver=generate(),
+        scorer=molp2s_answer(),
+    )

@@ -52,8 +52,13 @@ def _memory_gib() -> float | None:
 def machine() -> dict:
     """This machine: CPU model, usable cores, memory (GiB), system and Python version."""
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"cpu": _cpu_model(), "cores": usable, "memory_gib": _memory_gib(), "system": platform.platform(),
-            "python": platform.python_version()}
+    return {
+        "cpu": _cpu_model(),
+        "cores": usable,
+        "memory_gib": _memory_gib(),
+        "system": platform.platform(),
+        "python": platform.python_version(),
+    }
 
 
 def meta_path(out: Path) -> Path:
@@ -70,17 +75,26 @@ def record(out: Path | None, script: str, arguments: list[str] | None = None) ->
     path = meta_path(out)
     runs = json.loads(path.read_text())["runs"] if path.exists() else []
     arguments = sys.argv[1:] if arguments is None else list(arguments)
-    runs.append({"command": " ".join(["python", f"benchmarks/{Path(script).name}", *arguments]),
-                 "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                 "machine": machine()})
+    runs.append(
+        {
+            "command": " ".join(["python", f"benchmarks/{Path(script).name}", *arguments]),
+            "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": machine(),
+        }
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"file": out.name, "runs": runs}, indent=1) + "\n")
 
 
 def _git_date(path: Path) -> str | None:
     try:
-        done = subprocess.run(["git", "log", "-1", "--format=%cs", "--", path.name], cwd=path.parent,
-                              capture_output=True, text=True, timeout=30)
+        done = subprocess.run(
+            ["git", "log", "-1", "--format=%cs", "--", path.name],
+            cwd=path.parent,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() or None
@@ -99,7 +113,8 @@ def describe(out: Path) -> str:
         return f"`{runs[-1]['command']}` ({len(runs)} run{'s' * (len(runs) > 1)}), {when}, on {on}"
     date = _git_date(out)
     return (f"committed {date}" if date else "date unknown") + (
-        "; measured before the scripts recorded their machine (the project's 2-core development machines)")
+        "; measured before the scripts recorded their machine (the project's 2-core development machines)"
+    )
 
 
 # ---------------------------------------------------------------- the fit on study and leaderboard shapes
@@ -137,24 +152,36 @@ def with_leaderboard_size(table: pl.DataFrame) -> pl.DataFrame:
 def fit_shapes(table: pl.DataFrame) -> pl.DataFrame:
     """One row per shape: fits, the share that passed the gate (and on the first attempt), the time
     (median, slowest), the 90% HDIs' coverage of the truth, and the parameter slowest to mix most often."""
-    return (table.group_by("shape", maintain_order=True).agg(
-        fits=pl.len(), passed_pct=(PERCENT * pl.col("passed").mean()).round(0),
+    return table.group_by("shape", maintain_order=True).agg(
+        fits=pl.len(),
+        passed_pct=(PERCENT * pl.col("passed").mean()).round(0),
         first_attempt_pct=(PERCENT * (pl.col("passed") & (pl.col("attempts") == 1)).mean()).round(0),
-        most_attempts=pl.col("attempts").max(), median_seconds=pl.col("seconds").median().round(0),
+        most_attempts=pl.col("attempts").max(),
+        median_seconds=pl.col("seconds").median().round(0),
         slowest_seconds=pl.col("seconds").max().round(0),
         covered_reliance_pct=(PERCENT * pl.col("covered_reliance").mean()).round(0),
         covered_responsiveness_pct=(PERCENT * pl.col("covered_responsiveness").mean()).round(0),
-        slowest_parameter=pl.col("ess_bulk_min_parameter").mode().first()))
+        slowest_parameter=pl.col("ess_bulk_min_parameter").mode().first(),
+    )
 
 
 def leaderboard_by_models(table: pl.DataFrame) -> pl.DataFrame:
     """One row per number of models on the leaderboard grid: shapes, seeds, fits, fits that passed the
     gate, the median and the slowest fit's seconds."""
-    return (with_leaderboard_size(table).filter(pl.col("models").is_not_null())
-            .group_by("models").agg(shapes=pl.col("shape").n_unique(), seeds=pl.col("seed").n_unique(),
-                                    fits=pl.len(), passed=pl.col("passed").sum(),
-                                    median_seconds=pl.col("seconds").median(), slowest_seconds=pl.col("seconds").max())
-            .sort("models"))
+    return (
+        with_leaderboard_size(table)
+        .filter(pl.col("models").is_not_null())
+        .group_by("models")
+        .agg(
+            shapes=pl.col("shape").n_unique(),
+            seeds=pl.col("seed").n_unique(),
+            fits=pl.len(),
+            passed=pl.col("passed").sum(),
+            median_seconds=pl.col("seconds").median(),
+            slowest_seconds=pl.col("seconds").max(),
+        )
+        .sort("models")
+    )
 
 
 # ---------------------------------------------------------------- what a fit costs
@@ -169,8 +196,9 @@ def growth(table: pl.DataFrame) -> tuple[float, float] | None:
     usable = table.filter(pl.col("min_ess") > 0)
     if usable["cells"].n_unique() < 2:
         return None
-    fitted = linregress([math.log(c) for c in usable["cells"]],
-                        [math.log(s / e) for s, e in zip(usable["seconds"], usable["min_ess"])])
+    fitted = linregress(
+        [math.log(c) for c in usable["cells"]], [math.log(s / e) for s, e in zip(usable["seconds"], usable["min_ess"])]
+    )
     return float(fitted.slope), float(fitted.stderr)
 
 
@@ -181,9 +209,15 @@ def growth(table: pl.DataFrame) -> tuple[float, float] | None:
 def frontier_coverage(frame: pl.DataFrame) -> pl.DataFrame:
     """Per metric: the true cells, the share their 90% HDIs covered (%), and the mean width (pp)."""
     cells = frame.filter(pl.col("kind") == "cell")
-    return (cells.group_by("metric").agg(pl.len().alias("cells"), (PERCENT * pl.col("covered").mean()).round(1)
-                                         .alias("covered_pct"), (pl.col("conf_high") - pl.col("conf_low")).mean()
-                                         .round(2).alias("mean_width_pp")).sort("metric"))
+    return (
+        cells.group_by("metric")
+        .agg(
+            pl.len().alias("cells"),
+            (PERCENT * pl.col("covered").mean()).round(1).alias("covered_pct"),
+            (pl.col("conf_high") - pl.col("conf_low")).mean().round(2).alias("mean_width_pp"),
+        )
+        .sort("metric")
+    )
 
 
 # ---------------------------------------------------------------- simulation-based calibration
@@ -201,37 +235,73 @@ def sbc_uniformity(ranks: pl.DataFrame, *, bins: int = 10) -> pl.DataFrame:
         edges = np.linspace(0, part["ranked_draws"][0] + 1, bins + 1)
         counts, _ = np.histogram(part["rank"].to_numpy(), bins=edges)
         test = stats.chisquare(counts)
-        rows.append((quantity, part.height, part["replicate"].n_unique(), float(test.statistic), float(test.pvalue),
-                     int(counts.min()), int(counts.max())))
-    return pl.DataFrame(rows, schema={"quantity": pl.String, "ranks": pl.Int64, "replicates": pl.Int64,
-                                      "chi2": pl.Float64, "p_value": pl.Float64, "bin_min": pl.Int64,
-                                      "bin_max": pl.Int64}, orient="row")
+        rows.append(
+            (
+                quantity,
+                part.height,
+                part["replicate"].n_unique(),
+                float(test.statistic),
+                float(test.pvalue),
+                int(counts.min()),
+                int(counts.max()),
+            )
+        )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "quantity": pl.String,
+            "ranks": pl.Int64,
+            "replicates": pl.Int64,
+            "chi2": pl.Float64,
+            "p_value": pl.Float64,
+            "bin_min": pl.Int64,
+            "bin_max": pl.Int64,
+        },
+        orient="row",
+    )
 
 
 # ---------------------------------------------------------------- intervals near 0% and 100%
 # (benchmarks/bench_intervals.py, results intervals.csv: one row per grid cell × model × metric × rule)
 
-INTERVALS_SCHEMA = {"truth": pl.Float64, "families": pl.Int64, "spread": pl.String, "samples": pl.Int64,
-                    "model": pl.String, "metric": pl.String, "value": pl.Float64, "rule": pl.String,
-                    "replicates": pl.Int64, "covered": pl.Int64, "mean_width": pl.Float64, "points": pl.Int64,
-                    "score_share": pl.Float64}
+INTERVALS_SCHEMA = {
+    "truth": pl.Float64,
+    "families": pl.Int64,
+    "spread": pl.String,
+    "samples": pl.Int64,
+    "model": pl.String,
+    "metric": pl.String,
+    "value": pl.Float64,
+    "rule": pl.String,
+    "replicates": pl.Int64,
+    "covered": pl.Int64,
+    "mean_width": pl.Float64,
+    "points": pl.Int64,
+    "score_share": pl.Float64,
+}
 
 
 def interval_coverage(frame: pl.DataFrame, by: str) -> pl.DataFrame:
     """Coverage (%) and mean width (pp) per metric × ``by`` × rule, pooled over cells, with the cells' range."""
     cell = frame.with_columns((PERCENT * pl.col("covered") / pl.col("replicates")).alias("cov"))
-    return (cell.group_by("metric", by, "rule").agg(
-        (PERCENT * pl.col("covered").sum() / pl.col("replicates").sum()).round(1).alias("coverage"),
-        pl.col("cov").min().round(1).alias("lowest_cell"), pl.col("cov").max().round(1).alias("highest_cell"),
-        ((pl.col("mean_width") * pl.col("replicates")).sum() / pl.col("replicates").sum()).round(2).alias("width"),
-        (PERCENT * pl.col("points").sum() / pl.col("replicates").sum()).round(1).alias("points_pct"))
-        .sort("metric", by, "rule"))
+    return (
+        cell.group_by("metric", by, "rule")
+        .agg(
+            (PERCENT * pl.col("covered").sum() / pl.col("replicates").sum()).round(1).alias("coverage"),
+            pl.col("cov").min().round(1).alias("lowest_cell"),
+            pl.col("cov").max().round(1).alias("highest_cell"),
+            ((pl.col("mean_width") * pl.col("replicates")).sum() / pl.col("replicates").sum()).round(2).alias("width"),
+            (PERCENT * pl.col("points").sum() / pl.col("replicates").sum()).round(1).alias("points_pct"),
+        )
+        .sort("metric", by, "rule")
+    )
 
 
 def interval_coverage_wide(summary: pl.DataFrame, by: str) -> pl.DataFrame:
     """One row per metric × ``by``; coverage [lowest–highest cell] and width per rule."""
-    out = summary.with_columns(pl.format("{} [{}–{}] w {}", "coverage", "lowest_cell", "highest_cell",
-                                         "width").alias("cell"))
+    out = summary.with_columns(
+        pl.format("{} [{}–{}] w {}", "coverage", "lowest_cell", "highest_cell", "width").alias("cell")
+    )
     return out.pivot(on="rule", index=["metric", by], values="cell").sort("metric", by)
 
 
@@ -239,42 +309,71 @@ def interval_coverage_wide(summary: pl.DataFrame, by: str) -> pl.DataFrame:
 # (benchmarks/bench_adaptive.py, results adaptive.csv: one row per data set × held-out model × budget × seed ×
 # channel; benchmarks/bench_estimate_metrics.py, results estimate_metrics.csv: the same × metric)
 
-ADAPTIVE_SCHEMA = {"data": pl.String, "held_out": pl.String, "strongest": pl.Boolean, "budget": pl.Float64,
-                   "families": pl.Int64, "seed": pl.Int64, "channel": pl.String, "truth": pl.Float64,
-                   "estimate": pl.Float64, "conf_low": pl.Float64, "conf_high": pl.Float64,
-                   "predicted_half_width": pl.Float64, "random_estimate": pl.Float64,
-                   "random_half_width": pl.Float64, "random_mse": pl.Float64, "method": pl.String}
+ADAPTIVE_SCHEMA = {
+    "data": pl.String,
+    "held_out": pl.String,
+    "strongest": pl.Boolean,
+    "budget": pl.Float64,
+    "families": pl.Int64,
+    "seed": pl.Int64,
+    "channel": pl.String,
+    "truth": pl.Float64,
+    "estimate": pl.Float64,
+    "conf_low": pl.Float64,
+    "conf_high": pl.Float64,
+    "predicted_half_width": pl.Float64,
+    "random_estimate": pl.Float64,
+    "random_half_width": pl.Float64,
+    "random_mse": pl.Float64,
+    "method": pl.String,
+}
 
 
 def adaptive_by_channel(results: pl.DataFrame) -> pl.DataFrame:
     """One row per data set × budget × channel, over held-out models and seeds: runs, mean absolute error,
     coverage (%), half-widths (realised, predicted, a random sample's), MSE ratios against a random sample
     (drawn, expected) and the predicted half-width over the realised one."""
-    return (results.with_columns(
-        error=pl.col("estimate") - pl.col("truth"), random_error=pl.col("random_estimate") - pl.col("truth"),
-        covered=(pl.col("conf_low") <= pl.col("truth")) & (pl.col("truth") <= pl.col("conf_high")),
-        half_width=(pl.col("conf_high") - pl.col("conf_low")) / 2)
+    return (
+        results.with_columns(
+            error=pl.col("estimate") - pl.col("truth"),
+            random_error=pl.col("random_estimate") - pl.col("truth"),
+            covered=(pl.col("conf_low") <= pl.col("truth")) & (pl.col("truth") <= pl.col("conf_high")),
+            half_width=(pl.col("conf_high") - pl.col("conf_low")) / 2,
+        )
         .group_by("data", "budget", "channel", maintain_order=True)
-        .agg(runs=pl.len(), mae=pl.col("error").abs().mean(), coverage=pl.col("covered").mean() * PERCENT,
-             half_width=pl.col("half_width").mean(), predicted=pl.col("predicted_half_width").mean(),
-             random_half_width=pl.col("random_half_width").mean(),
-             mse_ratio=(pl.col("error") ** 2).mean() / (pl.col("random_error") ** 2).mean(),
-             mse_ratio_expected=(pl.col("error") ** 2).mean() / pl.col("random_mse").mean())
-        .with_columns(predicted_over_realised=pl.col("predicted") / pl.col("half_width")))
+        .agg(
+            runs=pl.len(),
+            mae=pl.col("error").abs().mean(),
+            coverage=pl.col("covered").mean() * PERCENT,
+            half_width=pl.col("half_width").mean(),
+            predicted=pl.col("predicted_half_width").mean(),
+            random_half_width=pl.col("random_half_width").mean(),
+            mse_ratio=(pl.col("error") ** 2).mean() / (pl.col("random_error") ** 2).mean(),
+            mse_ratio_expected=(pl.col("error") ** 2).mean() / pl.col("random_mse").mean(),
+        )
+        .with_columns(predicted_over_realised=pl.col("predicted") / pl.col("half_width"))
+    )
 
 
 def adaptive_over_channels(results: pl.DataFrame) -> pl.DataFrame:
     """``adaptive_by_channel`` per data set and budget, over its channels: coverage (lowest, mean), MSE
     ratios, half-width against a random sample's, and the plan's predicted half-width over the realised one."""
-    return (adaptive_by_channel(results).group_by("data", "budget", maintain_order=True)
-            .agg(pl.col("runs").sum(), pl.col("coverage").min().alias("coverage_min"), pl.col("coverage").mean(),
-                 pl.col("mse_ratio").median().alias("mse_ratio_median"),
-                 pl.col("mse_ratio").max().alias("mse_ratio_max"),
-                 pl.col("mse_ratio_expected").median().alias("mse_ratio_expected_median"),
-                 pl.col("mse_ratio_expected").max().alias("mse_ratio_expected_max"),
-                 (pl.col("half_width") / pl.col("random_half_width")).mean().alias("half_width_vs_random"),
-                 pl.col("predicted_over_realised").min().alias("predicted_over_realised_min"),
-                 pl.col("predicted_over_realised").max().alias("predicted_over_realised_max")))
+    return (
+        adaptive_by_channel(results)
+        .group_by("data", "budget", maintain_order=True)
+        .agg(
+            pl.col("runs").sum(),
+            pl.col("coverage").min().alias("coverage_min"),
+            pl.col("coverage").mean(),
+            pl.col("mse_ratio").median().alias("mse_ratio_median"),
+            pl.col("mse_ratio").max().alias("mse_ratio_max"),
+            pl.col("mse_ratio_expected").median().alias("mse_ratio_expected_median"),
+            pl.col("mse_ratio_expected").max().alias("mse_ratio_expected_max"),
+            (pl.col("half_width") / pl.col("random_half_width")).mean().alias("half_width_vs_random"),
+            pl.col("predicted_over_realised").min().alias("predicted_over_realised_min"),
+            pl.col("predicted_over_realised").max().alias("predicted_over_realised_max"),
+        )
+    )
 
 
 def pooled_mse_ratio(results: pl.DataFrame, seed: int = 0) -> pl.DataFrame:
@@ -284,18 +383,26 @@ def pooled_mse_ratio(results: pl.DataFrame, seed: int = 0) -> pl.DataFrame:
     import numpy as np
     from scipy import stats
 
-    per_run = (results.with_columns(squared=(pl.col("estimate") - pl.col("truth")) ** 2)
-               .group_by("data", "budget", "held_out", "seed", maintain_order=True)
-               .agg(pl.col("squared").sum(), pl.col("random_mse").sum()))
+    per_run = (
+        results.with_columns(squared=(pl.col("estimate") - pl.col("truth")) ** 2)
+        .group_by("data", "budget", "held_out", "seed", maintain_order=True)
+        .agg(pl.col("squared").sum(), pl.col("random_mse").sum())
+    )
     rows = []
     for (name, budget), part in per_run.group_by("data", "budget", maintain_order=True):
         squared, expected = part["squared"].to_numpy(), part["random_mse"].to_numpy()
         if part.height < 2:  # one run: nothing to resample
             rows.append((name, budget, part.height, squared.sum() / expected.sum(), np.nan, np.nan))
             continue
-        interval = stats.bootstrap((squared, expected), lambda s, e, axis=-1: s.sum(axis) / e.sum(axis),
-                                   paired=True, vectorized=True, n_resamples=2000, method="percentile",
-                                   random_state=np.random.default_rng(seed)).confidence_interval
+        interval = stats.bootstrap(
+            (squared, expected),
+            lambda s, e, axis=-1: s.sum(axis) / e.sum(axis),
+            paired=True,
+            vectorized=True,
+            n_resamples=2000,
+            method="percentile",
+            random_state=np.random.default_rng(seed),
+        ).confidence_interval
         rows.append((name, budget, part.height, squared.sum() / expected.sum(), interval.low, interval.high))
     return pl.DataFrame(rows, schema=["data", "budget", "runs", "mse_ratio", "conf_low", "conf_high"], orient="row")
 
@@ -303,14 +410,21 @@ def pooled_mse_ratio(results: pl.DataFrame, seed: int = 0) -> pl.DataFrame:
 def estimate_coverage(results: pl.DataFrame) -> pl.DataFrame:
     """One row per data set × metric × budget: runs, the coverage of the full-benchmark value by the 95%
     intervals (%), the share of intervals that are a single point (%), and the mean half-width."""
-    return (results.filter(pl.col("truth").is_not_null() & pl.col("estimate").is_not_null())
-            .with_columns(covered=(pl.col("conf_low") <= pl.col("truth") + 1e-6)
-                          & (pl.col("truth") <= pl.col("conf_high") + 1e-6),
-                          half_width=(pl.col("conf_high") - pl.col("conf_low")) / 2)
-            .group_by("data", "metric", "budget", maintain_order=True)
-            .agg(runs=pl.len(), coverage=pl.col("covered").mean() * PERCENT,
-                 point=(pl.col("half_width") == 0).mean() * PERCENT, half_width=pl.col("half_width").mean())
-            .sort("data", "metric", "budget"))
+    return (
+        results.filter(pl.col("truth").is_not_null() & pl.col("estimate").is_not_null())
+        .with_columns(
+            covered=(pl.col("conf_low") <= pl.col("truth") + 1e-6) & (pl.col("truth") <= pl.col("conf_high") + 1e-6),
+            half_width=(pl.col("conf_high") - pl.col("conf_low")) / 2,
+        )
+        .group_by("data", "metric", "budget", maintain_order=True)
+        .agg(
+            runs=pl.len(),
+            coverage=pl.col("covered").mean() * PERCENT,
+            point=(pl.col("half_width") == 0).mean() * PERCENT,
+            half_width=pl.col("half_width").mean(),
+        )
+        .sort("data", "metric", "budget")
+    )
 
 
 if __name__ == "__main__":

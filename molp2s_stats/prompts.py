@@ -49,24 +49,24 @@ INTRO = (
 PROPERTY_HEADER = "Computed properties of the complete molecule:"
 INSTRUCTION = (
     "Which candidate fragment completes the molecule? Justify your choice in one or two sentences, "
-    "then give the letter of your choice alone on the last line, as \"Answer: X\"."
+    'then give the letter of your choice alone on the last line, as "Answer: X".'
 )
 # How each value kind is written: part of the template, so part of its hash.
 FORMATS = {
     "dipole_norm": "Dipole moment: {:.2f} D",
     "dipole_vector": "Dipole moment vector (principal axes of inertia, smallest moment first): "
-                     "x = {:.2f} D, y = {:.2f} D, z = {:.2f} D",
+    "x = {:.2f} D, y = {:.2f} D, z = {:.2f} D",
     "gap": "HOMO–LUMO gap: {ev:.2f} eV ({hartree:.4f} Hartree)",
     "number": "{name}: {:.4g}",
     "vector": "{name}: [{}]",
     # not "of N peaks": the count of modes would tell molecules apart without the spectrum
     "spectrum": "{name} spectrum, the {shown} strongest peaks, sorted by frequency "
-                "(frequency in cm⁻¹: {weight} relative to the strongest = 100):",
+    "(frequency in cm⁻¹: {weight} relative to the strongest = 100):",
     "spectrum_peak": "{:.0f}: {:.1f}",
     "nmr_peaks": "{nucleus} shieldings (ppm), one per distinct peak: {}",
     "nmr_counts": "{nucleus} shieldings (ppm), one per distinct peak, with {count_word} in parentheses: {}",
     "nmr_atomwise": "{nucleus} shieldings (ppm) of each scaffold {atom_word}, labelled with the index of {relation} "
-                    "in the scaffold SMILES (0-based, [*] counted): {}",
+    "in the scaffold SMILES (0-based, [*] counted): {}",
     "uvvis": "UV–Vis: the lowest {} excitations (energy in eV, oscillator strength):",
     "uvvis_state": "{:.2f} eV, f = {:.3f}",
     "shielding": "{:.2f}",
@@ -74,31 +74,67 @@ FORMATS = {
 }
 # The kind of value each known channel holds; a benchmark's own channels fall back on
 # the kind their distance implies.
-CHANNEL_KINDS = {"dipole_norm": "dipole_norm", "dipole_vector": "dipole_vector", "gap": "gap",
-                 "ir": "spectrum", "raman": "spectrum", "uvvis": "uvvis",
-                 **{f"{nucleus}_{form}": "nmr" for nucleus in ("h1", "c13")
-                    for form in ("peaks", "peaks_int", "peaks_deg", "atomwise")}}
-DISTANCE_KINDS = {"abs_diff": "number", "euclidean": "vector", "peak_overlap": "spectrum",
-                  "wasserstein": "nmr", "uvvis_l1": "uvvis"}
+CHANNEL_KINDS = {
+    "dipole_norm": "dipole_norm",
+    "dipole_vector": "dipole_vector",
+    "gap": "gap",
+    "ir": "spectrum",
+    "raman": "spectrum",
+    "uvvis": "uvvis",
+    **{
+        f"{nucleus}_{form}": "nmr"
+        for nucleus in ("h1", "c13")
+        for form in ("peaks", "peaks_int", "peaks_deg", "atomwise")
+    },
+}
+DISTANCE_KINDS = {
+    "abs_diff": "number",
+    "euclidean": "vector",
+    "peak_overlap": "spectrum",
+    "wasserstein": "nmr",
+    "uvvis_l1": "uvvis",
+}
 SPECTRUM_WEIGHTS = {"ir": "IR intensity", "raman": "Raman activity"}
-NUCLEI = {"h1": ("¹H", "hydrogen", "the atom it is bonded to", "integrals (nuclei per peak)", "{:d}H"),
-          "c13": ("¹³C", "carbon", "the carbon itself", "degeneracies (carbons per peak)", "×{:d}")}
+NUCLEI = {
+    "h1": ("¹H", "hydrogen", "the atom it is bonded to", "integrals (nuclei per peak)", "{:d}H"),
+    "c13": ("¹³C", "carbon", "the carbon itself", "degeneracies (carbons per peak)", "×{:d}"),
+}
 
 
 def _template_hash() -> str:
-    text = json.dumps({"id": TEMPLATE_ID, "system": SYSTEM, "intro": INTRO, "header": PROPERTY_HEADER,
-                       "instruction": INSTRUCTION, "formats": FORMATS, "kinds": CHANNEL_KINDS,
-                       "distance_kinds": DISTANCE_KINDS, "nuclei": NUCLEI, "weights": SPECTRUM_WEIGHTS},
-                      sort_keys=True, ensure_ascii=False)
+    text = json.dumps(
+        {
+            "id": TEMPLATE_ID,
+            "system": SYSTEM,
+            "intro": INTRO,
+            "header": PROPERTY_HEADER,
+            "instruction": INSTRUCTION,
+            "formats": FORMATS,
+            "kinds": CHANNEL_KINDS,
+            "distance_kinds": DISTANCE_KINDS,
+            "nuclei": NUCLEI,
+            "weights": SPECTRUM_WEIGHTS,
+        },
+        sort_keys=True,
+        ensure_ascii=False,
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 #: The template's id and content hash, as exports and loaded responses record it.
 TEMPLATE = f"{TEMPLATE_ID}@{_template_hash()}"
 
-PROMPT_SCHEMA = {"task_id": pl.String, "family_id": pl.String, "channel": pl.String, "condition": pl.String,
-                 "target": pl.String, "system": pl.String, "prompt": pl.String, "template": pl.String,
-                 "property_text": pl.String}
+PROMPT_SCHEMA = {
+    "task_id": pl.String,
+    "family_id": pl.String,
+    "channel": pl.String,
+    "condition": pl.String,
+    "target": pl.String,
+    "system": pl.String,
+    "prompt": pl.String,
+    "template": pl.String,
+    "property_text": pl.String,
+}
 
 
 def _kind(channel: str, distance: str | None) -> str:
@@ -113,8 +149,9 @@ def _spectrum(channel: str, name: str, value: dict, max_peaks: int) -> str:
     frequencies = np.asarray(value["frequencies"], dtype=float)
     weights = np.asarray(value["intensities"], dtype=float)
     if frequencies.size == 0 or frequencies.shape != weights.shape or not (weights > 0).any():
-        raise ValueError(f"channel {channel!r}: a spectrum needs peaks with one intensity each, "
-                         "at least one of them positive")
+        raise ValueError(
+            f"channel {channel!r}: a spectrum needs peaks with one intensity each, at least one of them positive"
+        )
     # strongest first (ties by frequency, so the order is stable), then by frequency
     keep = np.lexsort((frequencies, -weights))[:max_peaks]
     keep = keep[np.argsort(frequencies[keep], kind="stable")]
@@ -126,14 +163,14 @@ def _spectrum(channel: str, name: str, value: dict, max_peaks: int) -> str:
 
 def _nmr(channel: str, name: str, value) -> str:
     nucleus, atom_word, relation, count_word, count_format = NUCLEI.get(
-        channel.split("_")[0], (name, "nucleus", "the atom it belongs to", "counts", "×{:d}"))
+        channel.split("_")[0], (name, "nucleus", "the atom it belongs to", "counts", "×{:d}")
+    )
     if not isinstance(value, dict):
         value = {"shieldings": value}
     shieldings = [FORMATS["shielding"].format(s) for s in value["shieldings"]]
     if "atoms" in value:
         items = [f"atom {a}: {s}" for a, s in zip(value["atoms"], shieldings)]
-        return FORMATS["nmr_atomwise"].format("; ".join(items), nucleus=nucleus, atom_word=atom_word,
-                                              relation=relation)
+        return FORMATS["nmr_atomwise"].format("; ".join(items), nucleus=nucleus, atom_word=atom_word, relation=relation)
     if "counts" in value:
         items = [f"{s} ({count_format.format(int(c))})" for s, c in zip(shieldings, value["counts"])]
         return FORMATS["nmr_counts"].format(", ".join(items), nucleus=nucleus, count_word=count_word)
@@ -147,8 +184,9 @@ def _uvvis(value: dict) -> str:
     return "\n".join(lines)
 
 
-def render_property(channel: str, value, *, name: str | None = None, distance: str | None = None,
-                    max_peaks: int = DEFAULT_MAX_PEAKS) -> str:
+def render_property(
+    channel: str, value, *, name: str | None = None, distance: str | None = None, max_peaks: int = DEFAULT_MAX_PEAKS
+) -> str:
     """One single channel's value as prompt text.
 
     Parameters
@@ -194,8 +232,13 @@ def render_property(channel: str, value, *, name: str | None = None, distance: s
     return _uvvis(value)
 
 
-def property_block(components: Iterable[tuple[str, str, str | None]], values: dict[str, object], *,
-                   bundle: bool, max_peaks: int = DEFAULT_MAX_PEAKS) -> str:
+def property_block(
+    components: Iterable[tuple[str, str, str | None]],
+    values: dict[str, object],
+    *,
+    bundle: bool,
+    max_peaks: int = DEFAULT_MAX_PEAKS,
+) -> str:
     """The property text of one shown molecule: one channel, or a bundle's components under headings.
 
     ``components`` are (channel, display name, distance) in display order; ``values``
@@ -221,8 +264,13 @@ def _user_message(scaffold: str, candidates: list[tuple[str, str]], block: str |
     return "\n\n".join(parts)
 
 
-def render_prompts(tables: dict[str, pl.DataFrame], *, channels: list[str] | None = None,
-                   conditions: list[str] | None = None, max_peaks: int = DEFAULT_MAX_PEAKS) -> pl.DataFrame:
+def render_prompts(
+    tables: dict[str, pl.DataFrame],
+    *,
+    channels: list[str] | None = None,
+    conditions: list[str] | None = None,
+    max_peaks: int = DEFAULT_MAX_PEAKS,
+) -> pl.DataFrame:
     """Every task (or those of the given channels and conditions) as a system and a user message.
 
     Parameters
@@ -246,8 +294,11 @@ def render_prompts(tables: dict[str, pl.DataFrame], *, channels: list[str] | Non
         raise UsageError("max_peaks must be at least 1")
     tasks = tables["tasks"]
     if channels:
-        tasks = tasks.filter(pl.col("channel").is_in(list(channels) + ["none"])
-                             if "none" in channels else pl.col("channel").is_in(channels))
+        tasks = tasks.filter(
+            pl.col("channel").is_in(list(channels) + ["none"])
+            if "none" in channels
+            else pl.col("channel").is_in(channels)
+        )
     if conditions:
         tasks = tasks.filter(pl.col("condition").is_in(conditions))
     channel_table = tables["channels"].sort("position")
@@ -263,16 +314,18 @@ def render_prompts(tables: dict[str, pl.DataFrame], *, channels: list[str] | Non
     bundles = set(channel_table.filter(pl.col("components").is_not_null())["channel"])
 
     values: dict[tuple[str, str], dict[str, object]] = {}
-    for family_id, label, channel, value in tables["properties"].select(
-            "family_id", "label", "channel", "value").iter_rows():
+    for family_id, label, channel, value in (
+        tables["properties"].select("family_id", "label", "channel", "value").iter_rows()
+    ):
         values.setdefault((family_id, label), {})[channel] = json.loads(value) if isinstance(value, str) else value
     # a bundle shows a component only where every candidate of the task's family has it,
     # so the headings of a family's source, shuffled and cf tasks are the same
     labels = {f: g.sort("label")["label"].to_list() for (f,), g in tables["candidates"].group_by("family_id")}
     available = {f: set.intersection(*(set(values.get((f, k), {})) for k in ks)) for f, ks in labels.items()}
     scaffolds = dict(tables["families"].select("family_id", "scaffold").iter_rows())
-    listing = {f: g.sort("label").select("label", "fragment").rows()
-               for (f,), g in tables["candidates"].group_by("family_id")}
+    listing = {
+        f: g.sort("label").select("label", "fragment").rows() for (f,), g in tables["candidates"].group_by("family_id")
+    }
 
     blocks: dict[tuple, str] = {}
     rows, mismatched = [], []
@@ -297,15 +350,30 @@ def render_prompts(tables: dict[str, pl.DataFrame], *, channels: list[str] | Non
                     mismatched.append(task["task_id"])
             key = (shown, task["channel"], wanted)
             if key not in blocks:
-                blocks[key] = property_block(wanted, values.get(shown, {}), bundle=task["channel"] in bundles,
-                                             max_peaks=max_peaks)
+                blocks[key] = property_block(
+                    wanted, values.get(shown, {}), bundle=task["channel"] in bundles, max_peaks=max_peaks
+                )
             block = blocks[key]
-        rows.append((task["task_id"], family, task["channel"], task["condition"], task["target"], SYSTEM,
-                     _user_message(scaffolds[family], listing[family], block), TEMPLATE, block))
+        rows.append(
+            (
+                task["task_id"],
+                family,
+                task["channel"],
+                task["condition"],
+                task["target"],
+                SYSTEM,
+                _user_message(scaffolds[family], listing[family], block),
+                TEMPLATE,
+                block,
+            )
+        )
     if mismatched:
-        warnings.warn(f"{len(mismatched)} shuffled bundle task(s), e.g. {mismatched[0]!r}, show a family with other "
-                      "components than their own: they show the components both have, which is not the shown "
-                      "family's source text; derange bundles among families with the same channels", stacklevel=2)
+        warnings.warn(
+            f"{len(mismatched)} shuffled bundle task(s), e.g. {mismatched[0]!r}, show a family with other "
+            "components than their own: they show the components both have, which is not the shown "
+            "family's source text; derange bundles among families with the same channels",
+            stacklevel=2,
+        )
     return pl.DataFrame(rows, schema=PROMPT_SCHEMA, orient="row")
 
 
@@ -313,15 +381,22 @@ def benchmark_tables(con, task_ids: list[str] | None = None) -> dict[str, pl.Dat
     """The benchmark tables of a database, in the form ``render_prompts`` takes; with
     ``task_ids``, only those tasks and the families they ask about or show."""
     if task_ids is None:
-        return {name: con.sql(f"SELECT * FROM {name}").pl()
-                for name in ("families", "candidates", "properties", "tasks", "channels")}
+        return {
+            name: con.sql(f"SELECT * FROM {name}").pl()
+            for name in ("families", "candidates", "properties", "tasks", "channels")
+        }
     params = {"ids": task_ids}
     tasks = con.sql("SELECT * FROM tasks WHERE list_contains($ids, task_id)", params=params).pl()
     families = sorted(set(tasks["family_id"]) | set(tasks["shown_family"].drop_nulls()))
     touched = {"families": families}
-    return {"tasks": tasks, "channels": con.sql("SELECT * FROM channels").pl(),
-            **{name: con.sql(f"SELECT * FROM {name} WHERE list_contains($families, family_id)", params=touched).pl()
-               for name in ("families", "candidates", "properties")}}
+    return {
+        "tasks": tasks,
+        "channels": con.sql("SELECT * FROM channels").pl(),
+        **{
+            name: con.sql(f"SELECT * FROM {name} WHERE list_contains($families, family_id)", params=touched).pl()
+            for name in ("families", "candidates", "properties")
+        },
+    }
 
 
 # -------------------------------------------------------------------- batch files
@@ -353,7 +428,7 @@ MAX_TOKENS_RULES = {
     "answer": f"{ANSWER_TOKENS}: the short answer the prompt asks for",
     "openai_reasoning": f"{OPENAI_REASONING_TOKENS}: OpenAI counts hidden reasoning against max_completion_tokens",
     "anthropic_thinking": f"thinking budget + {ANSWER_TOKENS}: thinking counts against max_tokens, "
-                          "and the answer needs room after it",
+    "and the answer needs room after it",
 }
 
 
@@ -392,8 +467,9 @@ def request_api(fmt: str) -> str | None:
     return fmt.removesuffix("-batch") if fmt.endswith("-batch") else None
 
 
-def check_request_options(*, api: str | None, max_tokens: int | None, reasoning_effort: str | None = None,
-                          thinking_budget: int | None = None) -> int:
+def check_request_options(
+    *, api: str | None, max_tokens: int | None, reasoning_effort: str | None = None, thinking_budget: int | None = None
+) -> int:
     """Refuse what the API would refuse, before a batch is paid for; returns the token limit.
 
     ``api`` is ``openai``, ``anthropic`` or None (a table export, which writes no request
@@ -401,46 +477,76 @@ def check_request_options(*, api: str | None, max_tokens: int | None, reasoning_
     with extended thinking, which Anthropic takes only at their defaults.
     """
     # the arguments as the messages name them; a front end may name them its own way (the CLI: its flags)
-    named = {"reasoning_effort": "reasoning_effort", "thinking_budget": "thinking_budget",
-             "max_tokens": "max_tokens", "fmt": "the format"}
+    named = {
+        "reasoning_effort": "reasoning_effort",
+        "thinking_budget": "thinking_budget",
+        "max_tokens": "max_tokens",
+        "fmt": "the format",
+    }
     if api is None:
         # (max_tokens has always been let through here, unused, and scripts pass it)
-        given = [f"{{{name}}}" for name, value in (("reasoning_effort", reasoning_effort),
-                                                   ("thinking_budget", thinking_budget)) if value is not None]
+        given = [
+            f"{{{name}}}"
+            for name, value in (("reasoning_effort", reasoning_effort), ("thinking_budget", thinking_budget))
+            if value is not None
+        ]
         if given:
             verb, it = ("goes", "it") if len(given) == 1 else ("go", "them")
-            raise UsageError(f"{' and '.join(given)} {verb} into batch requests; a table export holds only the "
-                             f"prompts (use {{fmt}} openai-batch or anthropic-batch, or set {it} in the harness "
-                             "that sends the prompts)", arguments=named)
+            raise UsageError(
+                f"{' and '.join(given)} {verb} into batch requests; a table export holds only the "
+                f"prompts (use {{fmt}} openai-batch or anthropic-batch, or set {it} in the harness "
+                "that sends the prompts)",
+                arguments=named,
+            )
         return ANSWER_TOKENS
     if reasoning_effort is not None:
         if api != "openai":
-            raise UsageError("{reasoning_effort} is OpenAI's; for Anthropic's extended thinking give "
-                             "{thinking_budget} TOKENS", arguments=named)
+            raise UsageError(
+                "{reasoning_effort} is OpenAI's; for Anthropic's extended thinking give {thinking_budget} TOKENS",
+                arguments=named,
+            )
         if reasoning_effort not in REASONING_EFFORTS:
-            raise UsageError(f"{{reasoning_effort}} must be one of {', '.join(REASONING_EFFORTS)}, "
-                             f"got {reasoning_effort!r}", arguments=named)
+            raise UsageError(
+                f"{{reasoning_effort}} must be one of {', '.join(REASONING_EFFORTS)}, got {reasoning_effort!r}",
+                arguments=named,
+            )
     if thinking_budget is not None:
         if api != "anthropic":
-            raise UsageError("{thinking_budget} is Anthropic's extended thinking; for OpenAI reasoning models "
-                             "give {reasoning_effort}", arguments=named)
+            raise UsageError(
+                "{thinking_budget} is Anthropic's extended thinking; for OpenAI reasoning models "
+                "give {reasoning_effort}",
+                arguments=named,
+            )
         if thinking_budget < MIN_THINKING_BUDGET:
-            raise UsageError(f"{{thinking_budget}} must be at least {MIN_THINKING_BUDGET} tokens "
-                             f"(Anthropic's minimum), got {thinking_budget}", arguments=named)
+            raise UsageError(
+                f"{{thinking_budget}} must be at least {MIN_THINKING_BUDGET} tokens "
+                f"(Anthropic's minimum), got {thinking_budget}",
+                arguments=named,
+            )
     if max_tokens is None:
         return default_max_tokens(api=api, reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
     if max_tokens < 1:
         raise UsageError("{max_tokens} must be at least 1", arguments=named)
     if thinking_budget is not None and thinking_budget >= max_tokens:
         # the bare max_tokens below is the API's field, not the argument
-        raise UsageError(f"{{thinking_budget}} ({thinking_budget}) must be less than {{max_tokens}} ({max_tokens}): "
-                         "thinking counts against max_tokens, and the answer needs room after it "
-                         f"(leave {{max_tokens}} out for {thinking_budget + ANSWER_TOKENS})", arguments=named)
+        raise UsageError(
+            f"{{thinking_budget}} ({thinking_budget}) must be less than {{max_tokens}} ({max_tokens}): "
+            "thinking counts against max_tokens, and the answer needs room after it "
+            f"(leave {{max_tokens}} out for {thinking_budget + ANSWER_TOKENS})",
+            arguments=named,
+        )
     return max_tokens
 
 
-def batch_requests(prompts: pl.DataFrame, *, api: str, model: str, max_tokens: int | None = None,
-                   reasoning_effort: str | None = None, thinking_budget: int | None = None) -> list[dict]:
+def batch_requests(
+    prompts: pl.DataFrame,
+    *,
+    api: str,
+    model: str,
+    max_tokens: int | None = None,
+    reasoning_effort: str | None = None,
+    thinking_budget: int | None = None,
+) -> list[dict]:
     """Batch-API request lines, one per task, ``custom_id`` = task_id.
 
     ``api`` is ``openai`` (Batch API on /v1/chat/completions, ``max_completion_tokens``,
@@ -451,33 +557,48 @@ def batch_requests(prompts: pl.DataFrame, *, api: str, model: str, max_tokens: i
     refused here, by name.
     """
     if not model:
-        raise UsageError(f"{api}-batch needs {{model}}: the model the requests go to",
-                         arguments={"model": "a model"})
-    max_tokens = check_request_options(api=api, max_tokens=max_tokens, reasoning_effort=reasoning_effort,
-                                       thinking_budget=thinking_budget)
+        raise UsageError(f"{api}-batch needs {{model}}: the model the requests go to", arguments={"model": "a model"})
+    max_tokens = check_request_options(
+        api=api, max_tokens=max_tokens, reasoning_effort=reasoning_effort, thinking_budget=thinking_budget
+    )
     lines = []
     for task_id, system, prompt in prompts.select("task_id", "system", "prompt").iter_rows():
         if api == "anthropic":
             if not _ANTHROPIC_ID.fullmatch(task_id):
-                raise UsageError(f"task_id {task_id!r} cannot be an Anthropic custom_id "
-                                 "(1–64 letters, digits, '-' or '_')")
-            params = {"model": model, "max_tokens": max_tokens, "system": system,
-                      "messages": [{"role": "user", "content": prompt}]}
+                raise UsageError(
+                    f"task_id {task_id!r} cannot be an Anthropic custom_id (1–64 letters, digits, '-' or '_')"
+                )
+            params = {
+                "model": model,
+                "max_tokens": max_tokens,
+                "system": system,
+                "messages": [{"role": "user", "content": prompt}],
+            }
             if thinking_budget is not None:
                 params["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget}
             lines.append({"custom_id": task_id, "params": params})
         else:
-            body = {"model": model, "max_completion_tokens": max_tokens,
-                    "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}]}
+            body = {
+                "model": model,
+                "max_completion_tokens": max_tokens,
+                "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+            }
             if reasoning_effort is not None:
                 body["reasoning_effort"] = reasoning_effort
             lines.append({"custom_id": task_id, "method": "POST", "url": "/v1/chat/completions", "body": body})
     return lines
 
 
-def write_prompts(prompts: pl.DataFrame, out, *, fmt: str = "jsonl", model: str | None = None,
-                  max_tokens: int | None = None, reasoning_effort: str | None = None,
-                  thinking_budget: int | None = None) -> dict | None:
+def write_prompts(
+    prompts: pl.DataFrame,
+    out,
+    *,
+    fmt: str = "jsonl",
+    model: str | None = None,
+    max_tokens: int | None = None,
+    reasoning_effort: str | None = None,
+    thinking_budget: int | None = None,
+) -> dict | None:
     """Write rendered prompts as a table (jsonl, csv, parquet) or as a batch-API request file.
 
     Tables have one row per task: ``task_id, system, prompt, channel, condition, template``.
@@ -491,27 +612,46 @@ def write_prompts(prompts: pl.DataFrame, out, *, fmt: str = "jsonl", model: str 
     out = Path(out)
     api = request_api(fmt)
     if api is not None:
-        lines = batch_requests(prompts, api=api, model=model or "", max_tokens=max_tokens,
-                               reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
+        lines = batch_requests(
+            prompts,
+            api=api,
+            model=model or "",
+            max_tokens=max_tokens,
+            reasoning_effort=reasoning_effort,
+            thinking_budget=thinking_budget,
+        )
         from .output import replacing
 
         with replacing(out) as partial:  # an interrupted export leaves an earlier request file whole
-            partial.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines),
-                               encoding="utf-8")
+            partial.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
         # the limit the lines were written with, from the same rule (an empty export has no first line to read)
-        limit = max_tokens if max_tokens is not None else default_max_tokens(
-            api=api, reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
-        manifest = {"format": fmt, "template": TEMPLATE, "model": model, "max_tokens": limit,
-                    "max_tokens_default": (MAX_TOKENS_RULES[max_tokens_rule(
-                        api=api, reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)]
-                        if max_tokens is None else None),
-                    "reasoning_effort": reasoning_effort, "thinking_budget": thinking_budget,
-                    "tasks": len(lines)}
+        limit = (
+            max_tokens
+            if max_tokens is not None
+            else default_max_tokens(api=api, reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
+        )
+        manifest = {
+            "format": fmt,
+            "template": TEMPLATE,
+            "model": model,
+            "max_tokens": limit,
+            "max_tokens_default": (
+                MAX_TOKENS_RULES[
+                    max_tokens_rule(api=api, reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
+                ]
+                if max_tokens is None
+                else None
+            ),
+            "reasoning_effort": reasoning_effort,
+            "thinking_budget": thinking_budget,
+            "tasks": len(lines),
+        }
         with replacing(Path(f"{out}.manifest.json")) as partial:
             partial.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
         return manifest
-    check_request_options(api=None, max_tokens=max_tokens, reasoning_effort=reasoning_effort,
-                          thinking_budget=thinking_budget)
+    check_request_options(
+        api=None, max_tokens=max_tokens, reasoning_effort=reasoning_effort, thinking_budget=thinking_budget
+    )
     table = prompts.select("task_id", "system", "prompt", "channel", "condition", "template")
     if fmt == "jsonl":
         table.write_ndjson(out)

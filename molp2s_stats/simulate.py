@@ -62,12 +62,18 @@ class SimulatedModel:
 # spectra, one on electronic properties, one ignores properties, one follows any
 # property it is shown, and so on. Every name says it is simulated.
 DEFAULT_MODELS = (
-    SimulatedModel("sim-vibrational-expert", 0.0,
-                   {"ir": 1.6, "raman": 1.4, "vibrational_bundle": 1.8, "all": 1.6, "*": 0.3},
-                   {"ir": 0.6, "raman": 0.55, "vibrational_bundle": 0.65, "all": 0.6, "*": 0.15}),
-    SimulatedModel("sim-electronic-expert", 0.1,
-                   {"dipole_norm": 1.4, "dipole_vector": 1.2, "gap": 1.0, "all": 1.2, "*": 0.2},
-                   {"dipole_norm": 0.5, "dipole_vector": 0.45, "gap": 0.4, "all": 0.45, "*": 0.1}),
+    SimulatedModel(
+        "sim-vibrational-expert",
+        0.0,
+        {"ir": 1.6, "raman": 1.4, "vibrational_bundle": 1.8, "all": 1.6, "*": 0.3},
+        {"ir": 0.6, "raman": 0.55, "vibrational_bundle": 0.65, "all": 0.6, "*": 0.15},
+    ),
+    SimulatedModel(
+        "sim-electronic-expert",
+        0.1,
+        {"dipole_norm": 1.4, "dipole_vector": 1.2, "gap": 1.0, "all": 1.2, "*": 0.2},
+        {"dipole_norm": 0.5, "dipole_vector": 0.45, "gap": 0.4, "all": 0.45, "*": 0.1},
+    ),
     SimulatedModel("sim-generalist", 0.3, {"*": 0.8}, {"*": 0.35}),
     SimulatedModel("sim-structure-only", 0.9, {"*": 0.0}, {"*": 0.03}, cites=0.1),
     SimulatedModel("sim-responsive", -0.2, {"*": 0.5}, {"*": 0.75}, cites=0.8),
@@ -75,18 +81,48 @@ DEFAULT_MODELS = (
     SimulatedModel("sim-noisy", 0.2, {"*": 0.6}, {"*": 0.3}, invalid=0.15, raw_text_share=0.6),
     # The paper's NMR finding as known truth: more reliance on ¹H than on ¹³C, yet less
     # responsiveness to ¹H when it is replaced by a counterfactual candidate's.
-    SimulatedModel("sim-nmr-expert", 0.0,
-                   {"h1_peaks": 1.5, "h1_peaks_int": 1.6, "h1_atomwise": 1.4, "c13_peaks": 0.8, "c13_peaks_deg": 0.9,
-                    "c13_atomwise": 0.7, "nmr_bundle": 1.6, "all": 1.2, "*": 0.2},
-                   {"h1_peaks": 0.2, "h1_peaks_int": 0.25, "h1_atomwise": 0.2, "c13_peaks": 0.5,
-                    "c13_peaks_deg": 0.55, "c13_atomwise": 0.45, "nmr_bundle": 0.4, "all": 0.35, "*": 0.1},
-                   cites=0.6),
+    SimulatedModel(
+        "sim-nmr-expert",
+        0.0,
+        {
+            "h1_peaks": 1.5,
+            "h1_peaks_int": 1.6,
+            "h1_atomwise": 1.4,
+            "c13_peaks": 0.8,
+            "c13_peaks_deg": 0.9,
+            "c13_atomwise": 0.7,
+            "nmr_bundle": 1.6,
+            "all": 1.2,
+            "*": 0.2,
+        },
+        {
+            "h1_peaks": 0.2,
+            "h1_peaks_int": 0.25,
+            "h1_atomwise": 0.2,
+            "c13_peaks": 0.5,
+            "c13_peaks_deg": 0.55,
+            "c13_atomwise": 0.45,
+            "nmr_bundle": 0.4,
+            "all": 0.35,
+            "*": 0.1,
+        },
+        cites=0.6,
+    ),
 )
 # What a justification calls the shown quantity (the prompt's own words), per kind of channel.
-QUANTITY_NAMES = {"dipole_norm": "dipole moment", "dipole_vector": "dipole vector", "gap": "HOMO–LUMO gap",
-                  "uvvis": "UV–Vis excitations", "ir": "IR spectrum", "raman": "Raman spectrum",
-                  "h1": "¹H shieldings", "c13": "¹³C shieldings", "vibrational_bundle": "IR and Raman spectra",
-                  "nmr_bundle": "NMR shieldings", "all": "dipole moment and spectra"}
+QUANTITY_NAMES = {
+    "dipole_norm": "dipole moment",
+    "dipole_vector": "dipole vector",
+    "gap": "HOMO–LUMO gap",
+    "uvvis": "UV–Vis excitations",
+    "ir": "IR spectrum",
+    "raman": "Raman spectrum",
+    "h1": "¹H shieldings",
+    "c13": "¹³C shieldings",
+    "vibrational_bundle": "IR and Raman spectra",
+    "nmr_bundle": "NMR shieldings",
+    "all": "dipole moment and spectra",
+}
 
 
 def justification(channel: str, cites: bool) -> str:
@@ -97,8 +133,12 @@ def justification(channel: str, cites: bool) -> str:
     return f"This fragment fits the shown {name} best."
 
 
-INVALID_TEXTS = ("I cannot tell from the information given.", "Answer: `C1CC(`", "Either (A) or (B), hard to say.",
-                 "The properties do not match any option.")
+INVALID_TEXTS = (
+    "I cannot tell from the information given.",
+    "Answer: `C1CC(`",
+    "Either (A) or (B), hard to say.",
+    "The properties do not match any option.",
+)
 
 
 def answer_text(label: str | None, fragment: str | None, molecule: str | None, rng: np.random.Generator) -> str:
@@ -108,9 +148,16 @@ def answer_text(label: str | None, fragment: str | None, molecule: str | None, r
     if label is None:
         return str(rng.choice(INVALID_TEXTS))
     spelled = fragment.replace("[*]", str(rng.choice(["*", "[*]", "[1*]", "[*:1]"])))
-    styles = (f"Answer: {label}", f"The answer is ({label}).", f"**{label}**", label, f"\\boxed{{{label}}}",
-              f"Answer: `{spelled}`", f"The missing piece is `{spelled}`, so the final answer is {label}.",
-              f"The completed molecule is `{molecule}`.")
+    styles = (
+        f"Answer: {label}",
+        f"The answer is ({label}).",
+        f"**{label}**",
+        label,
+        f"\\boxed{{{label}}}",
+        f"Answer: `{spelled}`",
+        f"The missing piece is `{spelled}`, so the final answer is {label}.",
+        f"The completed molecule is `{molecule}`.",
+    )
     return styles[int(rng.integers(len(styles)))]
 
 
@@ -138,8 +185,9 @@ def task_design(tables: dict[str, pl.DataFrame]) -> Design:
     family_ids = families["family_id"].to_list()
     position = {f: i for i, f in enumerate(family_ids)}
     candidates: list[list[tuple[str, str, str]]] = [[] for _ in family_ids]
-    for f, label, fragment, molecule in (tables["candidates"].sort("family_id", "label")
-                                         .select("family_id", "label", "fragment", "molecule").iter_rows()):
+    for f, label, fragment, molecule in (
+        tables["candidates"].sort("family_id", "label").select("family_id", "label", "fragment", "molecule").iter_rows()
+    ):
         candidates[position[f]].append((label, fragment, molecule))
     label_index = [{c[0]: j for j, c in enumerate(members)} for members in candidates]
     source_label = families["source"].to_list()
@@ -168,8 +216,14 @@ class Answers:
     cites: np.ndarray  # the text's justification names the shown quantity
 
 
-def draw_answers(design: Design, model: SimulatedModel, difficulty: np.ndarray, samples: int | np.ndarray,
-                 rng: np.random.Generator, text_rng: np.random.Generator) -> Answers:
+def draw_answers(
+    design: Design,
+    model: SimulatedModel,
+    difficulty: np.ndarray,
+    samples: int | np.ndarray,
+    rng: np.random.Generator,
+    text_rng: np.random.Generator,
+) -> Answers:
     """The generative model above, for every task and sample at once.
 
     ``difficulty`` has one d_f per family of the design; ``samples`` is the number of
@@ -180,8 +234,10 @@ def draw_answers(design: Design, model: SimulatedModel, difficulty: np.ndarray, 
     task = np.repeat(np.arange(design.family.size), counts)
     sample = np.arange(task.size) - np.repeat(np.cumsum(counts) - counts, counts)
     is_cf = design.conditions == "cf"
-    per_channel = {c: (model.for_channel(model.reliance, c), model.for_channel(model.responsiveness, c))
-                   for c in np.unique(design.channels)}
+    per_channel = {
+        c: (model.for_channel(model.reliance, c), model.for_channel(model.responsiveness, c))
+        for c in np.unique(design.channels)
+    }
     reliance = np.array([per_channel[c][0] for c in design.channels])
     responsiveness = np.array([per_channel[c][1] for c in design.channels])
     lift = np.where(design.conditions == "source", reliance, 0.0)
@@ -208,8 +264,10 @@ def answer_frame(name: str, design: Design, answers: Answers, rng: np.random.Gen
     families = design.family[answers.task]
     labels = [[c[0] for c in members] for members in design.candidates]
     # a text answer carries its choice only in the text, for the parser to find
-    choice = [labels[f][c] if c >= 0 and not text else None
-              for f, c, text in zip(families.tolist(), answers.choice.tolist(), answers.as_text.tolist())]
+    choice = [
+        labels[f][c] if c >= 0 and not text else None
+        for f, c, text in zip(families.tolist(), answers.choice.tolist(), answers.as_text.tolist())
+    ]
     response: list[str | None] = [None] * answers.task.size
     for i in np.flatnonzero(answers.as_text).tolist():
         f, c, t = int(families[i]), int(answers.choice[i]), int(answers.task[i])
@@ -217,19 +275,33 @@ def answer_frame(name: str, design: Design, answers: Answers, rng: np.random.Gen
         if c >= 0 and design.conditions[t] != "none":
             text = f"{justification(str(design.channels[t]), bool(answers.cites[i]))}\n{text}"
         response[i] = text
-    return pl.DataFrame({
-        "model": [name] * answers.task.size,
-        "task_id": pl.Series(design.task_ids).gather(answers.task),
-        "sample": answers.sample,
-        "response": pl.Series(response, dtype=pl.String),
-        "choice": pl.Series(choice, dtype=pl.String),
-        "latency_s": rng.gamma(2.0, 1.5, answers.task.size).round(2),
-    }, schema={"model": pl.String, "task_id": pl.String, "sample": pl.Int64, "response": pl.String,
-               "choice": pl.String, "latency_s": pl.Float64})
+    return pl.DataFrame(
+        {
+            "model": [name] * answers.task.size,
+            "task_id": pl.Series(design.task_ids).gather(answers.task),
+            "sample": answers.sample,
+            "response": pl.Series(response, dtype=pl.String),
+            "choice": pl.Series(choice, dtype=pl.String),
+            "latency_s": rng.gamma(2.0, 1.5, answers.task.size).round(2),
+        },
+        schema={
+            "model": pl.String,
+            "task_id": pl.String,
+            "sample": pl.Int64,
+            "response": pl.String,
+            "choice": pl.String,
+            "latency_s": pl.Float64,
+        },
+    )
 
 
-def simulate(tables: dict[str, pl.DataFrame], *, models: tuple[SimulatedModel, ...] = DEFAULT_MODELS,
-             seed: int = DEFAULT_SEED, samples: int = 1) -> tuple[dict[str, pl.DataFrame], pl.DataFrame]:
+def simulate(
+    tables: dict[str, pl.DataFrame],
+    *,
+    models: tuple[SimulatedModel, ...] = DEFAULT_MODELS,
+    seed: int = DEFAULT_SEED,
+    samples: int = 1,
+) -> tuple[dict[str, pl.DataFrame], pl.DataFrame]:
     """Responses per model and the truth they were drawn from.
 
     Parameters
@@ -282,14 +354,20 @@ def _truth(model: SimulatedModel, tables: dict[str, pl.DataFrame], difficulty: d
             (model.name, channel, "acc_shuffled", valid * p_shuffled.mean()),
             (model.name, channel, "reliance", valid * (p_source - p_shuffled).mean()),
             # cf_accuracy weighs every (family, counterfactual) pair alike: K_f − 1 per family
-            (model.name, channel, "responsiveness",
-             valid * float(np.average(p_cf, weights=n_candidates - 1))),
+            (model.name, channel, "responsiveness", valid * float(np.average(p_cf, weights=n_candidates - 1))),
         ]
     return rows
 
 
-def write(responses: dict[str, pl.DataFrame], truth: pl.DataFrame, out: Path, *, models: tuple[SimulatedModel, ...],
-          seed: int, samples: int) -> list[Path]:
+def write(
+    responses: dict[str, pl.DataFrame],
+    truth: pl.DataFrame,
+    out: Path,
+    *,
+    models: tuple[SimulatedModel, ...],
+    seed: int,
+    samples: int,
+) -> list[Path]:
     """One Parquet file per model in ``out``; the truth and the parameters in ``out/simulation/``.
 
     The subfolder keeps ``molp2s load --responses out/*.parquet`` to response files only.
@@ -301,8 +379,13 @@ def write(responses: dict[str, pl.DataFrame], truth: pl.DataFrame, out: Path, *,
         frame.write_parquet(path, compression="zstd", statistics=False)
         paths.append(path)
     truth.write_parquet(out / "simulation" / "truth.parquet", compression="zstd", statistics=False)
-    params = {"generative_model": __doc__, "seed": seed, "samples": samples, "family_sd": FAMILY_SD,
-              "models": [asdict(m) for m in models]}
+    params = {
+        "generative_model": __doc__,
+        "seed": seed,
+        "samples": samples,
+        "family_sd": FAMILY_SD,
+        "models": [asdict(m) for m in models],
+    }
     (out / "simulation" / "simulation.json").write_text(json.dumps(params, indent=2) + "\n", encoding="utf-8")
     return paths
 
@@ -336,12 +419,14 @@ def synthetic_benchmark(*, families: int, channels: tuple[str, ...]) -> dict[str
             tasks.append((f"{f}-{channel}-sh", f, channel, "shuffled", "A", ids[(i + 1) % families], "A"))
             for k in "BCD":
                 tasks.append((f"{f}-{channel}-cf-{k}", f, channel, "cf", k, f, k))
-    task_schema = {c: pl.String for c in ("task_id", "family_id", "channel", "condition", "target",
-                                          "shown_family", "shown_label")}
+    task_schema = {
+        c: pl.String for c in ("task_id", "family_id", "channel", "condition", "target", "shown_family", "shown_label")
+    }
     return {
         "families": pl.DataFrame(fams, schema=["family_id", "scaffold", "source"], orient="row"),
         "candidates": pl.DataFrame(cands, schema=["family_id", "label", "fragment", "molecule"], orient="row"),
-        "properties": pl.DataFrame([(ids[0], "A", channels[0], "1.0")],
-                                   schema=["family_id", "label", "channel", "value"], orient="row"),
+        "properties": pl.DataFrame(
+            [(ids[0], "A", channels[0], "1.0")], schema=["family_id", "label", "channel", "value"], orient="row"
+        ),
         "tasks": pl.DataFrame(tasks, schema=task_schema, orient="row"),
     }

@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import duckdb
 
@@ -73,18 +73,28 @@ class StoreError(RuntimeError):
 # What DuckDB says when a database file cannot be used, and what a user can do about it. A failure of
 # the store is one line naming the file, never a traceback (the CLI's command wrapper asks this).
 FAILURES = (
-    (("checksum", "corrupt", "could not read enough bytes"), "the database file is damaged or truncated ({error}); rebuild it: `molp2s load` the benchmark "
-                              "and the response files again into a new file (`molp2s sql \"SELECT path, sha256 FROM "
-                              "response_files\"` on a copy that still opens lists them)"),
-    (("no space left", "file too large", "disk is full", "could not write"),
-     "the disk is full or the file is over its size limit ({error}); nothing was written: free space and run the "
-     "same command again"),
-    (("permission denied",), "permission denied ({error}): the file or its folder is not writable by you; use "
-                             "a file you can write, or a read-only command"),
+    (
+        ("checksum", "corrupt", "could not read enough bytes"),
+        "the database file is damaged or truncated ({error}); rebuild it: `molp2s load` the benchmark "
+        'and the response files again into a new file (`molp2s sql "SELECT path, sha256 FROM '
+        'response_files"` on a copy that still opens lists them)',
+    ),
+    (
+        ("no space left", "file too large", "disk is full", "could not write"),
+        "the disk is full or the file is over its size limit ({error}); nothing was written: free space and run the "
+        "same command again",
+    ),
+    (
+        ("permission denied",),
+        "permission denied ({error}): the file or its folder is not writable by you; use "
+        "a file you can write, or a read-only command",
+    ),
     (("not a valid duckdb database",), "not a DuckDB database file ({error})"),
-    (("newer version", "version number", "storage version"),
-     "the database was written by another DuckDB version ({error}); rebuild it with this version "
-     "(`molp2s load` the benchmark and responses into a new file)"),
+    (
+        ("newer version", "version number", "storage version"),
+        "the database was written by another DuckDB version ({error}); rebuild it with this version "
+        "(`molp2s load` the benchmark and responses into a new file)",
+    ),
 )
 
 
@@ -110,8 +120,10 @@ def missing_database(path: object, *, instead: str | None = None) -> str:
     where that one is here."""
     from .defaults import default_data_options
 
-    line = (f"{path}: no such database; build it from the default data with "
-            f"`molp2s load {default_data_options()}{_db_option(path)}`")
+    line = (
+        f"{path}: no such database; build it from the default data with "
+        f"`molp2s load {default_data_options()}{_db_option(path)}`"
+    )
     if instead:
         line += f", or {instead}"
     elif str(path) != DEFAULT_DB and Path(DEFAULT_DB).exists():
@@ -158,8 +170,9 @@ def connect(path: str | os.PathLike[str], *, read_only: bool = False, wait: floa
                 time.sleep(0.2)
                 continue
             if locked:
-                raise StoreError(f"{path}: another process has the database open (waited {wait:g} s; "
-                                 f"try again when it has finished)") from exc
+                raise StoreError(
+                    f"{path}: another process has the database open (waited {wait:g} s; try again when it has finished)"
+                ) from exc
             raise StoreError(explain_failure(exc, path) or f"{path}: cannot open the database ({exc})") from exc
         except duckdb.Error as exc:  # a damaged file can fail to open with other errors than IOException
             raise StoreError(explain_failure(exc, path) or f"{path}: cannot open the database ({exc})") from exc
@@ -194,9 +207,11 @@ def _require_current(con: duckdb.DuckDBPyConnection, path: str) -> None:
     missing = _missing_objects(con)
     if missing:
         source = loaded[0][0] if loaded else "DIR"
-        raise StoreError(f"{path}: written by an earlier version of molp2s-stats (it lacks {', '.join(missing[:3])}"
-                         f"{', …' if len(missing) > 3 else ''}); update it with "
-                         f"`molp2s load --db {path} --benchmark {source}`")
+        raise StoreError(
+            f"{path}: written by an earlier version of molp2s-stats (it lacks {', '.join(missing[:3])}"
+            f"{', …' if len(missing) > 3 else ''}); update it with "
+            f"`molp2s load --db {path} --benchmark {source}`"
+        )
 
 
 @contextmanager
@@ -244,8 +259,10 @@ def require_responses(con: duckdb.DuckDBPyConnection, path: str) -> None:
     loaded = [Path(row[0]) for row in con.execute("SELECT path FROM benchmark").fetchall()]
     default = any(p.resolve() == DEFAULT_BENCHMARK.resolve() for p in loaded if p.exists())
     files = shown_path(DEFAULT_RESPONSES) if default else "FILE ..."
-    raise StoreError(f"{path}: a benchmark but no responses loaded; load them with "
-                     f"`molp2s load --responses {files}{_db_option(path)}`")
+    raise StoreError(
+        f"{path}: a benchmark but no responses loaded; load them with "
+        f"`molp2s load --responses {files}{_db_option(path)}`"
+    )
 
 
 def read_mart(con: duckdb.DuckDBPyConnection, name: str) -> pl.DataFrame:

@@ -15,7 +15,6 @@ from .convergence import usable_cores
 from .density import Compiled
 from .sampler import CHECK_GROWTH, MIN_DRAWS, STOP_MARGIN, ess_growth
 
-
 # The cost estimate made before sampling (estimate_cost): a fixed START_SECONDS (starting the
 # sampler's threads, turning the trace into InferenceData) plus warm-up and draws per chain times
 # STEP_COST_PER_DRAW leapfrog steps' worth of wall time a draw, a step timed just before sampling
@@ -49,9 +48,11 @@ class CostEstimate:
         return START_SECONDS + steps * per_draw * -(-chains // self.chains)
 
     def line(self, budget: float) -> str:
-        return (f"{self.cells:,} binomial cells, {self.parameters:,} parameters; a leapfrog step takes "
-                f"{self.step_ms:.2f} ms here with {self.chains} chains at once, so {self.chains} chains × "
-                f"{self.steps:,} draws should take about {_duration(self.seconds)} (budget {_duration(budget)})")
+        return (
+            f"{self.cells:,} binomial cells, {self.parameters:,} parameters; a leapfrog step takes "
+            f"{self.step_ms:.2f} ms here with {self.chains} chains at once, so {self.chains} chains × "
+            f"{self.steps:,} draws should take about {_duration(self.seconds)} (budget {_duration(budget)})"
+        )
 
 
 def _duration(seconds: float) -> str:
@@ -66,8 +67,14 @@ def estimate_cost(compiled: Compiled, *, chains: int, tune: int, draws: int, cel
     # draw is Python, one thread at a time per core
     per_draw = STEP_COST_PER_DRAW * step + compiled.expand_seconds() * chains / parallel
     seconds = START_SECONDS + (tune + draws) * per_draw
-    return CostEstimate(cells=cells, parameters=compiled.model.ndim, step_ms=step * 1000, chains=chains,
-                        steps=tune + draws, seconds=seconds)
+    return CostEstimate(
+        cells=cells,
+        parameters=compiled.model.ndim,
+        step_ms=step * 1000,
+        chains=chains,
+        steps=tune + draws,
+        seconds=seconds,
+    )
 
 
 def default_budget(estimate: CostEstimate | None) -> float:
@@ -111,12 +118,24 @@ def attempt_quality(row: dict) -> tuple:
     one that missed had more effective draws), then no divergences, the smallest ESS, and R-hat."""
     ess = min(row["ess_bulk_min"], row["ess_tail_min"])
     r_hat = row["r_hat_max"]
-    return (bool(row["passed"]), row["divergences"] == 0, ess if ess == ess else -1.0,
-            -r_hat if r_hat == r_hat else -9.0)
+    return (
+        bool(row["passed"]),
+        row["divergences"] == 0,
+        ess if ess == ess else -1.0,
+        -r_hat if r_hat == r_hat else -9.0,
+    )
 
 
-def next_attempt(row: dict, settings: dict, *, chains_kept: int, diverged: int, previous: str = "first run",
-                 first_chains: int = DEFAULT_CHAINS, sampler: str = "nutpie") -> tuple[str, dict, bool] | None:
+def next_attempt(
+    row: dict,
+    settings: dict,
+    *,
+    chains_kept: int,
+    diverged: int,
+    previous: str = "first run",
+    first_chains: int = DEFAULT_CHAINS,
+    sampler: str = "nutpie",
+) -> tuple[str, dict, bool] | None:
     """What to do after an attempt that missed the gate: (action, settings, pool the draws?), or None.
 
     Divergences mean the step size is too large for some region of the posterior: the
@@ -134,9 +153,16 @@ def next_attempt(row: dict, settings: dict, *, chains_kept: int, diverged: int, 
     if diverged:
         higher = [t for t in TARGET_ACCEPTS if t > settings["target_accept"]]
         if higher:
-            return (f"divergences: target acceptance {higher[0]}",
-                    {**settings, "target_accept": higher[0], "tune": max(settings["tune"], RETRY_TUNE[higher[0]]),
-                     "chains": first_chains}, False)
+            return (
+                f"divergences: target acceptance {higher[0]}",
+                {
+                    **settings,
+                    "target_accept": higher[0],
+                    "tune": max(settings["tune"], RETRY_TUNE[higher[0]]),
+                    "chains": first_chains,
+                },
+                False,
+            )
         if not settings["low_rank"] and sampler == "nutpie":  # PyMC's NUTS has no low-rank mass matrix here
             return "divergences: low-rank mass matrix", {**settings, "low_rank": True, "chains": first_chains}, False
         return None
@@ -144,14 +170,20 @@ def next_attempt(row: dict, settings: dict, *, chains_kept: int, diverged: int, 
     growth = ess_growth(row, ESS_MARGIN, otherwise=MAX_GROWTH)
     r_hat_only = row["r_hat_max"] > health.R_HAT_MAX and growth <= 1.0
     if r_hat_only and previous.startswith("more chains") and "R-hat" in previous:
-        return ("R-hat still high: longer chains",
-                {**settings, "tune": 2 * settings["tune"], "draws": 2 * settings["draws"], "chains": first_chains}, False)
+        return (
+            "R-hat still high: longer chains",
+            {**settings, "tune": 2 * settings["tune"], "draws": 2 * settings["draws"], "chains": first_chains},
+            False,
+        )
     if growth > 1.0 and ess / chains_kept < MIN_ESS_PER_CHAIN:
         # a chain this short has too few effective draws for R-hat to settle, however many are pooled
         # as many draws in all as the pooled chains had, times the growth the ESS asks for
         draws = int(np.ceil(settings["draws"] * chains_kept / first_chains * min(max(growth, 2.0), MAX_GROWTH)))
-        return (f"longer chains: ESS {ess:.0f} over {chains_kept} chains",
-                {**settings, "draws": draws, "tune": max(settings["tune"], DEFAULT_TUNE), "chains": first_chains}, False)
+        return (
+            f"longer chains: ESS {ess:.0f} over {chains_kept} chains",
+            {**settings, "draws": draws, "tune": max(settings["tune"], DEFAULT_TUNE), "chains": first_chains},
+            False,
+        )
     if row["r_hat_max"] > health.R_HAT_MAX:
         growth = max(growth, 2.0)
     growth = min(max(growth, 1.0), MAX_GROWTH)
@@ -169,9 +201,11 @@ def warm_start_note(idata: az.InferenceData, saved: az.InferenceData) -> str:
     if "step_ms" not in before or "seconds" not in before:
         return f"warm start: the fit took {took:.0f} s (the saved fit records no timing to compare with)"
     cold = float(before["seconds"]) * float(attrs["step_ms"]) / float(before["step_ms"])
-    return (f"warm start: the fit took {took:.0f} s; a cold fit of this leaderboard would take about {cold:.0f} s "
-            f"(the saved fit's {float(before['seconds']):.0f} s, scaled by the cost of a gradient), "
-            f"so about {cold - took:.0f} s saved")
+    return (
+        f"warm start: the fit took {took:.0f} s; a cold fit of this leaderboard would take about {cold:.0f} s "
+        f"(the saved fit's {float(before['seconds']):.0f} s, scaled by the cost of a gradient), "
+        f"so about {cold - took:.0f} s saved"
+    )
 
 
 def next_attempt_note(idata: az.InferenceData) -> str | None:
@@ -180,6 +214,8 @@ def next_attempt_note(idata: az.InferenceData) -> str | None:
     if not recorded:
         return None
     skipped = json.loads(recorded)
-    return (f"The next attempt ({skipped['action']}) would have taken about {skipped['seconds']:.0f} s, "
-            f"past the budget of {float(idata.posterior.attrs['budget']):.0f} s: run again with "
-            f"--budget {int(np.ceil(skipped['budget'] * 1.2 / 60) * 60)} to let it.")
+    return (
+        f"The next attempt ({skipped['action']}) would have taken about {skipped['seconds']:.0f} s, "
+        f"past the budget of {float(idata.posterior.attrs['budget']):.0f} s: run again with "
+        f"--budget {int(np.ceil(skipped['budget'] * 1.2 / 60) * 60)} to let it."
+    )

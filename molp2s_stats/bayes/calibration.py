@@ -25,25 +25,51 @@ from . import health, posterior, predictive
 from .data import MODELLED_CONDITIONS, ModelData, index
 
 RANKED_DRAWS = 99  # ranks 0 … 99: 100 values, 10 bins of 10
-RANK_SCHEMA = {"replicate": pl.Int64, "quantity": pl.String, "model": pl.String, "channel": pl.String,
-               "rank": pl.Int64, "ranked_draws": pl.Int64, "passed": pl.Boolean, "attempts": pl.Int64,
-               "seconds": pl.Float64, "seed": pl.Int64}
+RANK_SCHEMA = {
+    "replicate": pl.Int64,
+    "quantity": pl.String,
+    "model": pl.String,
+    "channel": pl.String,
+    "rank": pl.Int64,
+    "ranked_draws": pl.Int64,
+    "passed": pl.Boolean,
+    "attempts": pl.Int64,
+    "seconds": pl.Float64,
+    "seed": pl.Int64,
+}
 
 
 def data_with_successes(cells: predictive.Cells, successes: np.ndarray, p0_successes: np.ndarray) -> ModelData:
     """The model's data for the cells of ``cells`` with these successes (same trials and cohort)."""
-    frame = pl.DataFrame({
-        "model": np.array(cells.models)[cells.model], "channel": np.array(cells.channels)[cells.channel],
-        "condition": np.array(MODELLED_CONDITIONS)[cells.condition], "family_id": np.array(cells.families)[cells.family],
-        "successes": successes.astype(np.int64), "trials": cells.trials.astype(np.int64)})
-    p0 = pl.DataFrame({"model": np.array(cells.models)[cells.p0_model],
-                       "family_id": np.array(cells.families)[cells.p0_family],
-                       "successes": p0_successes.astype(np.int64), "trials": cells.p0_trials.astype(np.int64)})
+    frame = pl.DataFrame(
+        {
+            "model": np.array(cells.models)[cells.model],
+            "channel": np.array(cells.channels)[cells.channel],
+            "condition": np.array(MODELLED_CONDITIONS)[cells.condition],
+            "family_id": np.array(cells.families)[cells.family],
+            "successes": successes.astype(np.int64),
+            "trials": cells.trials.astype(np.int64),
+        }
+    )
+    p0 = pl.DataFrame(
+        {
+            "model": np.array(cells.models)[cells.p0_model],
+            "family_id": np.array(cells.families)[cells.p0_family],
+            "successes": p0_successes.astype(np.int64),
+            "trials": cells.p0_trials.astype(np.int64),
+        }
+    )
     return index(frame, p0, n_candidates=cells.n_candidates)
 
 
-def _quantity_draws(cell: np.ndarray, family_sd: np.ndarray, family_z: np.ndarray, family_channel_sd: np.ndarray,
-                    family_channel_z: np.ndarray, data: ModelData) -> dict[tuple[str, str, str], np.ndarray]:
+def _quantity_draws(
+    cell: np.ndarray,
+    family_sd: np.ndarray,
+    family_z: np.ndarray,
+    family_channel_sd: np.ndarray,
+    family_channel_z: np.ndarray,
+    data: ModelData,
+) -> dict[tuple[str, str, str], np.ndarray]:
     families = {f: i for i, f in enumerate(data.families)}
     family = family_sd[:, None] * family_z
     effects = family[:, [families[f] for f, _ in data.family_channels]] + family_channel_sd[:, None] * family_channel_z
@@ -55,8 +81,9 @@ def _quantity_draws(cell: np.ndarray, family_sd: np.ndarray, family_z: np.ndarra
     return out
 
 
-def replicate(cells: predictive.Cells, number: int, *, seed: int = 0, draws: int = 500, chains: int = 4,
-              budget: float = 120.0) -> pl.DataFrame:
+def replicate(
+    cells: predictive.Cells, number: int, *, seed: int = 0, draws: int = 500, chains: int = 4, budget: float = 120.0
+) -> pl.DataFrame:
     """One SBC replicate: the rank of each true quantity among ``RANKED_DRAWS`` thinned posterior draws."""
     rng = np.random.default_rng([seed, number])
     truth = predictive.prior_parameters(cells, rng, 1)
@@ -69,9 +96,28 @@ def replicate(cells: predictive.Cells, number: int, *, seed: int = 0, draws: int
     names = ("cell", "family_sd", "family_z", "family_channel_sd", "family_channel_z")
     thinned = posterior.thinned_draws(idata, names, RANKED_DRAWS)
     fitted = _quantity_draws(*(thinned[name] for name in names), data)
-    true = _quantity_draws(truth["cell"], truth["family_sd"], truth["family_z"], truth["family_channel_sd"],
-                           truth["family_channel_z"], data)
-    rows = [(number, quantity, model, channel, int((fitted[key] < true[key][0]).sum()), RANKED_DRAWS,
-             bool(row["passed"]), int(row["attempts"]), seconds, seed)
-            for key in fitted for quantity, model, channel in [key]]  # key = (quantity, model, channel)
+    true = _quantity_draws(
+        truth["cell"],
+        truth["family_sd"],
+        truth["family_z"],
+        truth["family_channel_sd"],
+        truth["family_channel_z"],
+        data,
+    )
+    rows = [
+        (
+            number,
+            quantity,
+            model,
+            channel,
+            int((fitted[key] < true[key][0]).sum()),
+            RANKED_DRAWS,
+            bool(row["passed"]),
+            int(row["attempts"]),
+            seconds,
+            seed,
+        )
+        for key in fitted
+        for quantity, model, channel in [key]
+    ]  # key = (quantity, model, channel)
     return pl.DataFrame(rows, schema=RANK_SCHEMA, orient="row")

@@ -55,7 +55,8 @@ def read_model_data(con: duckdb.DuckDBPyConnection, *, channels: list[str] | Non
         raise UsageError("no cohort families in the requested channels: nothing to fit")
     k_mean = con.sql(
         """SELECT avg(n_candidates) FROM family_candidates
-           WHERE family_id IN (SELECT family_id FROM cohort WHERE in_cohort)""").fetchall()[0][0]
+           WHERE family_id IN (SELECT family_id FROM cohort WHERE in_cohort)"""
+    ).fetchall()[0][0]
     return index(cells, p0, n_candidates=float(k_mean))
 
 
@@ -75,17 +76,28 @@ def index(cells: pl.DataFrame, p0: pl.DataFrame, *, n_candidates: float) -> Mode
         code("channel", channels).alias("channel_index"),
         code("condition", list(MODELLED_CONDITIONS)).alias("condition_index"),
         code("family_id", families).alias("family_index"),
-        pl.Series("family_channel_index", [pair_code[p] for p in cells.sort(
-            "model", "channel", "condition", "family_id").select("family_id", "channel").iter_rows()], pl.Int64),
+        pl.Series(
+            "family_channel_index",
+            [
+                pair_code[p]
+                for p in cells.sort("model", "channel", "condition", "family_id")
+                .select("family_id", "channel")
+                .iter_rows()
+            ],
+            pl.Int64,
+        ),
     )
     p0 = p0.sort("model", "family_id").with_columns(
-        code("model", models).alias("model_index"), code("family_id", families).alias("family_index"))
+        code("model", models).alias("model_index"), code("family_id", families).alias("family_index")
+    )
     return ModelData(models, channels, families, pairs, n_candidates, cells, p0)
 
 
 def only_models(data: ModelData, models: list[str]) -> ModelData:
     """The cells of ``models`` alone, indexed afresh (a leaderboard before some models were added)."""
     raw = ["model", "channel", "condition", "family_id", "successes", "trials"]
-    return index(data.cells.filter(pl.col("model").is_in(models)).select(raw),
-                 data.p0.filter(pl.col("model").is_in(models)).select("model", "family_id", "successes", "trials"),
-                 n_candidates=data.n_candidates)
+    return index(
+        data.cells.filter(pl.col("model").is_in(models)).select(raw),
+        data.p0.filter(pl.col("model").is_in(models)).select("model", "family_id", "successes", "trials"),
+        n_candidates=data.n_candidates,
+    )

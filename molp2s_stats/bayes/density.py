@@ -41,23 +41,34 @@ the scalars are Python floats (weakly typed), so the function is float32 whether
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from math import prod, sqrt
-from typing import Callable
 
 import numpy as np
 
 from ..errors import UsageError
 from .data import MODELLED_CONDITIONS, ModelData
-from .model import (PRIOR_MEAN_SD, SPREAD_SCALE, Grid, centredness, coords, family_centredness, grid,
-                    nested_shift, prior_centre)
+from .model import (
+    PRIOR_MEAN_SD,
+    SPREAD_SCALE,
+    Grid,
+    centredness,
+    coords,
+    family_centredness,
+    grid,
+    nested_shift,
+    prior_centre,
+)
 
 # the deviations each spread scales: their sign follows a signed spread's
 DEVIATIONS = {"channel_sd": "channel_z", "family_sd": "family_z_raw", "family_channel_sd": "family_channel_z_raw"}
 # partially centred deviations are sampled raw and reported standardised (effect = spread · z), as PyMC's model has
 # them: per spread, the raw coordinate, its standardised name, and what the raw coordinate is centred on (unpack)
-STANDARDISED = {"family_sd": ("family_z_raw", "family_z", None),
-                "family_channel_sd": ("family_channel_z_raw", "family_channel_z", "family_channel_centre")}
+STANDARDISED = {
+    "family_sd": ("family_z_raw", "family_z", None),
+    "family_channel_sd": ("family_channel_z_raw", "family_channel_z", "family_channel_centre"),
+}
 
 
 def _zero_sum(free, xp):
@@ -90,8 +101,10 @@ class Density:
 
     @property
     def free_shapes(self) -> dict[str, tuple[int, ...]]:
-        return {name: shape[:-1] + (shape[-1] - 1,) if self.kinds[name] == "zerosum" else shape
-                for name, shape in self.shapes.items()}
+        return {
+            name: shape[:-1] + (shape[-1] - 1,) if self.kinds[name] == "zerosum" else shape
+            for name, shape in self.shapes.items()
+        }
 
     @property
     def centre(self) -> float:
@@ -105,7 +118,7 @@ class Density:
         """The flat point as each parameter's free coordinates."""
         out, at = {}, 0
         for name, shape in self.free_shapes.items():
-            out[name] = point[at:at + prod(shape)].reshape(shape)
+            out[name] = point[at : at + prod(shape)].reshape(shape)
             at += prod(shape)
         return out
 
@@ -121,15 +134,19 @@ class Density:
             else:
                 values[name] = _zero_sum(free, xp) if kind == "zerosum" else free
         # cell = μ + sign(s)·τ^(1−λ)·z: s itself where signed (λ = 0; smooth through 0), exp((1−λ)·log τ) elsewhere
-        values["cell"] = (values["condition_mean"][:, :, None]
-                          + self.scale("channel_sd", values, xp)[:, :, None] * values["channel_z"])
+        values["cell"] = (
+            values["condition_mean"][:, :, None]
+            + self.scale("channel_sd", values, xp)[:, :, None] * values["channel_z"]
+        )
         if self.family_effects:
             values["family"] = self.scale("family_sd", values, xp) * values["family_z_raw"]
             # a pair's raw coordinate is centred on its shift × its family's intercept (model.nested_shift)
-            values["family_channel_centre"] = (self.pair_shift * values["family"][self.counts.pair_family]
-                                               if self.pair_shift.any() else 0.0)
+            values["family_channel_centre"] = (
+                self.pair_shift * values["family"][self.counts.pair_family] if self.pair_shift.any() else 0.0
+            )
             values["family_channel"] = self.scale("family_channel_sd", values, xp) * (
-                values["family_channel_z_raw"] - values["family_channel_centre"])
+                values["family_channel_z_raw"] - values["family_channel_centre"]
+            )
         return values
 
     def scale(self, spread: str, values: dict, xp=np):
@@ -147,11 +164,14 @@ class Density:
         for spread, deviation in DEVIATIONS.items():
             if deviation in values:
                 sign = np.sign(values[f"{spread}_signed"])
-                values[deviation] = sign.reshape(sign.shape + (1,) * (values[deviation].ndim - sign.ndim)) * values[deviation]
+                values[deviation] = (
+                    sign.reshape(sign.shape + (1,) * (values[deviation].ndim - sign.ndim)) * values[deviation]
+                )
         for spread, (raw, standardised, centre) in STANDARDISED.items():
             if raw in values:  # effect = spread · z: z = (raw − its centre) / σ^λ
-                values[standardised] = ((values[raw] - (values[centre] if centre else 0.0))
-                                        * np.exp(-self.log_raw_sd(spread, values)))
+                values[standardised] = (values[raw] - (values[centre] if centre else 0.0)) * np.exp(
+                    -self.log_raw_sd(spread, values)
+                )
         return {name: np.asarray(values[name], dtype=np.float64, order="C") for name in self.dims}
 
 
@@ -167,9 +187,12 @@ def effects_of(reported: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     effects = {name: reported[name] for name in ("condition_mean", "p0_mean", "channel_sd")}
     effects["channel_effect"] = reported["cell"] - reported["condition_mean"][..., None]
     if "family_z" in reported:
-        effects |= {"family_sd": reported["family_sd"], "family_channel_sd": reported["family_channel_sd"],
-                    "family_effect": reported["family_sd"] * reported["family_z"],
-                    "family_channel_effect": reported["family_channel_sd"] * reported["family_channel_z"]}
+        effects |= {
+            "family_sd": reported["family_sd"],
+            "family_channel_sd": reported["family_channel_sd"],
+            "family_effect": reported["family_sd"] * reported["family_z"],
+            "family_channel_effect": reported["family_channel_sd"] * reported["family_channel_z"],
+        }
     return effects
 
 
@@ -206,20 +229,36 @@ def density(data: ModelData, *, family_effects: bool = True) -> Density:
     kinds = {"condition_mean": "real", "channel_sd": "spread", "channel_z": "zerosum", "p0_mean": "real"}
     signed = {"channel_sd": lam == 0}
     pair_shift = np.zeros(0, np.float32)
-    dims = {"condition_mean": ("model", "condition"), "channel_sd": ("model", "condition"),
-            "channel_z": ("model", "condition", "channel"), "p0_mean": ("model",)}
+    dims = {
+        "condition_mean": ("model", "condition"),
+        "channel_sd": ("model", "condition"),
+        "channel_z": ("model", "condition", "channel"),
+        "p0_mean": ("model",),
+    }
     if family_effects:
         lam_family, lam_pairs = family_centredness(counts)
         lam_of |= {"family_sd": np.float32(lam_family), "family_channel_sd": lam_pairs.astype(np.float32)}
         pair_shift = nested_shift(lam_pairs).astype(np.float32)
-        shapes |= {"family_sd": (), "family_z_raw": (len(families),), "family_channel_sd": (),
-                   "family_channel_z_raw": (len(data.family_channels),)}
-        kinds |= {"family_sd": "spread", "family_z_raw": "zerosum", "family_channel_sd": "spread",
-                  "family_channel_z_raw": "real"}
+        shapes |= {
+            "family_sd": (),
+            "family_z_raw": (len(families),),
+            "family_channel_sd": (),
+            "family_channel_z_raw": (len(data.family_channels),),
+        }
+        kinds |= {
+            "family_sd": "spread",
+            "family_z_raw": "zerosum",
+            "family_channel_sd": "spread",
+            "family_channel_z_raw": "real",
+        }
         # a spread is signed where its deviations are wholly non-centred (λ = 0)
         signed |= {"family_sd": np.array(lam_family == 0), "family_channel_sd": np.array(not lam_pairs.any())}
-        dims |= {"family_sd": (), "family_z": ("family",), "family_channel_sd": (),
-                 "family_channel_z": ("family_channel",)}
+        dims |= {
+            "family_sd": (),
+            "family_z": ("family",),
+            "family_channel_sd": (),
+            "family_channel_z": ("family_channel",),
+        }
     dims["cell"] = ("model", "condition", "channel")
     return Density(data, counts, family_effects, lam_of, pair_shift, shapes, kinds, signed, coords(data), dims)
 
@@ -239,8 +278,10 @@ def jax_device(name: str | None):
     try:
         return jax.devices(name)[0]
     except RuntimeError as exc:
-        raise UsageError(f"JAX sees no {name.upper()} here ({exc}); for a GPU, install JAX with CUDA "
-                         "(pip install -e '.[gpu]') on a machine with an NVIDIA GPU") from exc
+        raise UsageError(
+            f"JAX sees no {name.upper()} here ({exc}); for a GPU, install JAX with CUDA "
+            "(pip install -e '.[gpu]') on a machine with an NVIDIA GPU"
+        ) from exc
 
 
 def log_density_function(model: Density, dtype=np.float32, *, layout: str | None = None, device=None):
@@ -284,8 +325,9 @@ def log_density_function(model: Density, dtype=np.float32, *, layout: str | None
     pair_channel, pair_family = jnp.asarray(pair_channel), jnp.asarray(pair_family)
     p0_successes, p0_trials = jnp.asarray(counts.p0_successes, dtype), jnp.asarray(counts.p0_trials, dtype)
     if device is not None:
-        successes, trials, p0_successes, p0_trials = jax.device_put((successes, trials, p0_successes, p0_trials),
-                                                                    device)
+        successes, trials, p0_successes, p0_trials = jax.device_put(
+            (successes, trials, p0_successes, p0_trials), device
+        )
         if layout == "pairs":
             channel_of_pair = jax.device_put(channel_of_pair, device)
     centre = model.centre
@@ -323,13 +365,14 @@ def log_density_function(model: Density, dtype=np.float32, *, layout: str | None
             lp += -0.5 * (v["family_z_raw"] ** 2).sum() * jnp.exp(-2 * log_sigma_f) - (n_families - 1) * log_sigma_f
             log_sigma_fc = model.log_raw_sd("family_channel_sd", v)
             deviation = v["family_channel_z_raw"] - v["family_channel_centre"]
-            lp += (-0.5 * deviation ** 2 * jnp.exp(-2 * log_sigma_fc) - log_sigma_fc).sum()
+            lp += (-0.5 * deviation**2 * jnp.exp(-2 * log_sigma_fc) - log_sigma_fc).sum()
             family = v["family"]
             if layout == "pairs":
                 eta = eta + (family[pair_family] + v["family_channel"])[None, None]
             else:
-                family_channel = jnp.zeros((n_channels, n_families), dtype).at[pair_channel, pair_family].set(
-                    v["family_channel"])
+                family_channel = (
+                    jnp.zeros((n_channels, n_families), dtype).at[pair_channel, pair_family].set(v["family_channel"])
+                )
                 eta = eta + (family[None, :] + family_channel)[None, None]
             eta_p0 = eta_p0 + family[None, :]
         return lp + binomial(successes, trials, eta) + binomial(p0_successes, p0_trials, eta_p0)
@@ -351,7 +394,7 @@ def initial_point(model: Density, seed: int) -> np.ndarray:
     at = 0
     for name, shape in model.free_shapes.items():
         if name in ("condition_mean", "p0_mean"):
-            point[at:at + prod(shape)] += model.centre
+            point[at : at + prod(shape)] += model.centre
         at += prod(shape)
     return point
 
@@ -383,9 +426,9 @@ class Compiled:
             stop = threading.Event()
 
             def work(at: int) -> None:
-                while not stop.is_set():
+                while not stop.is_set():  # noqa: B023 (the threads are joined before the next window)
                     self.evaluate(point)
-                    counts[at] += 1
+                    counts[at] += 1  # noqa: B023
 
             threads = [threading.Thread(target=work, args=(at,), daemon=True) for at in range(chains)]
             started = time.perf_counter()

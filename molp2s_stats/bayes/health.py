@@ -19,16 +19,36 @@ from . import convergence
 
 R_HAT_MAX = 1.01
 ESS_MIN = 400
-SAMPLED = ("condition_mean", "channel_sd", "channel_z", "p0_mean", "family_sd", "family_z",
-           "family_channel_sd", "family_channel_z")
+SAMPLED = (
+    "condition_mean",
+    "channel_sd",
+    "channel_z",
+    "p0_mean",
+    "family_sd",
+    "family_z",
+    "family_channel_sd",
+    "family_channel_z",
+)
 
 DIAGNOSTICS_SCHEMA = {
-    "r_hat_max": pl.Float64, "ess_bulk_min": pl.Float64, "ess_bulk_min_parameter": pl.String,
-    "ess_tail_min": pl.Float64, "divergences": pl.Int64,
-    "bfmi_min": pl.Float64, "passed": pl.Boolean, "seconds": pl.Float64, "draws": pl.Int64,
-    "draws_per_chain": pl.Int64, "chains": pl.Int64,
-    "seed": pl.Int64, "attempts": pl.Int64, "loo_elpd": pl.Float64, "loo_elpd_no_family": pl.Float64, "loo_difference": pl.Float64,
-    "loo_difference_se": pl.Float64, "loo_pareto_k_max": pl.Float64,
+    "r_hat_max": pl.Float64,
+    "ess_bulk_min": pl.Float64,
+    "ess_bulk_min_parameter": pl.String,
+    "ess_tail_min": pl.Float64,
+    "divergences": pl.Int64,
+    "bfmi_min": pl.Float64,
+    "passed": pl.Boolean,
+    "seconds": pl.Float64,
+    "draws": pl.Int64,
+    "draws_per_chain": pl.Int64,
+    "chains": pl.Int64,
+    "seed": pl.Int64,
+    "attempts": pl.Int64,
+    "loo_elpd": pl.Float64,
+    "loo_elpd_no_family": pl.Float64,
+    "loo_difference": pl.Float64,
+    "loo_difference_se": pl.Float64,
+    "loo_pareto_k_max": pl.Float64,
 }
 
 
@@ -49,12 +69,19 @@ def parameter_diagnostics(idata: az.InferenceData, variables: tuple[str, ...] = 
         dims = values.dims[2:]
         if dims:
             labels = [values.coords[d].values.astype(str) for d in dims]
-            names += [f"{name}[{', '.join(label[i] for label, i in zip(labels, at))}]"
-                      for at in np.ndindex(*values.shape[2:])]
+            names += [
+                f"{name}[{', '.join(label[i] for label, i in zip(labels, at))}]" for at in np.ndindex(*values.shape[2:])
+            ]
         else:
             names.append(name)
-    return pl.DataFrame({"parameter": names, "r_hat": np.concatenate(r_hat), "ess_bulk": np.concatenate(bulk),
-                         "ess_tail": np.concatenate(tail)})
+    return pl.DataFrame(
+        {
+            "parameter": names,
+            "r_hat": np.concatenate(r_hat),
+            "ess_bulk": np.concatenate(bulk),
+            "ess_tail": np.concatenate(tail),
+        }
+    )
 
 
 def gate(idata: az.InferenceData, variables: tuple[str, ...] = SAMPLED) -> dict:
@@ -64,17 +91,28 @@ def gate(idata: az.InferenceData, variables: tuple[str, ...] = SAMPLED) -> dict:
     r_hat, ess_bulk, ess_tail = (table[c].to_numpy() for c in ("r_hat", "ess_bulk", "ess_tail"))
     divergences = int(idata.sample_stats["diverging"].sum()) if "diverging" in idata.sample_stats else 0
     bfmi = az.bfmi(idata) if "energy" in idata.sample_stats else np.array([np.nan])
+
     # NaN (a constant parameter: a single channel's zero-sum deviation) does not count, as in ArviZ's summary;
     # all NaN (one chain, or too few draws) leaves the figure NaN, and the gate fails
     def worst(values, pick):
         return float(pick(values)) if np.isfinite(values).any() else float("nan")
 
-    row = {"r_hat_max": worst(r_hat, np.nanmax), "ess_bulk_min": worst(ess_bulk, np.nanmin),
-           "ess_bulk_min_parameter": (table["parameter"][int(np.nanargmin(ess_bulk))]
-                                      if np.isfinite(ess_bulk).any() else ""),
-           "ess_tail_min": worst(ess_tail, np.nanmin), "divergences": divergences, "bfmi_min": float(np.min(bfmi))}
-    row["passed"] = (row["r_hat_max"] <= R_HAT_MAX and row["ess_bulk_min"] >= ESS_MIN
-                     and row["ess_tail_min"] >= ESS_MIN and divergences == 0)
+    row = {
+        "r_hat_max": worst(r_hat, np.nanmax),
+        "ess_bulk_min": worst(ess_bulk, np.nanmin),
+        "ess_bulk_min_parameter": (
+            table["parameter"][int(np.nanargmin(ess_bulk))] if np.isfinite(ess_bulk).any() else ""
+        ),
+        "ess_tail_min": worst(ess_tail, np.nanmin),
+        "divergences": divergences,
+        "bfmi_min": float(np.min(bfmi)),
+    }
+    row["passed"] = (
+        row["r_hat_max"] <= R_HAT_MAX
+        and row["ess_bulk_min"] >= ESS_MIN
+        and row["ess_tail_min"] >= ESS_MIN
+        and divergences == 0
+    )
     return row
 
 
@@ -105,8 +143,11 @@ def diagnostics(idata: az.InferenceData) -> pl.DataFrame:
         "seconds": float(attrs.get("seconds", np.nan)),
         # draws in all, as everywhere; per chain beside it
         "draws": int(idata.posterior.sizes["draw"] * idata.posterior.sizes["chain"]),
-        "draws_per_chain": int(idata.posterior.sizes["draw"]), "chains": int(idata.posterior.sizes["chain"]),
-        "seed": int(attrs.get("seed", 0)), "attempts": len(_recorded_attempts(attrs) or [0])}
+        "draws_per_chain": int(idata.posterior.sizes["draw"]),
+        "chains": int(idata.posterior.sizes["chain"]),
+        "seed": int(attrs.get("seed", 0)),
+        "attempts": len(_recorded_attempts(attrs) or [0]),
+    }
     for key in LOO_COLUMNS:
         row[key] = float(attrs[key]) if key in attrs else None
     return pl.DataFrame([row], schema=DIAGNOSTICS_SCHEMA)
@@ -124,37 +165,66 @@ def attempts(idata: az.InferenceData) -> pl.DataFrame:
     rows = _recorded_attempts(attrs)
     if rows is None:
         final = diagnostics(idata).row(0, named=True)
-        rows = [{"attempt": 1, "action": "first run", "seed": final["seed"],
-                 "chains": final["chains"], "tune": int(attrs.get("tune", 0)), "draws_per_chain": final["draws_per_chain"],
-                 "target_accept": float(attrs.get("target_accept", np.nan)), "low_rank": bool(attrs.get("low_rank", 0)),
-                 "seconds": final["seconds"], "chains_kept": final["chains"],
-                 **{k: final[k] for k in GATE_COLUMNS}}]
+        rows = [
+            {
+                "attempt": 1,
+                "action": "first run",
+                "seed": final["seed"],
+                "chains": final["chains"],
+                "tune": int(attrs.get("tune", 0)),
+                "draws_per_chain": final["draws_per_chain"],
+                "target_accept": float(attrs.get("target_accept", np.nan)),
+                "low_rank": bool(attrs.get("low_rank", 0)),
+                "seconds": final["seconds"],
+                "chains_kept": final["chains"],
+                **{k: final[k] for k in GATE_COLUMNS},
+            }
+        ]
     final = int(attrs.get("final_attempt", len(rows)))
     loo = {key: float(attrs[key]) if key in attrs else None for key in LOO_COLUMNS}
-    return (pl.DataFrame(rows, schema=ATTEMPT_SCHEMA).with_columns((pl.col("attempt") == final).alias("final"))
-            .with_columns(pl.when(pl.col("final")).then(pl.lit(loo[c], dtype=pl.Float64)).alias(c)
-                          for c in LOO_COLUMNS))
+    return (
+        pl.DataFrame(rows, schema=ATTEMPT_SCHEMA)
+        .with_columns((pl.col("attempt") == final).alias("final"))
+        .with_columns(pl.when(pl.col("final")).then(pl.lit(loo[c], dtype=pl.Float64)).alias(c) for c in LOO_COLUMNS)
+    )
 
 
 LOO_COLUMNS = ("loo_elpd", "loo_elpd_no_family", "loo_difference", "loo_difference_se", "loo_pareto_k_max")
-GATE_COLUMNS = ("r_hat_max", "ess_bulk_min", "ess_bulk_min_parameter", "ess_tail_min", "divergences", "bfmi_min",
-                "passed")
+GATE_COLUMNS = (
+    "r_hat_max",
+    "ess_bulk_min",
+    "ess_bulk_min_parameter",
+    "ess_tail_min",
+    "divergences",
+    "bfmi_min",
+    "passed",
+)
 ATTEMPT_SCHEMA = {
-    "attempt": pl.Int64, "action": pl.String, "seed": pl.Int64, "chains": pl.Int64, "tune": pl.Int64,
-    "draws_per_chain": pl.Int64, "target_accept": pl.Float64, "low_rank": pl.Boolean, "seconds": pl.Float64,
-    "chains_kept": pl.Int64, **{k: DIAGNOSTICS_SCHEMA[k] for k in GATE_COLUMNS},
+    "attempt": pl.Int64,
+    "action": pl.String,
+    "seed": pl.Int64,
+    "chains": pl.Int64,
+    "tune": pl.Int64,
+    "draws_per_chain": pl.Int64,
+    "target_accept": pl.Float64,
+    "low_rank": pl.Boolean,
+    "seconds": pl.Float64,
+    "chains_kept": pl.Int64,
+    **{k: DIAGNOSTICS_SCHEMA[k] for k in GATE_COLUMNS},
 }
 
 
 def attempt_line(row: dict) -> str:
     """One attempt of a fit in a line: what was tried, how long it took, what the gate saw."""
     verdict = "passed" if row["passed"] else "missed"
-    return (f"attempt {row['attempt']} ({row['action']}): {row['chains']} chains × ({row['tune']} + "
-            f"{row['draws_per_chain']}), target acceptance {row['target_accept']:g}"
-            f"{', low-rank' if row['low_rank'] else ''}, {row['seconds']:.0f} s; gate {verdict} on "
-            f"{row['chains_kept']} chains: max R-hat {row['r_hat_max']:.3f}, min bulk ESS {row['ess_bulk_min']:.0f} "
-            f"({row['ess_bulk_min_parameter']}), min tail ESS {row['ess_tail_min']:.0f}, "
-            f"{row['divergences']} divergences")
+    return (
+        f"attempt {row['attempt']} ({row['action']}): {row['chains']} chains × ({row['tune']} + "
+        f"{row['draws_per_chain']}), target acceptance {row['target_accept']:g}"
+        f"{', low-rank' if row['low_rank'] else ''}, {row['seconds']:.0f} s; gate {verdict} on "
+        f"{row['chains_kept']} chains: max R-hat {row['r_hat_max']:.3f}, min bulk ESS {row['ess_bulk_min']:.0f} "
+        f"({row['ess_bulk_min_parameter']}), min tail ESS {row['ess_tail_min']:.0f}, "
+        f"{row['divergences']} divergences"
+    )
 
 
 def failure_message(row: dict) -> str | None:
@@ -171,8 +241,12 @@ def failure_message(row: dict) -> str | None:
     if row["divergences"]:
         problems.append(f"{row['divergences']} divergent transitions")
     tried = row.get("attempts") or 1
-    return ("THE FIT FAILED ITS HEALTH GATE: " + "; ".join(problems)
-            + f". Posterior quantities from it are not trustworthy. It stopped after {tried} attempt"
-            + ("s" if tried != 1 else "") + " (`molp2s posterior FIT --what diagnostics` lists them): give it a "
-            "longer --budget, or more --draws per chain (few effective draws) or a higher --target-accept "
-            "(divergences).")
+    return (
+        "THE FIT FAILED ITS HEALTH GATE: "
+        + "; ".join(problems)
+        + f". Posterior quantities from it are not trustworthy. It stopped after {tried} attempt"
+        + ("s" if tried != 1 else "")
+        + " (`molp2s posterior FIT --what diagnostics` lists them): give it a "
+        "longer --budget, or more --draws per chain (few effective draws) or a higher --target-accept "
+        "(divergences)."
+    )

@@ -29,8 +29,9 @@ def blocked_loo(idata: az.InferenceData, data: ModelData) -> tuple[np.ndarray, n
     return np.concatenate([elpd for elpd, _ in parts]), np.concatenate([k for _, k in parts])
 
 
-def loo_comparison(with_family: az.InferenceData, without_family: az.InferenceData,
-                    data: ModelData) -> dict[str, float]:
+def loo_comparison(
+    with_family: az.InferenceData, without_family: az.InferenceData, data: ModelData
+) -> dict[str, float]:
     """elpd_loo of both models over the same binomial cells, and their difference with its SE."""
     with warnings.catch_warnings():
         # a high Pareto k is reported in the diagnostics (loo_pareto_k_max), not as a stray warning
@@ -38,7 +39,10 @@ def loo_comparison(with_family: az.InferenceData, without_family: az.InferenceDa
         first, first_k = blocked_loo(with_family, data)
         second, second_k = blocked_loo(without_family, data)
     difference = first - second
-    return {"loo_elpd": float(first.sum()), "loo_elpd_no_family": float(second.sum()),
-            "loo_difference": float(difference.sum()),
-            "loo_difference_se": float(difference.std(ddof=1) * len(difference) ** 0.5),
-            "loo_pareto_k_max": float(max(first_k.max(), second_k.max()))}
+    return {
+        "loo_elpd": float(first.sum()),
+        "loo_elpd_no_family": float(second.sum()),
+        "loo_difference": float(difference.sum()),
+        "loo_difference_se": float(difference.std(ddof=1) * len(difference) ** 0.5),
+        "loo_pareto_k_max": float(max(first_k.max(), second_k.max())),
+    }

@@ -109,8 +109,13 @@ def prior_centre(n_candidates: float) -> float:
 
 def coords(data: ModelData) -> dict[str, list[str]]:
     """The dimensions' labels, as both the PyMC model and the JAX density report them."""
-    return {"model": data.models, "condition": list(MODELLED_CONDITIONS), "channel": data.channels,
-            "family": data.families, "family_channel": [f"{f}|{c}" for f, c in data.family_channels]}
+    return {
+        "model": data.models,
+        "condition": list(MODELLED_CONDITIONS),
+        "channel": data.channels,
+        "family": data.families,
+        "family_channel": [f"{f}|{c}" for f, c in data.family_channels],
+    }
 
 
 def centredness(counts: Grid) -> np.ndarray:
@@ -182,8 +187,9 @@ def family_centredness(counts: Grid) -> tuple[float, np.ndarray]:
     share = (successes.sum(axis=3) + 0.5) / (trials.sum(axis=3) + 1.0)  # (model, condition, channel)
     p0_share = (p0_successes.sum(axis=1) + 0.5) / (p0_trials.sum(axis=1) + 1.0)  # (model,)
     expected = (trials * share[..., None]).sum(axis=(0, 1, 2)) + (p0_trials * p0_share[:, None]).sum(axis=0)
-    information = ((trials * (share * (1 - share))[..., None]).sum(axis=(0, 1, 2))
-                   + (p0_trials * (p0_share * (1 - p0_share))[:, None]).sum(axis=0))
+    information = (trials * (share * (1 - share))[..., None]).sum(axis=(0, 1, 2)) + (
+        p0_trials * (p0_share * (1 - p0_share))[:, None]
+    ).sum(axis=0)
     observed = successes.sum(axis=(0, 1, 2)) + p0_successes.sum(axis=0)
     seen = information > 0
     family = np.zeros(len(information))
@@ -197,8 +203,7 @@ def family_centredness(counts: Grid) -> tuple[float, np.ndarray]:
     pair_information = (pair_trials * p * (1 - p)).sum(axis=(0, 1))
     pair_seen = pair_information > 0
     estimate = np.zeros(len(pair_information))
-    estimate[pair_seen] = ((pair_successes - pair_trials * p).sum(axis=(0, 1))[pair_seen]
-                           / pair_information[pair_seen])
+    estimate[pair_seen] = (pair_successes - pair_trials * p).sum(axis=(0, 1))[pair_seen] / pair_information[pair_seen]
     noise = np.full(len(pair_information), np.inf)
     noise[pair_seen] = 1.0 / pair_information[pair_seen]
     pair_spread = _spread_beyond_noise(estimate[pair_seen], noise[pair_seen])
@@ -244,8 +249,9 @@ def build_model(data: ModelData, *, family_effects: bool = True):
         lam = centredness(counts)[:, :, None]
         spread = channel_sd[:, :, None]
         channel_z = pm.ZeroSumNormal("channel_z", sigma=spread**lam, dims=("model", "condition", "channel"))
-        cell = pm.Deterministic("cell", condition_mean[:, :, None] + spread ** (1 - lam) * channel_z,
-                                dims=("model", "condition", "channel"))
+        cell = pm.Deterministic(
+            "cell", condition_mean[:, :, None] + spread ** (1 - lam) * channel_z, dims=("model", "condition", "channel")
+        )
         p0_mean = pm.Normal("p0_mean", mu=centre, sigma=PRIOR_MEAN_SD, dims="model")
         eta = cell[:, :, :, None]
         eta_p0 = pt.repeat(p0_mean[:, None], n_families, axis=1)
@@ -260,12 +266,15 @@ def build_model(data: ModelData, *, family_effects: bool = True):
             family_channel_sd = pm.HalfNormal("family_channel_sd", sigma=SPREAD_SCALE["family_channel_sd"])
             # each pair's raw coordinate centred on its shift × its family's intercept: see "Nested centring" above
             centre = nested_shift(lam_pairs) * family[counts.pair_family]
-            family_channel_z_raw = pm.Normal("family_channel_z_raw", centre, family_channel_sd**lam_pairs,
-                                             dims="family_channel")
+            family_channel_z_raw = pm.Normal(
+                "family_channel_z_raw", centre, family_channel_sd**lam_pairs, dims="family_channel"
+            )
             deviation = family_channel_z_raw - centre
             pm.Deterministic("family_channel_z", deviation * family_channel_sd**-lam_pairs, dims="family_channel")
-            family_channel = pt.set_subtensor(pt.zeros((n_channels, n_families))[counts.pair_channel, counts.pair_family],
-                                              family_channel_sd ** (1 - lam_pairs) * deviation)
+            family_channel = pt.set_subtensor(
+                pt.zeros((n_channels, n_families))[counts.pair_channel, counts.pair_family],
+                family_channel_sd ** (1 - lam_pairs) * deviation,
+            )
             eta = eta + (family[None, :] + family_channel)[None, None, :, :]
             eta_p0 = eta_p0 + family[None, :]
         pm.Potential("y", _binomial_kernel(counts.successes, counts.trials, eta))
@@ -289,8 +298,9 @@ def pair_effects(idata: az.InferenceData, data_pairs: list[tuple[str, str]]) -> 
     if family is None:
         return np.zeros((draws, len(data_pairs)))
     families = {f: i for i, f in enumerate(post.coords["family"].values)}
-    family_channel = (post["family_channel_sd"].values.reshape(draws, 1)
-                      * post["family_channel_z"].values.reshape(draws, -1))
+    family_channel = post["family_channel_sd"].values.reshape(draws, 1) * post["family_channel_z"].values.reshape(
+        draws, -1
+    )
     return family[:, [families[f] for f, _ in data_pairs]] + family_channel
 
 
@@ -309,8 +319,9 @@ def thinned(idata: az.InferenceData, max_draws: int = LOO_DRAWS) -> az.Inference
     return az.InferenceData(posterior=post.isel(draw=slice(None, None, step)))
 
 
-def log_likelihood_blocks(idata: az.InferenceData, data: ModelData, *, max_draws: int = LOO_DRAWS,
-                          cells_per_block: int | None = None):
+def log_likelihood_blocks(
+    idata: az.InferenceData, data: ModelData, *, max_draws: int = LOO_DRAWS, cells_per_block: int | None = None
+):
     """The binomial log-likelihood of every observed cell (cohort cells, then P0), a block of cells at a
     time: arrays of cells × draws (at most ``max_draws``, evenly thinned per chain).
 
@@ -326,8 +337,10 @@ def log_likelihood_blocks(idata: az.InferenceData, data: ModelData, *, max_draws
     family = _family_draws(post)
     p0_mean = post["p0_mean"].values.reshape(chains * draws, -1)
     cells = data.cells
-    at = [np.concatenate([cells[c].to_numpy(), np.full(data.p0.height, -1)])
-          for c in ("model_index", "condition_index", "channel_index", "family_channel_index")]
+    at = [
+        np.concatenate([cells[c].to_numpy(), np.full(data.p0.height, -1)])
+        for c in ("model_index", "condition_index", "channel_index", "family_channel_index")
+    ]
     p0_model = np.concatenate([np.full(cells.height, -1), data.p0["model_index"].to_numpy()])
     p0_family = np.concatenate([np.full(cells.height, -1), data.p0["family_index"].to_numpy()])
     successes = np.concatenate([cells["successes"].to_numpy(), data.p0["successes"].to_numpy()]).astype(float)
@@ -336,8 +349,9 @@ def log_likelihood_blocks(idata: az.InferenceData, data: ModelData, *, max_draws
         rows = slice(start, start + cells_per_block)
         cohort = at[0][rows] >= 0
         eta = np.empty((chains * draws, cohort.size))
-        eta[:, cohort] = (cell[:, at[0][rows][cohort], at[1][rows][cohort], at[2][rows][cohort]]
-                          + effects[:, at[3][rows][cohort]])
+        eta[:, cohort] = (
+            cell[:, at[0][rows][cohort], at[1][rows][cohort], at[2][rows][cohort]] + effects[:, at[3][rows][cohort]]
+        )
         eta[:, ~cohort] = p0_mean[:, p0_model[rows][~cohort]]
         if family is not None:
             eta[:, ~cohort] += family[:, p0_family[rows][~cohort]]
@@ -347,8 +361,9 @@ def log_likelihood_blocks(idata: az.InferenceData, data: ModelData, *, max_draws
         yield (log_choose + s * log_expit(eta) + f * log_expit(-eta)).T
 
 
-def pointwise_log_likelihood(idata: az.InferenceData, data: ModelData, *, max_draws: int = LOO_DRAWS
-                             ) -> az.InferenceData:
+def pointwise_log_likelihood(
+    idata: az.InferenceData, data: ModelData, *, max_draws: int = LOO_DRAWS
+) -> az.InferenceData:
     """The binomial log-likelihood of every observed cell (cohort cells, then P0), for ``az.loo``, whole
     (``log_likelihood_blocks`` gives it a block of cells at a time, as the fit's LOO reads it).
 
@@ -358,5 +373,6 @@ def pointwise_log_likelihood(idata: az.InferenceData, data: ModelData, *, max_dr
     post = thinned(idata, max_draws).posterior
     chains, draws = post.sizes["chain"], post.sizes["draw"]
     log_lik = np.concatenate(list(log_likelihood_blocks(idata, data, max_draws=max_draws)), axis=0).T
-    return az.from_dict(posterior={"cell": post["cell"].values},
-                        log_likelihood={"y": log_lik.reshape(chains, draws, -1)})
+    return az.from_dict(
+        posterior={"cell": post["cell"].values}, log_likelihood={"y": log_lik.reshape(chains, draws, -1)}
+    )

@@ -15,19 +15,28 @@ import weakref
 import arviz as az
 import numpy as np
 import polars as pl
-from scipy.special import expit
 from scipy import stats
+from scipy.special import expit
 
-from .model import pair_effects
 from .. import units
-from ..stats.metrics import ESTIMATE_COLUMNS
 from ..errors import UsageError
+from ..stats.metrics import ESTIMATE_COLUMNS
+from .model import pair_effects
 
 HDI_PROB = 0.94
 QUANTITY_SCHEMA = {
-    "model": pl.String, "channel": pl.String, "metric": pl.String, "estimate": pl.Float64,
-    "conf_low": pl.Float64, "conf_high": pl.Float64, "conf_level": pl.Float64, "n": pl.Int64,
-    "method": pl.String, "draws": pl.Int64, "draws_undefined": pl.Int64, "seed": pl.Int64,
+    "model": pl.String,
+    "channel": pl.String,
+    "metric": pl.String,
+    "estimate": pl.Float64,
+    "conf_low": pl.Float64,
+    "conf_high": pl.Float64,
+    "conf_level": pl.Float64,
+    "n": pl.Int64,
+    "method": pl.String,
+    "draws": pl.Int64,
+    "draws_undefined": pl.Int64,
+    "seed": pl.Int64,
 }
 
 
@@ -69,14 +78,16 @@ def _probability_draws(idata: az.InferenceData) -> dict[str, dict[str, np.ndarra
     post = idata.posterior
     channels = list(post.coords["channel"].values)
     if "cell" not in post or "cohort" not in post.attrs:
-        raise UsageError("this fit was saved by an older version of molp2s-stats (no 'cell' draws); "
-                         "run `molp2s fit` again")
+        raise UsageError(
+            "this fit was saved by an older version of molp2s-stats (no 'cell' draws); run `molp2s fit` again"
+        )
     pairs = [tuple(p) for p in json.loads(post.attrs["cohort"])]
     return probabilities(_draws(idata, "cell"), pair_effects(idata, pairs), pairs, channels)
 
 
-def probabilities(cell: np.ndarray, effects: np.ndarray, pairs: list[tuple[str, str]], channels: list[str]
-                  ) -> dict[str, dict[str, np.ndarray]]:
+def probabilities(
+    cell: np.ndarray, effects: np.ndarray, pairs: list[tuple[str, str]], channels: list[str]
+) -> dict[str, dict[str, np.ndarray]]:
     """Reliance and responsiveness per channel from draws of ``cell`` (S, M, K, C) and the family
     effects of each cohort pair (S, pairs): what ``probability_draws`` reads off a fit."""
     out = {}
@@ -97,8 +108,22 @@ def quantities(idata: az.InferenceData, metric: str) -> pl.DataFrame:
         draws = values[metric]
         for j, model in enumerate(models):
             low, high = az.hdi(draws[:, j], hdi_prob=HDI_PROB)
-            rows.append((model, channel, metric, float(draws[:, j].mean()), float(low), float(high), HDI_PROB,
-                         values["families"], "posterior", draws.shape[0], 0, seed))
+            rows.append(
+                (
+                    model,
+                    channel,
+                    metric,
+                    float(draws[:, j].mean()),
+                    float(low),
+                    float(high),
+                    HDI_PROB,
+                    values["families"],
+                    "posterior",
+                    draws.shape[0],
+                    0,
+                    seed,
+                )
+            )
     return units.percent_columns(pl.DataFrame(rows, schema=QUANTITY_SCHEMA, orient="row"), ESTIMATE_COLUMNS)
 
 
@@ -112,8 +137,17 @@ def contrasts(idata: az.InferenceData, metric: str = "reliance") -> pl.DataFrame
             for b, model_b in enumerate(models):
                 if a != b:
                     rows.append((channel, metric, model_a, model_b, float((draws[:, a] > draws[:, b]).mean())))
-    return pl.DataFrame(rows, schema={"channel": pl.String, "metric": pl.String, "model_a": pl.String,
-                                      "model_b": pl.String, "probability": pl.Float64}, orient="row")
+    return pl.DataFrame(
+        rows,
+        schema={
+            "channel": pl.String,
+            "metric": pl.String,
+            "model_a": pl.String,
+            "model_b": pl.String,
+            "probability": pl.Float64,
+        },
+        orient="row",
+    )
 
 
 def ranks(idata: az.InferenceData, metric: str = "reliance") -> pl.DataFrame:
@@ -125,12 +159,22 @@ def ranks(idata: az.InferenceData, metric: str = "reliance") -> pl.DataFrame:
         for j, model in enumerate(models):
             levels, counts = np.unique(ranked[:, j], return_counts=True)
             rows += [(model, channel, metric, float(r), float(n / len(ranked))) for r, n in zip(levels, counts)]
-    return pl.DataFrame(rows, schema={"model": pl.String, "channel": pl.String, "metric": pl.String,
-                                      "rank": pl.Float64, "probability": pl.Float64}, orient="row")
+    return pl.DataFrame(
+        rows,
+        schema={
+            "model": pl.String,
+            "channel": pl.String,
+            "metric": pl.String,
+            "rank": pl.Float64,
+            "probability": pl.Float64,
+        },
+        orient="row",
+    )
 
 
-def truth_check(idata: az.InferenceData, truth: pl.DataFrame, *, metric: str = "reliance",
-                hdi_prob: float = 0.9) -> pl.DataFrame:
+def truth_check(
+    idata: az.InferenceData, truth: pl.DataFrame, *, metric: str = "reliance", hdi_prob: float = 0.9
+) -> pl.DataFrame:
     """Posterior against a simulator's truth (``simulate`` writes it): one row per model × channel.
 
     Columns ``model, channel, estimate, conf_low, conf_high, truth, covered``; the share
@@ -144,11 +188,30 @@ def truth_check(idata: az.InferenceData, truth: pl.DataFrame, *, metric: str = "
         for j, model in enumerate(models):
             low, high = az.hdi(values[metric][:, j], hdi_prob=hdi_prob)
             true = known[(model, channel)]  # in %, as the simulator writes it
-            rows.append((model, channel, float(values[metric][:, j].mean()), float(low), float(high), true,
-                         bool(low <= units.proportion(true) <= high)))
-    frame = pl.DataFrame(rows, schema={"model": pl.String, "channel": pl.String, "estimate": pl.Float64,
-                                       "conf_low": pl.Float64, "conf_high": pl.Float64, "truth": pl.Float64,
-                                       "covered": pl.Boolean}, orient="row")
+            rows.append(
+                (
+                    model,
+                    channel,
+                    float(values[metric][:, j].mean()),
+                    float(low),
+                    float(high),
+                    true,
+                    bool(low <= units.proportion(true) <= high),
+                )
+            )
+    frame = pl.DataFrame(
+        rows,
+        schema={
+            "model": pl.String,
+            "channel": pl.String,
+            "estimate": pl.Float64,
+            "conf_low": pl.Float64,
+            "conf_high": pl.Float64,
+            "truth": pl.Float64,
+            "covered": pl.Boolean,
+        },
+        orient="row",
+    )
     return units.percent_columns(frame, ESTIMATE_COLUMNS)
 
 

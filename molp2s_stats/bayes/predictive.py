@@ -42,10 +42,20 @@ CONF_LEVEL = 0.95
 REPLICATES = 400  # draws used for the checks: p-values to ±0.025 and the interval's ends to a few tenths of a pp
 CHUNK = 100  # replicates drawn at a time (memory: chunk × cells floats)
 PREDICTIVE_SCHEMA = {
-    "model": pl.String, "channel": pl.String, "condition": pl.String, "statistic": pl.String,
-    "observed": pl.Float64, "predicted": pl.Float64, "conf_low": pl.Float64, "conf_high": pl.Float64,
-    "p_value": pl.Float64, "conf_level": pl.Float64, "outside": pl.Boolean, "draws": pl.Int64,
-    "seed": pl.Int64, "method": pl.String,
+    "model": pl.String,
+    "channel": pl.String,
+    "condition": pl.String,
+    "statistic": pl.String,
+    "observed": pl.Float64,
+    "predicted": pl.Float64,
+    "conf_low": pl.Float64,
+    "conf_high": pl.Float64,
+    "p_value": pl.Float64,
+    "conf_level": pl.Float64,
+    "outside": pl.Boolean,
+    "draws": pl.Int64,
+    "seed": pl.Int64,
+    "method": pl.String,
 }
 
 
@@ -71,36 +81,71 @@ class Cells:
     p0_family: np.ndarray
 
     @classmethod
-    def from_data(cls, data: ModelData) -> "Cells":
+    def from_data(cls, data: ModelData) -> Cells:
         c, p = data.cells, data.p0
-        return cls(data.models, data.channels, data.families, len(data.family_channels), data.n_candidates,
-                   c["successes"].to_numpy(), c["trials"].to_numpy(), c["model_index"].to_numpy(),
-                   c["condition_index"].to_numpy(), c["channel_index"].to_numpy(), c["family_index"].to_numpy(),
-                   c["family_channel_index"].to_numpy(), p["successes"].to_numpy(), p["trials"].to_numpy(),
-                   p["model_index"].to_numpy(), p["family_index"].to_numpy())
+        return cls(
+            data.models,
+            data.channels,
+            data.families,
+            len(data.family_channels),
+            data.n_candidates,
+            c["successes"].to_numpy(),
+            c["trials"].to_numpy(),
+            c["model_index"].to_numpy(),
+            c["condition_index"].to_numpy(),
+            c["channel_index"].to_numpy(),
+            c["family_index"].to_numpy(),
+            c["family_channel_index"].to_numpy(),
+            p["successes"].to_numpy(),
+            p["trials"].to_numpy(),
+            p["model_index"].to_numpy(),
+            p["family_index"].to_numpy(),
+        )
 
     def to_groups(self) -> dict[str, dict[str, np.ndarray]]:
         """What a fit saves: successes as ``observed_data``, trials and indices as ``constant_data``."""
         observed = {"successes": self.successes, "p0_successes": self.p0_successes}
-        constant = {"trials": self.trials, "cell_model": self.model, "cell_condition": self.condition,
-                    "cell_channel": self.channel, "cell_family": self.family, "cell_pair": self.pair,
-                    "p0_trials": self.p0_trials, "p0_model": self.p0_model, "p0_family": self.p0_family}
+        constant = {
+            "trials": self.trials,
+            "cell_model": self.model,
+            "cell_condition": self.condition,
+            "cell_channel": self.channel,
+            "cell_family": self.family,
+            "cell_pair": self.pair,
+            "p0_trials": self.p0_trials,
+            "p0_model": self.p0_model,
+            "p0_family": self.p0_family,
+        }
         return {"observed_data": observed, "constant_data": constant}
 
     @classmethod
-    def from_fit(cls, idata: az.InferenceData) -> "Cells":
+    def from_fit(cls, idata: az.InferenceData) -> Cells:
         if "observed_data" not in idata.groups():
             from ..errors import UsageError
 
-            raise UsageError("this fit was saved without its data (an older version of molp2s-stats): "
-                             "run `molp2s fit` again for model checks")
+            raise UsageError(
+                "this fit was saved without its data (an older version of molp2s-stats): "
+                "run `molp2s fit` again for model checks"
+            )
         o, k, post = idata.observed_data, idata.constant_data, idata.posterior
-        return cls([str(v) for v in post.coords["model"].values], [str(v) for v in post.coords["channel"].values],
-                   [str(v) for v in post.coords["family"].values] if "family" in post.coords else [],
-                   int(post.sizes.get("family_channel", 0)), float(post.attrs["n_candidates"]),
-                   o["successes"].values, k["trials"].values, k["cell_model"].values, k["cell_condition"].values,
-                   k["cell_channel"].values, k["cell_family"].values, k["cell_pair"].values,
-                   o["p0_successes"].values, k["p0_trials"].values, k["p0_model"].values, k["p0_family"].values)
+        return cls(
+            [str(v) for v in post.coords["model"].values],
+            [str(v) for v in post.coords["channel"].values],
+            [str(v) for v in post.coords["family"].values] if "family" in post.coords else [],
+            int(post.sizes.get("family_channel", 0)),
+            float(post.attrs["n_candidates"]),
+            o["successes"].values,
+            k["trials"].values,
+            k["cell_model"].values,
+            k["cell_condition"].values,
+            k["cell_channel"].values,
+            k["cell_family"].values,
+            k["cell_pair"].values,
+            o["p0_successes"].values,
+            k["p0_trials"].values,
+            k["p0_model"].values,
+            k["p0_family"].values,
+        )
 
 
 def save_data(idata: az.InferenceData, data: ModelData) -> az.InferenceData:
@@ -108,12 +153,17 @@ def save_data(idata: az.InferenceData, data: ModelData) -> az.InferenceData:
     import xarray as xr
 
     groups = Cells.from_data(data).to_groups()
-    idata.add_groups({name: xr.Dataset({k: ("p0_cell" if k.startswith("p0_") else "cell", v) for k, v in values.items()})
-                      for name, values in groups.items()})
+    idata.add_groups(
+        {
+            name: xr.Dataset({k: ("p0_cell" if k.startswith("p0_") else "cell", v) for k, v in values.items()})
+            for name, values in groups.items()
+        }
+    )
     return idata
 
 
 # ---------------------------------------------------------------- the statistics
+
 
 @dataclass(frozen=True)
 class _Statistics:
@@ -139,9 +189,9 @@ def _grouped_sd(share: np.ndarray, group: np.ndarray) -> np.ndarray:
     indicator = sparse.csr_matrix((np.ones(len(group)), (np.arange(len(group)), group)), shape=(len(group), groups))
     counts = np.asarray(indicator.sum(axis=0)).ravel()
     mean = np.asarray(share @ indicator) / counts
-    square = np.asarray((share ** 2) @ indicator)
+    square = np.asarray((share**2) @ indicator)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.sqrt(np.maximum(square - counts * mean ** 2, 0.0) / (counts - 1))
+        return np.sqrt(np.maximum(square - counts * mean**2, 0.0) / (counts - 1))
 
 
 def _statistics(cells: Cells) -> _Statistics:
@@ -150,8 +200,12 @@ def _statistics(cells: Cells) -> _Statistics:
     rows = n_cells + n_p0
     all_trials = np.concatenate([cells.trials, cells.p0_trials]).astype(float)
     # accuracy: model × condition × channel, then P0 per model
-    group = np.concatenate([(cells.model * k_count + cells.condition) * c_count + cells.channel,
-                            m_count * k_count * c_count + cells.p0_model])
+    group = np.concatenate(
+        [
+            (cells.model * k_count + cells.condition) * c_count + cells.channel,
+            m_count * k_count * c_count + cells.p0_model,
+        ]
+    )
     used = np.unique(group)
     remap = np.full(group.max() + 1, -1)
     remap[used] = np.arange(len(used))
@@ -175,8 +229,10 @@ def _statistics(cells: Cells) -> _Statistics:
     unit = (cells.model * c_count + cells.channel) * n_families + cells.family
     summed, trials, unit_group = _unit_sums(unit, cells.trials.astype(float), unit // n_families, offset_rows=n_p0)
     spread_sums.append((summed, trials, unit_group))
-    keys += [(cells.models[g // c_count], cells.channels[g % c_count], "all", "family_spread")
-             for g in np.unique(unit // n_families)]
+    keys += [
+        (cells.models[g // c_count], cells.channels[g % c_count], "all", "family_spread")
+        for g in np.unique(unit // n_families)
+    ]
     return _Statistics(keys, accuracy_sum, accuracy_trials, spread_sums)
 
 
@@ -193,6 +249,7 @@ def _unit_sums(unit: np.ndarray, trials: np.ndarray, group: np.ndarray, *, offse
 
 
 # ---------------------------------------------------------------- linear predictors
+
 
 def prior_parameters(cells: Cells, rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:
     """``size`` draws of the model's parameters from its priors (``model.build_model``'s), reported form."""
@@ -211,7 +268,9 @@ def prior_parameters(cells: Cells, rng: np.random.Generator, size: int) -> dict[
     channel_sd = np.abs(rng.normal(0.0, SPREAD_SCALE["channel_sd"], (size, m, k)))
     channel_z = zero_sum_normal((size, m, k, c))
     return {
-        "condition_mean": condition_mean, "channel_sd": channel_sd, "channel_z": channel_z,
+        "condition_mean": condition_mean,
+        "channel_sd": channel_sd,
+        "channel_z": channel_z,
         "cell": condition_mean[..., None] + channel_sd[..., None] * channel_z,
         "p0_mean": rng.normal(centre, PRIOR_MEAN_SD, (size, m)),
         "family_sd": np.abs(rng.normal(0.0, SPREAD_SCALE["family_sd"], size)),
@@ -225,19 +284,24 @@ def parameters_eta(parameters: dict[str, np.ndarray], cells: Cells) -> tuple[np.
     """η of every cell and P0 cell for parameter draws in reported form (a leading draw axis)."""
     family = parameters["family_sd"][:, None] * parameters["family_z"]
     family_channel = parameters["family_channel_sd"][:, None] * parameters["family_channel_z"]
-    eta = (parameters["cell"][:, cells.model, cells.condition, cells.channel] + family[:, cells.family]
-           + family_channel[:, cells.pair])
+    eta = (
+        parameters["cell"][:, cells.model, cells.condition, cells.channel]
+        + family[:, cells.family]
+        + family_channel[:, cells.pair]
+    )
     eta_p0 = parameters["p0_mean"][:, cells.p0_model] + family[:, cells.p0_family]
     return eta, eta_p0
 
 
-def draw_counts(eta: np.ndarray, eta_p0: np.ndarray, cells: Cells, rng: np.random.Generator
-                ) -> tuple[np.ndarray, np.ndarray]:
+def draw_counts(
+    eta: np.ndarray, eta_p0: np.ndarray, cells: Cells, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Successes drawn from the model for each row of η: Binomial(trials, σ(η))."""
     return rng.binomial(cells.trials, expit(eta)), rng.binomial(cells.p0_trials, expit(eta_p0))
 
 
 # ---------------------------------------------------------------- the checks
+
 
 def _check_frame(cells: Cells, replicate_statistics: np.ndarray, *, seed: int, method: str) -> pl.DataFrame:
     statistics = _statistics(cells)
@@ -251,12 +315,27 @@ def _check_frame(cells: Cells, replicate_statistics: np.ndarray, *, seed: int, m
         predicted = np.nanmean(replicate_statistics, axis=0)
     p_value = (replicate_statistics >= observed[None, :] - 1e-12).mean(axis=0)
     low, high, predicted, p_value = (np.where(defined, v, np.nan) for v in (low, high, predicted, p_value))
-    rows = [(*key, float(observed[i]), float(predicted[i]), float(low[i]), float(high[i]), float(p_value[i]),
-             CONF_LEVEL, bool(observed[i] < low[i] - 1e-12 or observed[i] > high[i] + 1e-12),
-             replicate_statistics.shape[0], seed, method)
-            for i, key in enumerate(statistics.keys)]
-    frame = pl.DataFrame(rows, schema=PREDICTIVE_SCHEMA, orient="row").fill_nan(None).sort("statistic", "model", "channel",
-                                                                          "condition", maintain_order=True)
+    rows = [
+        (
+            *key,
+            float(observed[i]),
+            float(predicted[i]),
+            float(low[i]),
+            float(high[i]),
+            float(p_value[i]),
+            CONF_LEVEL,
+            bool(observed[i] < low[i] - 1e-12 or observed[i] > high[i] + 1e-12),
+            replicate_statistics.shape[0],
+            seed,
+            method,
+        )
+        for i, key in enumerate(statistics.keys)
+    ]
+    frame = (
+        pl.DataFrame(rows, schema=PREDICTIVE_SCHEMA, orient="row")
+        .fill_nan(None)
+        .sort("statistic", "model", "channel", "condition", maintain_order=True)
+    )
     return units.percent_columns(frame, ("observed", "predicted", "conf_low", "conf_high"))
 
 
@@ -280,11 +359,18 @@ def posterior_predictive(idata: az.InferenceData, *, replicates: int = REPLICATE
     """
     cells = Cells.from_fit(idata)
     total = idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"]
-    parameters = thinned_draws(idata, ("cell", "p0_mean", "family_sd", "family_z", "family_channel_sd",
-                                       "family_channel_z"), min(replicates, total))
+    parameters = thinned_draws(
+        idata,
+        ("cell", "p0_mean", "family_sd", "family_z", "family_channel_sd", "family_channel_z"),
+        min(replicates, total),
+    )
     rng = np.random.default_rng(seed)
-    statistics = _replicate(cells, rng, len(parameters["cell"]), lambda a, b: parameters_eta(
-        {k: v[a:b] for k, v in parameters.items()}, cells))
+    statistics = _replicate(
+        cells,
+        rng,
+        len(parameters["cell"]),
+        lambda a, b: parameters_eta({k: v[a:b] for k, v in parameters.items()}, cells),
+    )
     return _check_frame(cells, statistics, seed=seed, method="posterior predictive")
 
 
@@ -292,8 +378,9 @@ def prior_predictive(cells: Cells, *, replicates: int = REPLICATES, seed: int = 
     """What the priors imply before any data: the same checks with parameters drawn from the priors."""
     rng = np.random.default_rng(seed)
     parameters = prior_parameters(cells, rng, replicates)
-    statistics = _replicate(cells, rng, replicates, lambda a, b: parameters_eta(
-        {k: v[a:b] for k, v in parameters.items()}, cells))
+    statistics = _replicate(
+        cells, rng, replicates, lambda a, b: parameters_eta({k: v[a:b] for k, v in parameters.items()}, cells)
+    )
     return _check_frame(cells, statistics, seed=seed, method="prior predictive")
 
 
@@ -307,5 +394,7 @@ def summary_sentence(checks: pl.DataFrame) -> str:
     by = outside.group_by("statistic").len().sort("statistic")
     parts = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in by.iter_rows())
     expected = (1 - checks["conf_level"][0]) * total
-    return (f"{outside.height} of {total} checks fall outside their {level} predictive intervals ({parts}); "
-            f"about {expected:.0f} would by chance if the model fitted.")
+    return (
+        f"{outside.height} of {total} checks fall outside their {level} predictive intervals ({parts}); "
+        f"about {expected:.0f} would by chance if the model fitted."
+    )

@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, TextIO
+from typing import TextIO
 
 LINE_EVERY = 10.0  # seconds between lines where the output is not a terminal
 BAR_WIDTH = 24
@@ -49,14 +50,34 @@ class Progress:
         self.stream.write(text + "\n")
         self.stream.flush()
 
-    def update(self, *, attempt: int, drawn: int, max_draws: int, divergences: int | None, elapsed: float,
-               left: float | None, warming_up: bool = False, force: bool = False, reading: int | None = None) -> None:
+    def update(
+        self,
+        *,
+        attempt: int,
+        drawn: int,
+        max_draws: int,
+        divergences: int | None,
+        elapsed: float,
+        left: float | None,
+        warming_up: bool = False,
+        force: bool = False,
+        reading: int | None = None,
+    ) -> None:
         now = self.clock()
         if not force and self._last is not None and now - self._last < (1.0 if self.terminal else self.every):
             return
         self._last = now
-        text = status_text(attempt=attempt, drawn=drawn, max_draws=max_draws, divergences=divergences,
-                           elapsed=elapsed, left=left, warming_up=warming_up, reading=reading, stage=self.stage)
+        text = status_text(
+            attempt=attempt,
+            drawn=drawn,
+            max_draws=max_draws,
+            divergences=divergences,
+            elapsed=elapsed,
+            left=left,
+            warming_up=warming_up,
+            reading=reading,
+            stage=self.stage,
+        )
         if self.terminal:
             filled = 0 if warming_up or max_draws <= 0 else min(BAR_WIDTH, round(BAR_WIDTH * drawn / max_draws))
             self.stream.write(f"\r[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {text}\033[K")
@@ -72,9 +93,18 @@ class Progress:
             self._open_bar = False
 
 
-def status_text(*, attempt: int, drawn: int, max_draws: int, divergences: int | None, elapsed: float,
-                left: float | None, warming_up: bool = False, reading: int | None = None,
-                stage: str | None = None) -> str:
+def status_text(
+    *,
+    attempt: int,
+    drawn: int,
+    max_draws: int,
+    divergences: int | None,
+    elapsed: float,
+    left: float | None,
+    warming_up: bool = False,
+    reading: int | None = None,
+    stage: str | None = None,
+) -> str:
     """One progress line, e.g. ``attempt 1: 400 of at most 2400 draws a chain, 0 divergences, 35 s, about 20 s left``.
 
     A run that stops when its gate passes cannot know its end: with ``reading`` (the draws a chain at

@@ -63,7 +63,7 @@ def smoothed_log_weights(log_weights: np.ndarray, reff: float) -> tuple[np.ndarr
         smoothed, k = az.psislw(log_weights, reff)
         return smoothed, k
     # only the largest m + 1 weights need their order: a partition, then a sort of those
-    top = np.argpartition(x, draws - m - 1, axis=1)[:, -m - 1:]
+    top = np.argpartition(x, draws - m - 1, axis=1)[:, -m - 1 :]
     order = np.take_along_axis(top, np.argsort(np.take_along_axis(x, top, axis=1), axis=1), axis=1)
     ordered = np.take_along_axis(x, order, axis=1)  # the largest m + 1, ascending
     cutoff = np.maximum(ordered[:, 0], np.log(np.finfo(float).tiny))
@@ -80,8 +80,12 @@ def smoothed_log_weights(log_weights: np.ndarray, reff: float) -> tuple[np.ndarr
         fitted = np.isfinite(k[rows])  # no smoothing where the fit failed
         replaced = x[rows]
         positions = order[rows, -m:]
-        np.put_along_axis(replaced, positions, np.where(fitted[:, None], smoothed,
-                                                        np.take_along_axis(replaced, positions, axis=1)), axis=1)
+        np.put_along_axis(
+            replaced,
+            positions,
+            np.where(fitted[:, None], smoothed, np.take_along_axis(replaced, positions, axis=1)),
+            axis=1,
+        )
         replaced[fitted[:, None] & (replaced > 0)] = 0.0  # truncated at the largest raw weight
         x[rows] = replaced
     x -= logsumexp(x, axis=1, keepdims=True)
@@ -96,7 +100,7 @@ def generalised_pareto_fit(tail: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     row of ``tail`` (sorted ascending, all > 0), with the weakly informative prior on k that
     ArviZ and the loo R package add (Vehtari et al. 2017, appendix C)."""
     n = tail.shape[1]
-    m_est = 30 + int(n ** 0.5)
+    m_est = 30 + int(n**0.5)
     grid = 1 - np.sqrt(m_est / (np.arange(1, m_est + 1, dtype=float) - 0.5))
     with np.errstate(divide="ignore", invalid="ignore"):  # a tail that rounds to 0: handled below
         b = grid[None, :] / (PRIOR_B * tail[:, int(n / 4 + 0.5) - 1, None]) + 1 / tail[:, -1, None]

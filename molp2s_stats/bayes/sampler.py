@@ -11,17 +11,29 @@ from dataclasses import dataclass
 import arviz as az
 import numpy as np
 
+from ..errors import UsageError
 from . import DEFAULT_DRAWS, LOW_RANK, SAMPLERS, TARGET_ACCEPT, health
 from .data import ModelData
 from .density import Compiled
 from .progress import Progress
-from ..errors import UsageError
 
 
-def sample(data: ModelData, *, draws: int, tune: int, chains: int, seed: int, sampler: str = "nutpie",
-           target_accept: float = TARGET_ACCEPT, low_rank: bool = LOW_RANK, family_effects: bool = True,
-           progress: Progress | None = None, compiled: Compiled | None = None, warm: WarmStart | None = None,
-           attempt: int = 1) -> az.InferenceData:
+def sample(
+    data: ModelData,
+    *,
+    draws: int,
+    tune: int,
+    chains: int,
+    seed: int,
+    sampler: str = "nutpie",
+    target_accept: float = TARGET_ACCEPT,
+    low_rank: bool = LOW_RANK,
+    family_effects: bool = True,
+    progress: Progress | None = None,
+    compiled: Compiled | None = None,
+    warm: WarmStart | None = None,
+    attempt: int = 1,
+) -> az.InferenceData:
     """NUTS draws of the model of ``data``: nutpie on the float32 JAX log density of
     ``density`` (default), or PyMC's own NUTS on the PyMC model of ``model.build_model``.
 
@@ -38,9 +50,19 @@ def sample(data: ModelData, *, draws: int, tune: int, chains: int, seed: int, sa
     if sampler not in SAMPLERS:
         raise UsageError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
     if sampler == "nutpie":
-        background = _nutpie(data, family_effects=family_effects, draws=draws, tune=tune, chains=chains,
-                             seed=seed, target_accept=target_accept, low_rank=low_rank, compiled=compiled,
-                             warm=warm, blocking=progress is None)
+        background = _nutpie(
+            data,
+            family_effects=family_effects,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            seed=seed,
+            target_accept=target_accept,
+            low_rank=low_rank,
+            compiled=compiled,
+            warm=warm,
+            blocking=progress is None,
+        )
         if progress is None:
             return background
         return _follow(background, progress, attempt=attempt, draws=draws)
@@ -48,14 +70,32 @@ def sample(data: ModelData, *, draws: int, tune: int, chains: int, seed: int, sa
 
     from .model import build_model
 
-    return pm.sample(model=build_model(data, family_effects=family_effects), draws=draws, tune=tune, chains=chains,
-                     random_seed=seed, progressbar=progress is not None and bool(progress.terminal),
-                     target_accept=target_accept, compute_convergence_checks=False)
+    return pm.sample(
+        model=build_model(data, family_effects=family_effects),
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        random_seed=seed,
+        progressbar=progress is not None and bool(progress.terminal),
+        target_accept=target_accept,
+        compute_convergence_checks=False,
+    )
 
 
-def _nutpie(data: ModelData, *, family_effects: bool = True, blocking: bool = True, draws: int, tune: int,
-            chains: int, seed: int, target_accept: float, low_rank: bool, compiled: Compiled | None = None,
-            warm: WarmStart | None = None):
+def _nutpie(
+    data: ModelData,
+    *,
+    family_effects: bool = True,
+    blocking: bool = True,
+    draws: int,
+    tune: int,
+    chains: int,
+    seed: int,
+    target_accept: float,
+    low_rank: bool,
+    compiled: Compiled | None = None,
+    warm: WarmStart | None = None,
+):
     """nutpie on the JAX density, every chain at once (a finished trace, or the background sampler)."""
     import nutpie
 
@@ -63,10 +103,20 @@ def _nutpie(data: ModelData, *, family_effects: bool = True, blocking: bool = Tr
 
     compiled = compiled or compile_density(data, family_effects=family_effects)
     extra = {} if warm is None else {"initial_step": warm.step_size}
-    return nutpie.sample(nutpie_model(compiled, initial_points=None if warm is None else warm.initial_points),
-                         draws=draws, tune=tune, chains=chains, cores=chains, seed=seed, target_accept=target_accept,
-                         progress_bar=False, save_warmup=False, low_rank_modified_mass_matrix=low_rank,
-                         blocking=blocking, **extra)
+    return nutpie.sample(
+        nutpie_model(compiled, initial_points=None if warm is None else warm.initial_points),
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=chains,
+        seed=seed,
+        target_accept=target_accept,
+        progress_bar=False,
+        save_warmup=False,
+        low_rank_modified_mass_matrix=low_rank,
+        blocking=blocking,
+        **extra,
+    )
 
 
 def _follow(background, progress: Progress, *, attempt: int, draws: int) -> az.InferenceData:
@@ -83,9 +133,15 @@ def _follow(background, progress: Progress, *, attempt: int, draws: int) -> az.I
             if drawn and first is None:
                 first = (now, drawn)
             pace = None if first is None or drawn <= first[1] else (drawn - first[1]) / (now - first[0])
-            progress.update(attempt=attempt, drawn=drawn, max_draws=draws, divergences=_divergences(trace),
-                            elapsed=now - started, left=None if pace is None else (draws - drawn) / pace,
-                            warming_up=drawn == 0)
+            progress.update(
+                attempt=attempt,
+                drawn=drawn,
+                max_draws=draws,
+                divergences=_divergences(trace),
+                elapsed=now - started,
+                left=None if pace is None else (draws - drawn) / pace,
+                warming_up=drawn == 0,
+            )
     except BaseException:
         background.cancel()
         raise
@@ -114,11 +170,21 @@ CHECK_GROWTH = (1.15, 2.0)
 AUTO_DRAWS = 2 * DEFAULT_DRAWS  # at most this many draws per chain in a first run that stops once it passes
 
 
-def sample_until_passed(data: ModelData, *, max_draws: int, tune: int, chains: int, seed: int,
-                        target_accept: float = TARGET_ACCEPT, low_rank: bool = LOW_RANK,
-                        progress: Progress | None = None, compiled: Compiled | None = None,
-                        warm: WarmStart | None = None, attempt: int = 1,
-                        expected: float | None = None) -> tuple[az.InferenceData, dict]:
+def sample_until_passed(
+    data: ModelData,
+    *,
+    max_draws: int,
+    tune: int,
+    chains: int,
+    seed: int,
+    target_accept: float = TARGET_ACCEPT,
+    low_rank: bool = LOW_RANK,
+    progress: Progress | None = None,
+    compiled: Compiled | None = None,
+    warm: WarmStart | None = None,
+    attempt: int = 1,
+    expected: float | None = None,
+) -> tuple[az.InferenceData, dict]:
     """nutpie draws until the health gate passes (with ``STOP_MARGIN`` on the ESS), at most
     ``max_draws`` per chain; the draws kept and the gate's row on them.
 
@@ -137,8 +203,18 @@ def sample_until_passed(data: ModelData, *, max_draws: int, tune: int, chains: i
     the warm-up, when there are no draws to pace it by).
     """
     started = time.perf_counter()
-    background = _nutpie(data, blocking=False, draws=max_draws, tune=tune, chains=chains, seed=seed,
-                         target_accept=target_accept, low_rank=low_rank, compiled=compiled, warm=warm)
+    background = _nutpie(
+        data,
+        blocking=False,
+        draws=max_draws,
+        tune=tune,
+        chains=chains,
+        seed=seed,
+        target_accept=target_accept,
+        low_rank=low_rank,
+        compiled=compiled,
+        warm=warm,
+    )
     checkpoint = min(MIN_DRAWS, max_draws)
     progress_so_far: list[tuple[float, int]] = []
     divergences = 0
@@ -149,8 +225,17 @@ def sample_until_passed(data: ModelData, *, max_draws: int, tune: int, chains: i
         elapsed = time.perf_counter() - started
         if drawn == 0 and expected is not None:
             left = expected - elapsed
-        progress.update(attempt=attempt, drawn=drawn, max_draws=max_draws, divergences=divergences,
-                        elapsed=elapsed, left=left, warming_up=drawn == 0, force=force, reading=checkpoint)
+        progress.update(
+            attempt=attempt,
+            drawn=drawn,
+            max_draws=max_draws,
+            divergences=divergences,
+            elapsed=elapsed,
+            left=left,
+            warming_up=drawn == 0,
+            force=force,
+            reading=checkpoint,
+        )
 
     def wait(seconds: float, drawn: int):
         """_wait, in slices short enough for a progress line, with the draws made meanwhile extrapolated."""
@@ -193,7 +278,7 @@ def sample_until_passed(data: ModelData, *, max_draws: int, tune: int, chains: i
             last = checkpoint >= (drawn if final is not None else max_draws)
 
             def stops(row: dict) -> bool:
-                return last or bool(row["divergences"]) or passed_with_margin(row)
+                return last or bool(row["divergences"]) or passed_with_margin(row)  # noqa: B023 (called in this pass)
 
             # the gate on the global parameters first: if they miss it, so does the whole (seconds saved);
             # the chains are paused while the whole gate is read, since a pass ends them anyway
@@ -252,14 +337,16 @@ def _common_draws(trace: az.InferenceData) -> int:
     """Draws every chain has made so far (chains behind the others are padded with NaN)."""
     if "posterior" not in trace or trace.posterior.sizes.get("draw", 0) == 0:
         return 0
-    first = trace.posterior["condition_mean"].values.reshape(trace.posterior.sizes["chain"],
-                                                             trace.posterior.sizes["draw"], -1)[:, :, 0]
+    first = trace.posterior["condition_mean"].values.reshape(
+        trace.posterior.sizes["chain"], trace.posterior.sizes["draw"], -1
+    )[:, :, 0]
     return int(np.isfinite(first).sum(axis=1).min())
 
 
 def first_draws(trace: az.InferenceData, draws: int) -> az.InferenceData:
-    return az.InferenceData(posterior=trace.posterior.isel(draw=slice(0, draws)),
-                            sample_stats=trace.sample_stats.isel(draw=slice(0, draws)))
+    return az.InferenceData(
+        posterior=trace.posterior.isel(draw=slice(0, draws)), sample_stats=trace.sample_stats.isel(draw=slice(0, draws))
+    )
 
 
 def next_checkpoint(row: dict, drawn: int, max_draws: int) -> int:
@@ -325,7 +412,7 @@ class WarmStart:
         return self.points[int(np.random.default_rng(seed).integers(len(self.points)))].copy()
 
     @classmethod
-    def from_fit(cls, saved: az.InferenceData, compiled: Compiled) -> "WarmStart":
+    def from_fit(cls, saved: az.InferenceData, compiled: Compiled) -> WarmStart:
         from .density import effects_of, initial_point, pack
 
         model = compiled.model
@@ -333,8 +420,10 @@ class WarmStart:
         if "family_z" not in post or "cell" not in post:
             raise UsageError("the warm start needs a fit saved by `molp2s fit` (with its family effects)")
         if list(post.coords["channel"].values) != model.coords["channel"]:
-            raise UsageError("the warm start's fit has other channels ("
-                             f"{', '.join(map(str, post.coords['channel'].values))}); it needs the same ones")
+            raise UsageError(
+                "the warm start's fit has other channels ("
+                f"{', '.join(map(str, post.coords['channel'].values))}); it needs the same ones"
+            )
         chains, draws = post.sizes["chain"], post.sizes["draw"]
         picks = np.linspace(0, chains * draws - 1, WARM_POINTS).astype(int)
 
@@ -348,16 +437,27 @@ class WarmStart:
         models = [(i, old_models[m]) for i, m in enumerate(model.coords["model"]) if m in old_models]
         families = [(i, old_families[f]) for i, f in enumerate(model.coords["family"]) if f in old_families]
         pairs = [(i, old_pairs[p]) for i, p in enumerate(model.coords["family_channel"]) if p in old_pairs]
-        saved_values = {name: flat(name) for name in ("condition_mean", "channel_sd", "cell", "p0_mean",
-                                                      "family_sd", "family_z", "family_channel_sd",
-                                                      "family_channel_z")}
+        saved_values = {
+            name: flat(name)
+            for name in (
+                "condition_mean",
+                "channel_sd",
+                "cell",
+                "p0_mean",
+                "family_sd",
+                "family_z",
+                "family_channel_sd",
+                "family_channel_z",
+            )
+        }
         points = []
         for row in range(WARM_POINTS):
             effects = effects_of(model.reported(initial_point(model, row))) | {
                 "family_sd": saved_values["family_sd"][row],
                 "family_channel_sd": saved_values["family_channel_sd"][row],
                 "family_effect": np.zeros(len(model.coords["family"])),
-                "family_channel_effect": np.zeros(len(model.coords["family_channel"]))}
+                "family_channel_effect": np.zeros(len(model.coords["family_channel"])),
+            }
             old = {name: values[row] for name, values in saved_values.items()}
             for new_at, old_at in models:
                 effects["condition_mean"][new_at] = old["condition_mean"][old_at]
@@ -370,8 +470,11 @@ class WarmStart:
                 effects["family_channel_effect"][new_at] = old["family_channel_sd"] * old["family_channel_z"][old_at]
             points.append(pack(model, effects))
         step = float(np.median(saved.sample_stats["step_size"].values)) if "step_size" in saved.sample_stats else None
-        return cls(np.array(points), step if step and np.isfinite(step) else 0.1,
-                   {"models": len(models), "families": len(families)})
+        return cls(
+            np.array(points),
+            step if step and np.isfinite(step) else 0.1,
+            {"models": len(models), "families": len(families)},
+        )
 
 
 def pool_chains(first: az.InferenceData, second: az.InferenceData) -> az.InferenceData:
@@ -396,6 +499,5 @@ def slim(idata: az.InferenceData) -> az.InferenceData:
     """
     posterior = idata.posterior
     posterior = posterior.drop_vars([name for name in posterior.data_vars if str(name).endswith("__")])
-    posterior = posterior.astype({name: "float32" for name, v in posterior.data_vars.items()
-                                  if v.dtype == "float64"})
+    posterior = posterior.astype({name: "float32" for name, v in posterior.data_vars.items() if v.dtype == "float64"})
     return az.InferenceData(posterior=posterior, sample_stats=idata.sample_stats)

@@ -96,8 +96,8 @@ def simulate_cells(shape: Shape, seed: int) -> tuple[ModelData, pl.DataFrame]:
     cell = ability[:, None, None] + shift[None, :, None] + boost
     p0_logit = ability.copy()
     if shape.at_chance:
-        cell[m - shape.at_chance:] = chance
-        p0_logit[m - shape.at_chance:] = chance
+        cell[m - shape.at_chance :] = chance
+        p0_logit[m - shape.at_chance :] = chance
     family = rng.normal(0.0, shape.family_sd, f)
     family_channel = rng.normal(0.0, shape.family_channel_sd, (c, f))
     # which families each channel's cohort holds: a random subset of the requested size
@@ -107,16 +107,20 @@ def simulate_cells(shape: Shape, seed: int) -> tuple[ModelData, pl.DataFrame]:
         in_cohort[ch, chosen] = True
     in_any = in_cohort.any(axis=0)
     at_chance = np.zeros(m, dtype=bool)
-    at_chance[m - shape.at_chance:] = shape.at_chance > 0
+    at_chance[m - shape.at_chance :] = shape.at_chance > 0
     tasks = {"source": 1, "shuffled": 1, "cf": shape.cf_per_family}
     rows, truth = [], []
     within_family = shape.task_sd > 0 or shape.model_task_sd > 0
     # drawn only when asked for, so that the other shapes' draws stay as they were
-    task_effect = ({k: rng.normal(0.0, shape.task_sd, (tasks[k], c, f)) for k in MODELLED_CONDITIONS}
-                   if within_family else {})
+    task_effect = (
+        {k: rng.normal(0.0, shape.task_sd, (tasks[k], c, f)) for k in MODELLED_CONDITIONS} if within_family else {}
+    )
     p0_task_effect = rng.normal(0.0, shape.task_sd, f) if within_family else np.zeros(f)
-    own_family = (np.array(shape.family_sd_by_model)[:, None] * rng.normal(size=(m, f))
-                  if shape.family_sd_by_model else np.broadcast_to(family, (m, f)))
+    own_family = (
+        np.array(shape.family_sd_by_model)[:, None] * rng.normal(size=(m, f))
+        if shape.family_sd_by_model
+        else np.broadcast_to(family, (m, f))
+    )
     for mi in range(m):
         for ch in range(c):
             fam = members[ch]
@@ -127,34 +131,53 @@ def simulate_cells(shape: Shape, seed: int) -> tuple[ModelData, pl.DataFrame]:
             for ki, condition in enumerate(MODELLED_CONDITIONS):
                 trials = tasks[condition] * shape.samples
                 if within_family:
-                    task_eta = (np.full((tasks[condition], len(fam)), chance) if at_chance[mi] else
-                                eta[ki][None, :] + task_effect[condition][:, ch, fam]
-                                + rng.normal(0.0, shape.model_task_sd, (tasks[condition], len(fam))))
+                    task_eta = (
+                        np.full((tasks[condition], len(fam)), chance)
+                        if at_chance[mi]
+                        else eta[ki][None, :]
+                        + task_effect[condition][:, ch, fam]
+                        + rng.normal(0.0, shape.model_task_sd, (tasks[condition], len(fam)))
+                    )
                     task_p = expit(task_eta)  # (tasks, families)
                     successes = rng.binomial(shape.samples, task_p).sum(axis=0)
                     shares.append(task_p.mean(axis=0))
                 else:
                     successes = rng.binomial(trials, p[ki])
-                rows += [(models[mi], channels[ch], condition, families[j], int(s), trials)
-                         for j, s in zip(fam, successes)]
+                rows += [
+                    (models[mi], channels[ch], condition, families[j], int(s), trials) for j, s in zip(fam, successes)
+                ]
             if within_family:
                 p = np.array(shares)
-            truth += [(models[mi], channels[ch], "reliance", float((p[0] - p[1]).mean())),
-                      (models[mi], channels[ch], "responsiveness", float(p[2].mean()))]
-    cells = pl.DataFrame(rows, schema={"model": pl.String, "channel": pl.String, "condition": pl.String,
-                                       "family_id": pl.String, "successes": pl.Int64, "trials": pl.Int64},
-                         orient="row")
+            truth += [
+                (models[mi], channels[ch], "reliance", float((p[0] - p[1]).mean())),
+                (models[mi], channels[ch], "responsiveness", float(p[2].mean())),
+            ]
+    cells = pl.DataFrame(
+        rows,
+        schema={
+            "model": pl.String,
+            "channel": pl.String,
+            "condition": pl.String,
+            "family_id": pl.String,
+            "successes": pl.Int64,
+            "trials": pl.Int64,
+        },
+        orient="row",
+    )
     p0_rows = []
     for mi in range(m):
         eta = p0_logit[mi] + (np.zeros(in_any.sum()) if at_chance[mi] else own_family[mi, in_any])
         if within_family and not at_chance[mi]:
             eta = eta + p0_task_effect[in_any] + rng.normal(0.0, shape.model_task_sd, eta.shape)
         successes = rng.binomial(shape.samples, expit(eta))
-        p0_rows += [(models[mi], families[j], int(s), shape.samples)
-                    for j, s in zip(np.flatnonzero(in_any), successes)]
-    p0 = pl.DataFrame(p0_rows, schema={"model": pl.String, "family_id": pl.String, "successes": pl.Int64,
-                                       "trials": pl.Int64}, orient="row")
-    frame = pl.DataFrame(truth, schema={"model": pl.String, "channel": pl.String, "metric": pl.String,
-                                        "truth": pl.Float64}, orient="row")
+        p0_rows += [(models[mi], families[j], int(s), shape.samples) for j, s in zip(np.flatnonzero(in_any), successes)]
+    p0 = pl.DataFrame(
+        p0_rows,
+        schema={"model": pl.String, "family_id": pl.String, "successes": pl.Int64, "trials": pl.Int64},
+        orient="row",
+    )
+    frame = pl.DataFrame(
+        truth, schema={"model": pl.String, "channel": pl.String, "metric": pl.String, "truth": pl.Float64}, orient="row"
+    )
     frame = frame.with_columns(pl.lit(seed).alias("seed"), pl.lit(shape.name).alias("shape"))
     return index(cells, p0, n_candidates=float(shape.candidates)), frame

@@ -75,8 +75,9 @@ def select_families(pools: pl.DataFrame, molecules: pl.DataFrame, *, validated: 
         source = int(rng.integers(CANDIDATES))
         for i, row in enumerate(pick.iter_rows(named=True)):
             rows.append((family_id, str(labels[i]), row["scaffold"], row["fragment"], row["qm9_index"], i == source))
-    return pl.DataFrame(rows, schema=["family_id", "label", "scaffold", "fragment", "qm9_index", "is_source"],
-                        orient="row").sort("family_id", "label")
+    return pl.DataFrame(
+        rows, schema=["family_id", "label", "scaffold", "fragment", "qm9_index", "is_source"], orient="row"
+    ).sort("family_id", "label")
 
 
 def _xtb_one(args: tuple[int, list[int], list[list[float]]]) -> tuple[int, dict]:
@@ -121,13 +122,21 @@ def derangement(items: list[str], rng: np.random.Generator) -> list[str]:
             return order
 
 
-def assemble(chosen: pl.DataFrame, molecules: pl.DataFrame, xtb_results: dict[int, dict], *,
-             seed: int) -> dict[str, pl.DataFrame]:
+def assemble(
+    chosen: pl.DataFrame, molecules: pl.DataFrame, xtb_results: dict[int, dict], *, seed: int
+) -> dict[str, pl.DataFrame]:
     """The benchmark tables (families, candidates, properties, tasks), plus ``molecules`` (provenance per candidate)."""
-    dft = {row["Index"]: row for row in molecules.filter(pl.col("Index").is_in(chosen["qm9_index"].implode()))
-           .select("Index", "SMILES", "Dipole_debye", "HOMO_LUMO_gap_au").iter_rows(named=True)}
-    families = (chosen.filter(pl.col("is_source")).select("family_id", "scaffold", pl.col("label").alias("source"))
-                .sort("family_id"))
+    dft = {
+        row["Index"]: row
+        for row in molecules.filter(pl.col("Index").is_in(chosen["qm9_index"].implode()))
+        .select("Index", "SMILES", "Dipole_debye", "HOMO_LUMO_gap_au")
+        .iter_rows(named=True)
+    }
+    families = (
+        chosen.filter(pl.col("is_source"))
+        .select("family_id", "scaffold", pl.col("label").alias("source"))
+        .sort("family_id")
+    )
     candidates, properties, provenance = [], [], []
     for row in chosen.iter_rows(named=True):
         molecule = chem.complete(row["scaffold"], row["fragment"])
@@ -138,10 +147,14 @@ def assemble(chosen: pl.DataFrame, molecules: pl.DataFrame, xtb_results: dict[in
             "dipole_norm": dft[index]["Dipole_debye"],
             "gap": dft[index]["HOMO_LUMO_gap_au"],
             "dipole_vector": [round(v, 4) for v in xtb["dipole_vector"]],
-            "ir": {"frequencies": [round(f, 1) for f in xtb["frequencies"]],
-                   "intensities": [_sig(i) for i in xtb["ir_intensities"]]},
-            "raman": {"frequencies": [round(f, 1) for f in xtb["frequencies"]],
-                      "intensities": [_sig(i) for i in xtb["raman_activities"]]},
+            "ir": {
+                "frequencies": [round(f, 1) for f in xtb["frequencies"]],
+                "intensities": [_sig(i) for i in xtb["ir_intensities"]],
+            },
+            "raman": {
+                "frequencies": [round(f, 1) for f in xtb["frequencies"]],
+                "intensities": [_sig(i) for i in xtb["raman_activities"]],
+            },
         }
         for channel, value in values.items():
             properties.append((row["family_id"], row["label"], channel, json.dumps(value)))
@@ -165,11 +178,17 @@ def assemble(chosen: pl.DataFrame, molecules: pl.DataFrame, xtb_results: dict[in
         "families": families,
         "candidates": pl.DataFrame(candidates, schema=["family_id", "label", "fragment", "molecule"], orient="row"),
         "properties": pl.DataFrame(properties, schema=["family_id", "label", "channel", "value"], orient="row"),
-        "tasks": pl.DataFrame(tasks, schema={c: pl.String for c in ("task_id", "family_id", "channel", "condition",
-                                                                     "target", "shown_family", "shown_label")},
-                              orient="row"),
-        "molecules": pl.DataFrame(provenance, schema=["family_id", "label", "qm9_index", "qm9_smiles",
-                                                      "xtb_imaginary_modes"], orient="row"),
+        "tasks": pl.DataFrame(
+            tasks,
+            schema={
+                c: pl.String
+                for c in ("task_id", "family_id", "channel", "condition", "target", "shown_family", "shown_label")
+            },
+            orient="row",
+        ),
+        "molecules": pl.DataFrame(
+            provenance, schema=["family_id", "label", "qm9_index", "qm9_smiles", "xtb_imaginary_modes"], orient="row"
+        ),
     }
 
 
@@ -177,25 +196,57 @@ PROVENANCE = pl.DataFrame(
     [
         ("dipole_norm", "dipole moment norm", "D", "QM9 (Ramakrishnan et al. 2014) via qm9pack", "B3LYP/6-31G(2df,p)"),
         ("gap", "HOMO-LUMO gap", "Hartree", "QM9 (Ramakrishnan et al. 2014) via qm9pack", "B3LYP/6-31G(2df,p)"),
-        ("dipole_vector", "dipole vector, principal-axis frame, components >= 0", "D", "tblite",
-         "GFN2-xTB at the GFN2-xTB minimum nearest the QM9 geometry"),
-        ("ir", "harmonic frequencies and IR intensities", "cm-1, km/mol", "tblite",
-         "GFN2-xTB; finite-difference Hessian and dipole derivatives"),
-        ("raman", "harmonic frequencies and Raman activities", "cm-1, A^4/amu", "tblite",
-         "GFN2-xTB; finite-difference polarizability derivatives"),
+        (
+            "dipole_vector",
+            "dipole vector, principal-axis frame, components >= 0",
+            "D",
+            "tblite",
+            "GFN2-xTB at the GFN2-xTB minimum nearest the QM9 geometry",
+        ),
+        (
+            "ir",
+            "harmonic frequencies and IR intensities",
+            "cm-1, km/mol",
+            "tblite",
+            "GFN2-xTB; finite-difference Hessian and dipole derivatives",
+        ),
+        (
+            "raman",
+            "harmonic frequencies and Raman activities",
+            "cm-1, A^4/amu",
+            "tblite",
+            "GFN2-xTB; finite-difference polarizability derivatives",
+        ),
     ],
-    schema=["channel", "quantity", "units", "source", "level_of_theory"], orient="row",
+    schema=["channel", "quantity", "units", "source", "level_of_theory"],
+    orient="row",
 )
 
 
 QM_PROVENANCE = [
-    ("uvvis", "lowest singlet excitations: energies and oscillator strengths", "eV, dimensionless", "PySCF",
-     "CIS (TDA on RHF)/6-31G at the QM9 geometry"),
-    *[(c, f"GIAO isotropic shieldings of the scaffold's {'1H' if c.startswith('h1') else '13C'} nuclei"
-       + {"peaks": ", one per symmetry class", "peaks_int": ", one per class with its nuclei",
-          "peaks_deg": ", one per class with its carbons", "atomwise": ", one per nucleus with its scaffold atom"}[
-           c.split("_", 1)[1]], "ppm", "PySCF with pyscf-properties", "RHF/6-31G GIAO at the QM9 geometry")
-      for c in ("h1_peaks", "h1_peaks_int", "h1_atomwise", "c13_peaks", "c13_peaks_deg", "c13_atomwise")],
+    (
+        "uvvis",
+        "lowest singlet excitations: energies and oscillator strengths",
+        "eV, dimensionless",
+        "PySCF",
+        "CIS (TDA on RHF)/6-31G at the QM9 geometry",
+    ),
+    *[
+        (
+            c,
+            f"GIAO isotropic shieldings of the scaffold's {'1H' if c.startswith('h1') else '13C'} nuclei"
+            + {
+                "peaks": ", one per symmetry class",
+                "peaks_int": ", one per class with its nuclei",
+                "peaks_deg": ", one per class with its carbons",
+                "atomwise": ", one per nucleus with its scaffold atom",
+            }[c.split("_", 1)[1]],
+            "ppm",
+            "PySCF with pyscf-properties",
+            "RHF/6-31G GIAO at the QM9 geometry",
+        )
+        for c in ("h1_peaks", "h1_peaks_int", "h1_atomwise", "c13_peaks", "c13_peaks_deg", "c13_atomwise")
+    ],
 ]
 QM_TARGET = 136  # families per new channel after input validation: the paper's cohort size
 
@@ -222,8 +273,14 @@ def _grouped_derangement(groups: dict[object, list[str]], rng: np.random.Generat
     return shown
 
 
-def add_qm_channels(tables: dict[str, pl.DataFrame], cache: dict[int, dict], *, seed: int = SEED,
-                    order_seed: int | None = None, target: int = QM_TARGET) -> tuple[dict[str, pl.DataFrame], dict]:
+def add_qm_channels(
+    tables: dict[str, pl.DataFrame],
+    cache: dict[int, dict],
+    *,
+    seed: int = SEED,
+    order_seed: int | None = None,
+    target: int = QM_TARGET,
+) -> tuple[dict[str, pl.DataFrame], dict]:
     """The benchmark with UV–Vis and the six NMR channels for a seeded subset of families.
 
     Families are taken in the seeded order of ``qm.family_order`` while every one of their
@@ -271,12 +328,16 @@ def add_qm_channels(tables: dict[str, pl.DataFrame], cache: dict[int, dict], *, 
         for channel in qm.QM_CHANNELS:
             if all(channel in v for v in per_label.values()):
                 values[(family, channel)] = {label: v[channel] for label, v in per_label.items()}
-                validated[channel] += _validated(values[(family, channel)], channel, rules[channel][1],
-                                                 rules[channel][0])
+                validated[channel] += _validated(
+                    values[(family, channel)], channel, rules[channel][1], rules[channel][0]
+                )
 
     properties = tables["properties"].filter(~pl.col("channel").is_in(list(new)))
-    rows = [(f, label, channel, json.dumps(value)) for (f, channel), by_label in sorted(values.items())
-            for label, value in sorted(by_label.items())]
+    rows = [
+        (f, label, channel, json.dumps(value))
+        for (f, channel), by_label in sorted(values.items())
+        for label, value in sorted(by_label.items())
+    ]
     properties = pl.concat([properties, pl.DataFrame(rows, schema=properties.schema, orient="row")])
 
     tasks = tables["tasks"].filter(~pl.col("channel").is_in(list(new)))
@@ -304,8 +365,11 @@ def add_qm_channels(tables: dict[str, pl.DataFrame], cache: dict[int, dict], *, 
     tasks = tasks.filter(~((pl.col("channel") == "all") & (pl.col("condition") == "shuffled")))
     new_tasks += [(f"{f}-all-shuffled", f, "all", "shuffled", source[f], g, source[g]) for f, g in shown_all.items()]
     tasks = pl.concat([tasks, pl.DataFrame(new_tasks, schema=tasks.schema, orient="row")]).sort("task_id")
-    summary = {"families": len(chosen), "validated": validated,
-               "with_channel": {c: sum(c in v for v in has.values()) for c in qm.QM_CHANNELS}}
+    summary = {
+        "families": len(chosen),
+        "validated": validated,
+        "with_channel": {c: sum(c in v for v in has.values()) for c in qm.QM_CHANNELS},
+    }
     return {**tables, "properties": properties.sort("family_id", "label", "channel"), "tasks": tasks}, summary
 
 
@@ -329,8 +393,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path("data/benchmark"))
     parser.add_argument("--validated", type=int, default=VALIDATED)
     parser.add_argument("--seed", type=int, default=SEED)
-    parser.add_argument("--qm-only", action="store_true",
-                        help="only (re)add the PySCF channels from data/qm-cache to the benchmark in --out")
+    parser.add_argument(
+        "--qm-only",
+        action="store_true",
+        help="only (re)add the PySCF channels from data/qm-cache to the benchmark in --out",
+    )
     args = parser.parse_args(argv)
     if args.qm_only:
         _write_with_qm(read_built(args.out), args.out, seed=args.seed)
@@ -349,12 +416,18 @@ def _write_with_qm(tables: dict[str, pl.DataFrame], out: Path, *, seed: int) -> 
     cache = qm.read_cache(qm.CACHE)
     if cache:
         tables, summary = add_qm_channels(tables, cache, seed=seed)
-        print(f"PySCF channels for {summary['families']} families; input-validated per channel: "
-              f"{summary['validated']}", flush=True)
+        print(
+            f"PySCF channels for {summary['families']} families; input-validated per channel: {summary['validated']}",
+            flush=True,
+        )
         short = {c: n for c, n in summary["validated"].items() if n < QM_TARGET}
         if short:
-            print(f"warning: below {QM_TARGET} input-validated families in {short}: the cache does not cover "
-                  "enough families yet (python -m molp2s_stats.build.qm resumes it)", file=sys.stderr, flush=True)
+            print(
+                f"warning: below {QM_TARGET} input-validated families in {short}: the cache does not cover "
+                "enough families yet (python -m molp2s_stats.build.qm resumes it)",
+                file=sys.stderr,
+                flush=True,
+            )
     write_benchmark(tables, out)
     print(f"wrote {out}", flush=True)
 

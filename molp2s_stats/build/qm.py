@@ -63,8 +63,7 @@ def compute(numbers: list[int], positions: list[list[float]]) -> dict:
         from pyscf import gto, lib, scf, tdscf
         from pyscf.prop import nmr
     lib.num_threads(1)
-    mol = gto.M(atom=[(SYMBOLS[z], p) for z, p in zip(numbers, positions)], basis=BASIS, unit="Angstrom",
-                verbose=0)
+    mol = gto.M(atom=[(SYMBOLS[z], p) for z, p in zip(numbers, positions)], basis=BASIS, unit="Angstrom", verbose=0)
     seconds = {}
     started = time.perf_counter()
     mf = scf.RHF(mol).density_fit()
@@ -172,14 +171,23 @@ def run(benchmark: Path, cache: Path, *, seed: int, families: int | None, proces
     cache.mkdir(parents=True, exist_ok=True)
     jobs = jobs_in_order(benchmark, seed, families)
     todo = [(i, n, p, str(cache)) for i, n, p in jobs if not (cache / f"{i}.json").exists()]
-    print(f"{len(jobs)} molecules, {len(jobs) - len(todo)} cached, {len(todo)} to compute "
-          f"on {processes} processes", flush=True)
+    print(
+        f"{len(jobs)} molecules, {len(jobs) - len(todo)} cached, {len(todo)} to compute on {processes} processes",
+        flush=True,
+    )
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 
     started = time.perf_counter()
     # a bar with the time left on a terminal; one line per molecule in a log file
-    bar = Progress("PySCF", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), "left", TimeRemainingColumn(),
-                   disable=not sys.stderr.isatty())
+    bar = Progress(
+        "PySCF",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        "left",
+        TimeRemainingColumn(),
+        disable=not sys.stderr.isatty(),
+    )
     with bar, mp.get_context("spawn").Pool(processes) as pool:
         task = bar.add_task("molecules", total=len(todo))
         for done, (index, seconds) in enumerate(pool.imap(_one, todo), start=1):
@@ -187,8 +195,11 @@ def run(benchmark: Path, cache: Path, *, seed: int, families: int | None, proces
             if not sys.stderr.isatty():
                 elapsed = time.perf_counter() - started
                 eta = elapsed / done * (len(todo) - done)
-                print(f"[{done}/{len(todo)}] QM9 {index}: {seconds:.0f} s; elapsed {elapsed / 60:.0f} min, "
-                      f"ETA {eta / 60:.0f} min", flush=True)
+                print(
+                    f"[{done}/{len(todo)}] QM9 {index}: {seconds:.0f} s; elapsed {elapsed / 60:.0f} min, "
+                    f"ETA {eta / 60:.0f} min",
+                    flush=True,
+                )
 
 
 def checks(cache: dict[int, dict]) -> dict[str, float]:
@@ -241,7 +252,6 @@ def main(argv: list[str] | None = None) -> None:
     run(args.benchmark, args.cache, seed=args.seed, families=args.families, processes=args.processes)
 
 
-
 # ------------------------------------------------------------------ channel values
 
 NMR_CHANNELS = ("h1_peaks", "h1_peaks_int", "h1_atomwise", "c13_peaks", "c13_peaks_deg", "c13_atomwise")
@@ -280,8 +290,9 @@ def atom_order(mol, numbers: list[int], positions: list[list[float]]) -> list[in
     from rdkit.Chem import rdDetermineBonds
 
     # fixed-point coordinates: RDKit's XYZ reader refuses exponents such as 8.6e-05
-    block = f"{len(numbers)}\n\n" + "\n".join(f"{SYMBOLS[z]} {x:.8f} {y:.8f} {w:.8f}"
-                                                for z, (x, y, w) in zip(numbers, positions))
+    block = f"{len(numbers)}\n\n" + "\n".join(
+        f"{SYMBOLS[z]} {x:.8f} {y:.8f} {w:.8f}" for z, (x, y, w) in zip(numbers, positions)
+    )
     geometry = Chem.MolFromXYZBlock(block)
     if geometry is None:
         raise ValueError("RDKit could not read the QM9 geometry")
@@ -341,7 +352,6 @@ def nmr_values(scaffold: str, fragment: str, entry: dict) -> dict[str, dict]:
     shielding per nucleus with the scaffold atom index (for ¹H the heavy atom it is
     bonded to). A nucleus with no scaffold nucleus (no hydrogen, say) gets no value.
     """
-    from rdkit import Chem
 
     mol, position = completed_molecule(scaffold, fragment)
     order = atom_order(mol, entry["numbers"], entry["positions"])

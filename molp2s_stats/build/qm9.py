@@ -78,11 +78,14 @@ def cuts(smiles: str, qm9_index: int) -> list[Cut]:
             continue
         for scaffold, fragment in (pieces, pieces[::-1]):
             # GetNumHeavyAtoms does not count the dummy atom
-            if (fragment.GetNumHeavyAtoms() < MIN_FRAGMENT_HEAVY_ATOMS
-                    or scaffold.GetNumHeavyAtoms() < MIN_SCAFFOLD_HEAVY_ATOMS):
+            if (
+                fragment.GetNumHeavyAtoms() < MIN_FRAGMENT_HEAVY_ATOMS
+                or scaffold.GetNumHeavyAtoms() < MIN_SCAFFOLD_HEAVY_ATOMS
+            ):
                 continue
-            out.append(Cut(canonical(scaffold), canonical(fragment),
-                           rdMolDescriptors.CalcMolFormula(fragment), qm9_index))
+            out.append(
+                Cut(canonical(scaffold), canonical(fragment), rdMolDescriptors.CalcMolFormula(fragment), qm9_index)
+            )
     return out
 
 
@@ -98,7 +101,7 @@ def family_pools(molecules: pl.DataFrame, *, processes: int = 2) -> pl.DataFrame
     lowest index is kept.
     """
     rows = list(molecules.select("SMILES", "Index").iter_rows())
-    chunks = [rows[i:i + 2000] for i in range(0, len(rows), 2000)]
+    chunks = [rows[i : i + 2000] for i in range(0, len(rows), 2000)]
     if processes > 1:
         with mp.get_context("spawn").Pool(processes) as pool:
             results = pool.map(_cuts_batch, chunks)

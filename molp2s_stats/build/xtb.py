@@ -82,12 +82,14 @@ class _Engine:
 
 def optimise(engine: _Engine, positions: np.ndarray, *, gtol: float = 1e-5) -> np.ndarray:
     """GFN2-xTB minimum nearest to ``positions`` (bohr)."""
+
     def energy_and_gradient(flat: np.ndarray) -> tuple[float, np.ndarray]:
         energy, gradient, _ = engine.energy_gradient_dipole(flat.reshape(-1, 3))
         return energy, gradient.ravel()
 
-    result = minimize(energy_and_gradient, positions.ravel(), jac=True, method="L-BFGS-B",
-                      options={"gtol": gtol, "maxiter": 500})
+    result = minimize(
+        energy_and_gradient, positions.ravel(), jac=True, method="L-BFGS-B", options={"gtol": gtol, "maxiter": 500}
+    )
     return result.x.reshape(-1, 3)
 
 
@@ -148,20 +150,24 @@ def vibrational_properties(numbers: list[int], positions_angstrom: np.ndarray) -
     rigid = _rigid_motions(positions, masses)
     projector = np.eye(n) - rigid.T @ rigid
     eigenvalues, modes = np.linalg.eigh(projector @ weighted @ projector)
-    order = np.argsort(np.abs(eigenvalues))[len(rigid):]  # drop the rigid-body zeros
+    order = np.argsort(np.abs(eigenvalues))[len(rigid) :]  # drop the rigid-body zeros
     eigenvalues, modes = eigenvalues[order], modes[:, order]
     frequencies = np.sign(eigenvalues) * np.sqrt(np.abs(eigenvalues)) * HARTREE_IN_WAVENUMBER
     # Cartesian displacement per unit mass-weighted normal coordinate (amu^-1/2).
     cartesian_modes = modes / np.sqrt(np.repeat(masses, 3))[:, None]
     dmu_dq = cartesian_modes.T @ dipole_derivative  # e / √amu
-    ir = IR_KM_PER_MOL * (dmu_dq ** 2).sum(axis=1)
+    ir = IR_KM_PER_MOL * (dmu_dq**2).sum(axis=1)
     dalpha_dq = np.einsum("km,kij->mij", cartesian_modes, alpha_derivative)
-    dalpha_dq *= BOHR_IN_ANGSTROM ** 2  # bohr²/√amu → Å²/√amu
+    dalpha_dq *= BOHR_IN_ANGSTROM**2  # bohr²/√amu → Å²/√amu
     mean = np.einsum("mii->m", dalpha_dq) / 3
     xx, yy, zz = dalpha_dq[:, 0, 0], dalpha_dq[:, 1, 1], dalpha_dq[:, 2, 2]
-    aniso = 0.5 * ((xx - yy) ** 2 + (yy - zz) ** 2 + (zz - xx) ** 2
-                   + 6 * (dalpha_dq[:, 0, 1] ** 2 + dalpha_dq[:, 1, 2] ** 2 + dalpha_dq[:, 0, 2] ** 2))
-    raman = 45 * mean ** 2 + 7 * aniso
+    aniso = 0.5 * (
+        (xx - yy) ** 2
+        + (yy - zz) ** 2
+        + (zz - xx) ** 2
+        + 6 * (dalpha_dq[:, 0, 1] ** 2 + dalpha_dq[:, 1, 2] ** 2 + dalpha_dq[:, 0, 2] ** 2)
+    )
+    raman = 45 * mean**2 + 7 * aniso
     real = frequencies > 0
     order = np.argsort(frequencies[real])
     return {

@@ -17,9 +17,30 @@ from .core import app, main
 
 # The order `molp2s --help` and the command reference list the commands in: the flow of work,
 # from loading to the report, then the database tools.
-ORDER = ("load", "prompts", "metrics", "plan", "estimate", "explanations", "compare-inputs", "transitions",
-         "cohort", "stability", "ranks", "power", "frequentist", "separability", "audit", "check", "simulate",
-         "fit", "posterior", "report", "sql", "demo")
+ORDER = (
+    "load",
+    "prompts",
+    "metrics",
+    "plan",
+    "estimate",
+    "explanations",
+    "compare-inputs",
+    "transitions",
+    "cohort",
+    "stability",
+    "ranks",
+    "power",
+    "frequentist",
+    "separability",
+    "audit",
+    "check",
+    "simulate",
+    "fit",
+    "posterior",
+    "report",
+    "sql",
+    "demo",
+)
 app.registered_commands.sort(key=lambda info: ORDER.index(info.name))
 
 __all__ = ["app", "main"]

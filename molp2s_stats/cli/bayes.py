@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -25,18 +25,66 @@ def fit_command(
     out: Annotated[Path, typer.Option("--out", help="Where to save the fit (NetCDF InferenceData).")] = Path("fit.nc"),
     db: DbOption = Path(DEFAULT_DB),
     channel: ChannelsOption = None,
-    draws: Annotated[Optional[int], typer.Option("--draws", help="Draws per chain (after tuning); default: until the health gate passes, 400 to 2,400 per chain (nutpie; PyMC: 1,200).")] = None,
+    draws: Annotated[
+        int | None,
+        typer.Option(
+            "--draws",
+            help="Draws per chain (after tuning); default: until the health gate passes, 400 to 2,400 per chain (nutpie; PyMC: 1,200).",
+        ),
+    ] = None,
     tune: Annotated[int, typer.Option("--tune", help="Tuning steps per chain.")] = bayes.DEFAULT_TUNE,
     chains: Annotated[int, typer.Option("--chains", help="Chains.")] = bayes.DEFAULT_CHAINS,
-    sampler: Annotated[str, typer.Option("--sampler", help="nutpie (JAX gradient, the fast default) or pymc (PyMC's own NUTS).")] = "nutpie",
-    low_rank: Annotated[bool, typer.Option("--low-rank/--diagonal", help="nutpie's mass matrix: low-rank (learns correlations; more ESS per draw, costlier draws) or diagonal.")] = bayes.LOW_RANK,
-    loo: Annotated[bool, typer.Option("--loo/--no-loo", help="Also fit the model without family effects and compare by LOO (about doubles the time).")] = False,
-    allow_unconverged: Annotated[bool, typer.Option("--allow-unconverged", help="Exit 0 even when the health gate fails.")] = False,
+    sampler: Annotated[
+        str, typer.Option("--sampler", help="nutpie (JAX gradient, the fast default) or pymc (PyMC's own NUTS).")
+    ] = "nutpie",
+    low_rank: Annotated[
+        bool,
+        typer.Option(
+            "--low-rank/--diagonal",
+            help="nutpie's mass matrix: low-rank (learns correlations; more ESS per draw, costlier draws) or diagonal.",
+        ),
+    ] = bayes.LOW_RANK,
+    loo: Annotated[
+        bool,
+        typer.Option(
+            "--loo/--no-loo",
+            help="Also fit the model without family effects and compare by LOO (about doubles the time).",
+        ),
+    ] = False,
+    allow_unconverged: Annotated[
+        bool, typer.Option("--allow-unconverged", help="Exit 0 even when the health gate fails.")
+    ] = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sampler; saved with the fit.")] = 0,
-    target_accept: Annotated[float, typer.Option("--target-accept", help="NUTS target acceptance of the first attempt (higher: smaller steps, fewer divergences, slower).")] = bayes.TARGET_ACCEPT,
-    budget: Annotated[Optional[float], typer.Option("--budget", help="Seconds the fit may take: a first run that misses the health gate is extended (more chains) or run again (smaller steps) while the next attempt is expected to end within this. Default: 600 s, or five times the first attempt's estimated time on a larger leaderboard.", show_default=False)] = None,
-    device: Annotated[Optional[str], typer.Option("--device", help="Where the gradient is evaluated: cpu or gpu (JAX built for CUDA: pip install -e '.[gpu]'); default: JAX's default device.", show_default=False)] = None,
-    warm_start: Annotated[Optional[Path], typer.Option("--warm-start", help="A fit of the same benchmark and channels, typically before a model was added: the chains start from its draws with its step size and a shorter warm-up; the health gate is as strict as ever.")] = None,
+    target_accept: Annotated[
+        float,
+        typer.Option(
+            "--target-accept",
+            help="NUTS target acceptance of the first attempt (higher: smaller steps, fewer divergences, slower).",
+        ),
+    ] = bayes.TARGET_ACCEPT,
+    budget: Annotated[
+        float | None,
+        typer.Option(
+            "--budget",
+            help="Seconds the fit may take: a first run that misses the health gate is extended (more chains) or run again (smaller steps) while the next attempt is expected to end within this. Default: 600 s, or five times the first attempt's estimated time on a larger leaderboard.",
+            show_default=False,
+        ),
+    ] = None,
+    device: Annotated[
+        str | None,
+        typer.Option(
+            "--device",
+            help="Where the gradient is evaluated: cpu or gpu (JAX built for CUDA: pip install -e '.[gpu]'); default: JAX's default device.",
+            show_default=False,
+        ),
+    ] = None,
+    warm_start: Annotated[
+        Path | None,
+        typer.Option(
+            "--warm-start",
+            help="A fit of the same benchmark and channels, typically before a model was added: the chains start from its draws with its step size and a shorter warm-up; the health gate is as strict as ever.",
+        ),
+    ] = None,
 ) -> None:
     """Fit the hierarchical model of per-channel reliance (with family random effects) and save it.
 
@@ -60,17 +108,32 @@ def fit_command(
     data = bayes_data.read_model_data(con, channels=channel or None)
     previous = _warm_start_fit(warm_start)
     progress = Progress()
-    progress.say(f"fitting {len(data.models)} models × {len(data.channels)} channels × {len(data.families)} families "
-                 f"({chains} chains × {tune if previous is None else bayes_fit.WARM_TUNE} warm-up + "
-                 f"{draws if draws is not None else 'draws until the health gate passes'})")
+    progress.say(
+        f"fitting {len(data.models)} models × {len(data.channels)} channels × {len(data.families)} families "
+        f"({chains} chains × {tune if previous is None else bayes_fit.WARM_TUNE} warm-up + "
+        f"{draws if draws is not None else 'draws until the health gate passes'})"
+    )
 
     def estimated(estimate) -> None:
         progress.say(estimate.line(budget if budget is not None else bayes_fit.default_budget(estimate)))
 
-    idata = bayes_fit.fit(data, draws=draws, tune=tune, chains=chains, seed=seed, sampler=sampler, loo=loo,
-                          low_rank=low_rank, progress=progress, budget=budget, target_accept=target_accept,
-                          on_attempt=lambda row: progress.say(health.attempt_line(row)), on_estimate=estimated,
-                          warm_start=previous, device=device)
+    idata = bayes_fit.fit(
+        data,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        seed=seed,
+        sampler=sampler,
+        loo=loo,
+        low_rank=low_rank,
+        progress=progress,
+        budget=budget,
+        target_accept=target_accept,
+        on_attempt=lambda row: progress.say(health.attempt_line(row)),
+        on_estimate=estimated,
+        warm_start=previous,
+        device=device,
+    )
     if previous is not None:
         progress.say(bayes_fit.warm_start_note(idata, previous))
     provenance.record(idata, con)  # so that a report can tell when the database has moved on
@@ -99,11 +162,25 @@ def _warm_start_fit(path: Path | None):
 @command("posterior")
 def posterior_command(
     fit_file: Annotated[Path, typer.Argument(help="A fit saved by `molp2s fit`.")],
-    what: Annotated[str, typer.Option("--what", help="reliance | responsiveness | contrasts | ranks | diagnostics (every sampling attempt, the fit as saved last) | predictive (posterior predictive checks) | prior (prior predictive checks).")] = "reliance",
+    what: Annotated[
+        str,
+        typer.Option(
+            "--what",
+            help="reliance | responsiveness | contrasts | ranks | diagnostics (every sampling attempt, the fit as saved last) | predictive (posterior predictive checks) | prior (prior predictive checks).",
+        ),
+    ] = "reliance",
     fmt: FormatOption = None,
     out: OutOption = None,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="With --what predictive or prior: also draw the checks (observed against the predictive interval) to this .svg, .png or .html file.")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the predictive replicates (--what predictive or prior).")] = 0,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="With --what predictive or prior: also draw the checks (observed against the predictive interval) to this .svg, .png or .html file.",
+        ),
+    ] = None,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of the predictive replicates (--what predictive or prior).")
+    ] = 0,
 ) -> None:
     """Posterior quantities of a saved fit as tidy frames (94% HDIs; every output says if the fit failed its gate).
 

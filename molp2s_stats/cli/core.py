@@ -35,8 +35,10 @@ _debug_flag = False
 
 @app.callback()
 def _entry(
-    debug: Annotated[bool, typer.Option(
-        "--debug", help=f"Show the Python traceback behind an error message (or set {DEBUG_ENV_VAR}=1).")] = False,
+    debug: Annotated[
+        bool,
+        typer.Option("--debug", help=f"Show the Python traceback behind an error message (or set {DEBUG_ENV_VAR}=1)."),
+    ] = False,
 ) -> None:
     """Before every command: third-party notices known to be harmless stay quiet, and Ctrl-C interrupts."""
     import signal
@@ -99,6 +101,7 @@ def command(name: str, **options):
     """Register a command whose user errors (``UsageError``, bad input included, and a
     database that cannot be used) print as one line; anything else is a bug and keeps
     its traceback. An interrupt is one line and exit 130."""
+
     def register(function):
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
@@ -107,8 +110,11 @@ def command(name: str, **options):
             except KeyboardInterrupt:
                 # a load is one transaction, rolled back; other outputs are written whole or not at all
                 # (output.replacing): say so, and exit as shells expect of an interrupt
-                left = ("nothing was loaded: the database is as it was" if name == "load"
-                        else "no output file was left half-written")
+                left = (
+                    "nothing was loaded: the database is as it was"
+                    if name == "load"
+                    else "no output file was left half-written"
+                )
                 typer.echo(f"interrupted: {name} stopped; {left}", err=True)
                 raise typer.Exit(130) from None
             except Exception as exc:  # StoreError is looked up only on failure: store is imported lazily
@@ -122,8 +128,10 @@ def command(name: str, **options):
                     if message:
                         fail(message, code=1)
                 raise
+
         options["help"] = reflowed(options.get("help", function.__doc__))
         return app.command(name, **options)(wrapper)
+
     return register
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..defaults import DEFAULT_BENCHMARK, DEFAULT_DRAWS, DEFAULT_RESPONSES, DEFAULT_DB
+from ..defaults import DEFAULT_BENCHMARK, DEFAULT_DB, DEFAULT_DRAWS, DEFAULT_RESPONSES
 from ..lazy import lazy_import
 from .core import command, fail
 from .output import Format, emit, leaderboard, resolve_format
@@ -39,20 +39,33 @@ def check_command(
     emit(result, fmt, out, title=f"Database check ({db})")
     if not checking.trusted(result):
         files = result.filter(pl.col("check") == "file").height
-        how = (checking.rebuild_command(None, result, str(db)) if files else
-               "molp2s load --benchmark BENCHMARK --responses FILES --db NEW.duckdb (its file list cannot be read)")
+        how = (
+            checking.rebuild_command(None, result, str(db))
+            if files
+            else "molp2s load --benchmark BENCHMARK --responses FILES --db NEW.duckdb (its file list cannot be read)"
+        )
         typer.secho(f"{db}: cannot be trusted (see the rows marked failed); rebuild it: {how}", err=True, fg="red")
         raise typer.Exit(1)
     gone = result.filter((pl.col("check").is_in(["file", "benchmark"])) & (pl.col("status") != "ok")).height
-    typer.echo(f"{db}: can be trusted" + (f"; {gone} of the files it was loaded from are missing or changed: keep "
-                                          "copies, they are what it can be rebuilt from" if gone else ""), err=True)
+    typer.echo(
+        f"{db}: can be trusted"
+        + (
+            f"; {gone} of the files it was loaded from are missing or changed: keep "
+            "copies, they are what it can be rebuilt from"
+            if gone
+            else ""
+        ),
+        err=True,
+    )
 
 
 @command("sql")
 def sql_command(
     query: Annotated[str, typer.Argument(help="SQL to run (read-only).")],
     db: DbOption = Path(DEFAULT_DB),
-    timeout: Annotated[float, typer.Option("--timeout", help="Stop the query after this many seconds (0: never).")] = 60.0,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Stop the query after this many seconds (0: never).")
+    ] = 60.0,
     fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
@@ -107,6 +120,10 @@ def demo_command(
     for group, channels in metrics.read_channel_groups(con):
         shown = [c for c in channels if c in wide.columns]
         if shown:
-            emit(wide.select("model", *shown), fmt, out,
-                 title=f"PGR leaderboard, {group.replace('_', ' ')} channels, % "
-                       f"[95% family-bootstrap interval, {bootstrap} draws, seed {seed}]")
+            emit(
+                wide.select("model", *shown),
+                fmt,
+                out,
+                title=f"PGR leaderboard, {group.replace('_', ' ')} channels, % "
+                f"[95% family-bootstrap interval, {bootstrap} draws, seed {seed}]",
+            )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -22,16 +22,47 @@ subsample = lazy_import("molp2s_stats.stats.subsample")
 
 @command("load")
 def load_command(
-    more_files: Annotated[Optional[list[Path]], typer.Argument(
-        help="More response files: `--responses a.jsonl b.csv` and `--responses a --responses b` both work.",
-        metavar="FILE...", show_default=False)] = None,
-    responses: Annotated[Optional[list[Path]], typer.Option("--responses", help="Response files or folders: .jsonl, .csv, .parquet, Inspect AI .eval/.json, lm-eval samples .jsonl.")] = None,
-    benchmark: Annotated[Optional[Path], typer.Option("--benchmark", help="Benchmark folder (families, candidates, properties, tasks[, channels]).")] = None,
+    more_files: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="More response files: `--responses a.jsonl b.csv` and `--responses a --responses b` both work.",
+            metavar="FILE...",
+            show_default=False,
+        ),
+    ] = None,
+    responses: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--responses",
+            help="Response files or folders: .jsonl, .csv, .parquet, Inspect AI .eval/.json, lm-eval samples .jsonl.",
+        ),
+    ] = None,
+    benchmark: Annotated[
+        Path | None,
+        typer.Option("--benchmark", help="Benchmark folder (families, candidates, properties, tasks[, channels])."),
+    ] = None,
     db: DbOption = Path(DEFAULT_DB),
-    fmt: Annotated[Optional[str], typer.Option("--format", help="jsonl | csv | parquet | inspect | lm-eval | openai-batch | anthropic-batch; default: from the suffix and the fields.")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", help="Model name: for lm-eval samples (default: their folder's name); for batch results it renames every line and names failed requests.")] = None,
-    task_map: Annotated[Optional[Path], typer.Option("--task-map", help="CSV with columns sample_id, task_id: Inspect sample ids to task ids.")] = None,
-    wait: Annotated[float, typer.Option("--wait", help="Seconds to wait for another process writing the database.")] = 300.0,
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="jsonl | csv | parquet | inspect | lm-eval | openai-batch | anthropic-batch; default: from the suffix and the fields.",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="Model name: for lm-eval samples (default: their folder's name); for batch results it renames every line and names failed requests.",
+        ),
+    ] = None,
+    task_map: Annotated[
+        Path | None,
+        typer.Option("--task-map", help="CSV with columns sample_id, task_id: Inspect sample ids to task ids."),
+    ] = None,
+    wait: Annotated[
+        float, typer.Option("--wait", help="Seconds to wait for another process writing the database.")
+    ] = 300.0,
 ) -> None:
     """Load a benchmark and response files into the database, all or nothing.
 
@@ -44,11 +75,13 @@ def load_command(
     _require_inputs(benchmark, files)
     # all or nothing, the database file included: ingest.load_into rolls back, and removes a file it made
     try:
-        summary = ingest.load_into(db, wait=wait, benchmark=benchmark, responses=files, fmt=fmt, model=model,
-                                   task_ids=task_ids)
+        summary = ingest.load_into(
+            db, wait=wait, benchmark=benchmark, responses=files, fmt=fmt, model=model, task_ids=task_ids
+        )
     except ingest.InterruptedAfterCommit:
-        typer.echo("interrupted after the load was committed: it is in the database whole "
-                   "(`molp2s check` lists it)", err=True)
+        typer.echo(
+            "interrupted after the load was committed: it is in the database whole (`molp2s check` lists it)", err=True
+        )
         raise typer.Exit(130) from None
     except ingest.InputError as exc:
         fail(f"{in_flags(exc, load_command)}; nothing was loaded, the database is unchanged")
@@ -80,8 +113,11 @@ def _no_such_input(path: Path, option: str, what: str, default: Path) -> str:
     except OSError:  # no such folder either, or one that cannot be listed
         names = []
     close = [path.parent / name for name in difflib.get_close_matches(path.name, names, n=2)]
-    hint = (f"did you mean {' or '.join(f'{option} {c}' for c in close)}?" if close else
-            f"the package's default data is {option} {shown_path(default)};")
+    hint = (
+        f"did you mean {' or '.join(f'{option} {c}' for c in close)}?"
+        if close
+        else f"the package's default data is {option} {shown_path(default)};"
+    )
     return f"{path}: no such {what}; {hint} nothing was loaded"
 
 
@@ -90,16 +126,19 @@ def _report_load(summary) -> None:
     if summary.benchmark is not None:
         b = summary.benchmark
         state = "already loaded" if b.already_loaded else "loaded"
-        typer.echo(f"benchmark {b.path}: {state} ({b.families} families, {b.tasks} tasks, "
-                   f"{b.channels} channels, {b.pair_distances} pair distances)")
+        typer.echo(
+            f"benchmark {b.path}: {state} ({b.families} families, {b.tasks} tasks, "
+            f"{b.channels} channels, {b.pair_distances} pair distances)"
+        )
     for f in summary.files:
         if f.already_loaded:
             typer.echo(f"{f.path}: already loaded, nothing added")
         else:
             typer.echo(f"{f.path}: {f.rows} rows ({f.parsed} parsed from text, {f.invalid} invalid)")
             for name, cut, answers in f.truncated:
-                typer.echo(f"  {name}: {cut} of {answers} answers truncated at the token limit "
-                           "(invalid, reason truncated)")
+                typer.echo(
+                    f"  {name}: {cut} of {answers} answers truncated at the token limit (invalid, reason truncated)"
+                )
             if f.truncated:
                 typer.echo(f"  to let them finish, {ingest.truncation_advice(f.fmt)}")
 
@@ -107,25 +146,72 @@ def _report_load(summary) -> None:
 @command("prompts")
 def prompts_command(
     out: Annotated[Path, typer.Option("--out", help="File to write.")],
-    benchmark: Annotated[Optional[Path], typer.Option("--benchmark", help="Benchmark folder; default: the embedded benchmark.")] = None,
-    db: Annotated[Optional[Path], typer.Option("--db", help="Read the benchmark from this database instead of a folder.")] = None,
-    channel: Annotated[Optional[list[str]], typer.Option("--channel", "--channels", help="Only these channels (repeat; `none` for the P0 tasks).")] = None,
-    condition: Annotated[Optional[list[str]], typer.Option("--condition", help="Only these conditions: none | source | shuffled | cf (repeat).")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="jsonl | csv | parquet (one row per task) | openai-batch | anthropic-batch (request lines).")] = "jsonl",
-    model: Annotated[Optional[str], typer.Option("--model", help="Model the batch requests go to (batch formats).")] = None,
-    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help=(
-        "Token limit of each batch request (reasoning and thinking count against it). Default: 1024 for "
-        "the short answer; 32768 with --reasoning-effort (OpenAI's hidden reasoning counts against "
-        "max_completion_tokens); the thinking budget + 1024 with --thinking-budget."), show_default=False)] = None,
-    reasoning_effort: Annotated[Optional[str], typer.Option("--reasoning-effort", help=(
-        "openai-batch: reasoning_effort of OpenAI reasoning models: none | minimal | low | medium | high | "
-        "xhigh | max (each model takes some)."))] = None,
-    thinking_budget: Annotated[Optional[int], typer.Option("--thinking-budget", help=(
-        "anthropic-batch: extended thinking with this budget_tokens (at least 1024, below --max-tokens)."))] = None,
-    max_peaks: Annotated[int, typer.Option("--max-peaks", help="IR and Raman: the strongest peaks shown.")] = DEFAULT_MAX_PEAKS,
-    families: Annotated[Optional[Path], typer.Option("--families", help=(
-        "Only these families' tasks: a CSV, JSONL or Parquet file with a family_id column "
-        "(as `molp2s plan` writes it)."))] = None,
+    benchmark: Annotated[
+        Path | None, typer.Option("--benchmark", help="Benchmark folder; default: the embedded benchmark.")
+    ] = None,
+    db: Annotated[
+        Path | None, typer.Option("--db", help="Read the benchmark from this database instead of a folder.")
+    ] = None,
+    channel: Annotated[
+        list[str] | None,
+        typer.Option("--channel", "--channels", help="Only these channels (repeat; `none` for the P0 tasks)."),
+    ] = None,
+    condition: Annotated[
+        list[str] | None,
+        typer.Option("--condition", help="Only these conditions: none | source | shuffled | cf (repeat)."),
+    ] = None,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="jsonl | csv | parquet (one row per task) | openai-batch | anthropic-batch (request lines).",
+        ),
+    ] = "jsonl",
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model the batch requests go to (batch formats).")
+    ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--max-tokens",
+            help=(
+                "Token limit of each batch request (reasoning and thinking count against it). Default: 1024 for "
+                "the short answer; 32768 with --reasoning-effort (OpenAI's hidden reasoning counts against "
+                "max_completion_tokens); the thinking budget + 1024 with --thinking-budget."
+            ),
+            show_default=False,
+        ),
+    ] = None,
+    reasoning_effort: Annotated[
+        str | None,
+        typer.Option(
+            "--reasoning-effort",
+            help=(
+                "openai-batch: reasoning_effort of OpenAI reasoning models: none | minimal | low | medium | high | "
+                "xhigh | max (each model takes some)."
+            ),
+        ),
+    ] = None,
+    thinking_budget: Annotated[
+        int | None,
+        typer.Option(
+            "--thinking-budget",
+            help=("anthropic-batch: extended thinking with this budget_tokens (at least 1024, below --max-tokens)."),
+        ),
+    ] = None,
+    max_peaks: Annotated[
+        int, typer.Option("--max-peaks", help="IR and Raman: the strongest peaks shown.")
+    ] = DEFAULT_MAX_PEAKS,
+    families: Annotated[
+        Path | None,
+        typer.Option(
+            "--families",
+            help=(
+                "Only these families' tasks: a CSV, JSONL or Parquet file with a family_id column "
+                "(as `molp2s plan` writes it)."
+            ),
+        ),
+    ] = None,
 ) -> None:
     """Write every task as the messages a model reads: a system message and a user prompt.
 
@@ -140,8 +226,12 @@ def prompts_command(
     if benchmark is not None and db is not None:
         raise UsageError("give --benchmark or --db, not both")
     # flags the API would refuse are refused before the benchmark is read
-    prompts.check_request_options(api=prompts.request_api(fmt), max_tokens=max_tokens,
-                                  reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
+    prompts.check_request_options(
+        api=prompts.request_api(fmt),
+        max_tokens=max_tokens,
+        reasoning_effort=reasoning_effort,
+        thinking_budget=thinking_budget,
+    )
     check_conditions(condition)
     if db is not None:
         con = open_database(db, instead="leave out --db to read the package's benchmark")
@@ -156,19 +246,38 @@ def prompts_command(
     rendered = prompts.render_prompts(tables, channels=channel, conditions=condition, max_peaks=max_peaks)
     if rendered.height == 0:
         raise UsageError("no task matches the given --channel and --condition")
-    manifest = prompts.write_prompts(rendered, out, fmt=fmt, model=model, max_tokens=max_tokens,
-                                     reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
+    manifest = prompts.write_prompts(
+        rendered,
+        out,
+        fmt=fmt,
+        model=model,
+        max_tokens=max_tokens,
+        reasoning_effort=reasoning_effort,
+        thinking_budget=thinking_budget,
+    )
     limit = f", max tokens {manifest['max_tokens']}" if manifest else ""
     typer.echo(f"wrote {rendered.height} prompts ({fmt}, template {prompts.TEMPLATE}{limit}) to {out}")
 
 
 @command("simulate")
 def simulate_command(
-    out: Annotated[Path, typer.Option("--out", help="Folder for the response files; the truth and parameters go to its simulation/ subfolder.")],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", help="Folder for the response files; the truth and parameters go to its simulation/ subfolder."
+        ),
+    ],
     benchmark: Annotated[Path, typer.Option("--benchmark", help="Benchmark folder to answer.")] = DEFAULT_BENCHMARK,
-    params: Annotated[Optional[Path], typer.Option("--params", help="simulation.json-style file with the models; default: the built-in simulated profiles.")] = None,
+    params: Annotated[
+        Path | None,
+        typer.Option(
+            "--params", help="simulation.json-style file with the models; default: the built-in simulated profiles."
+        ),
+    ] = None,
     samples: Annotated[int, typer.Option("--samples", help="Sampled answers per task.")] = 1,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated answers; recorded in simulation.json.")] = SIMULATION_SEED,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of the simulated answers; recorded in simulation.json.")
+    ] = SIMULATION_SEED,
 ) -> None:
     """Write responses of simulated models with known reliance and responsiveness.
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -14,9 +14,22 @@ from ..glossary import METRICS
 from ..lazy import lazy_import
 from .core import command, fail
 from .output import emit
-from .params import (ChannelsOption, ConditionOption, DbOption, ExcludeOption, FormatOption, LevelOption,
-                     MetricsOption, OutOption, SeedOption, check_conditions, chosen_metrics, cohort_outcomes,
-                     known_channels, open_database)
+from .params import (
+    ChannelsOption,
+    ConditionOption,
+    DbOption,
+    ExcludeOption,
+    FormatOption,
+    LevelOption,
+    MetricsOption,
+    OutOption,
+    SeedOption,
+    check_conditions,
+    chosen_metrics,
+    cohort_outcomes,
+    known_channels,
+    open_database,
+)
 
 pl = lazy_import("polars")
 compare = lazy_import("molp2s_stats.stats.compare")
@@ -29,9 +42,11 @@ def _metrics_help() -> str:
     from ..glossary import definition
 
     lines = "\n\n".join(f"{metric}: {definition(metric)}" for metric in METRICS)
-    return ("Every metric per model × channel, with family-level intervals (rates in %, differences in pp).\n\n"
-            f"{INTERVAL_HELP}\n\n{lines}\n\nExample: molp2s metrics --metric pgr --metric cfr --bootstrap 2000 --seed 1 --format csv "
-            "--out metrics.csv")
+    return (
+        "Every metric per model × channel, with family-level intervals (rates in %, differences in pp).\n\n"
+        f"{INTERVAL_HELP}\n\n{lines}\n\nExample: molp2s metrics --metric pgr --metric cfr --bootstrap 2000 --seed 1 --format csv "
+        "--out metrics.csv"
+    )
 
 
 @command("metrics", help=_metrics_help())
@@ -39,10 +54,18 @@ def metrics_command(
     db: DbOption = Path(DEFAULT_DB),
     metric: MetricsOption = None,
     channel: ChannelsOption = None,
-    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates (0: point estimates only).")] = DEFAULT_DRAWS,
+    bootstrap: Annotated[
+        int, typer.Option("--bootstrap", help="Bootstrap replicates (0: point estimates only).")
+    ] = DEFAULT_DRAWS,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
-    invalid: Annotated[str, typer.Option("--invalid", help="Invalid answers: wrong (scored 0, the paper's rule) | exclude (left out; n counts the families that entered).")] = "wrong",
+    invalid: Annotated[
+        str,
+        typer.Option(
+            "--invalid",
+            help="Invalid answers: wrong (scored 0, the paper's rule) | exclude (left out; n counts the families that entered).",
+        ),
+    ] = "wrong",
     exclude: ExcludeOption = None,
     fmt: FormatOption = None,
     out: OutOption = None,
@@ -54,9 +77,16 @@ def metrics_command(
     chosen = chosen_metrics(metric)
     con = open_database(db, responses=True)
     outcomes, channels, models = cohort_outcomes(con, exclude)
-    result = metrics.compute_metrics(outcomes, channels=known_channels(channel, channels), models=models,
-                                     metrics=chosen,
-                                     draws=bootstrap, seed=seed, conf_level=conf_level, invalid=invalid)
+    result = metrics.compute_metrics(
+        outcomes,
+        channels=known_channels(channel, channels),
+        models=models,
+        metrics=chosen,
+        draws=bootstrap,
+        seed=seed,
+        conf_level=conf_level,
+        invalid=invalid,
+    )
     if note := metrics.partial_note(metrics.read_partial_models(con)):
         typer.echo(note, err=True)
     emit(result, fmt, out, title="Metrics (rates in %, differences in pp)")
@@ -64,12 +94,20 @@ def metrics_command(
 
 @command("plan")
 def plan_command(
-    out: Annotated[Path, typer.Option("--out", help="CSV of the chosen families (one row per family, column family_id).")],
+    out: Annotated[
+        Path, typer.Option("--out", help="CSV of the chosen families (one row per family, column family_id).")
+    ],
     db: DbOption = Path(DEFAULT_DB),
-    fraction: Annotated[Optional[float], typer.Option("--fraction", help="Share of the cohorts' families to evaluate, e.g. 0.15.")] = None,
-    families: Annotated[Optional[int], typer.Option("--families", help="Number of families to evaluate (instead of --fraction).")] = None,
+    fraction: Annotated[
+        float | None, typer.Option("--fraction", help="Share of the cohorts' families to evaluate, e.g. 0.15.")
+    ] = None,
+    families: Annotated[
+        int | None, typer.Option("--families", help="Number of families to evaluate (instead of --fraction).")
+    ] = None,
     channel: ChannelsOption = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random draw within each stratum; recorded in the plan.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of the random draw within each stratum; recorded in the plan.")
+    ] = 0,
 ) -> None:
     """Choose the families a new model is to answer, and say what that buys before anything is spent.
 
@@ -87,42 +125,67 @@ def plan_command(
     if fraction is not None and not 0 < fraction <= 1:
         raise UsageError(f"--fraction must be in (0, 1], got {fraction}")
     con = open_database(db, read_only=False, responses=True)
-    plan = subsample.plan_from_db(con, fraction=fraction, families=families,
-                                  channels=known_channels(channel, metrics.read_channels_and_models(con)[0]),
-                                  seed=seed)
+    plan = subsample.plan_from_db(
+        con,
+        fraction=fraction,
+        families=families,
+        channels=known_channels(channel, metrics.read_channels_and_models(con)[0]),
+        seed=seed,
+    )
     subsample.save_plan(con, plan)
     con.close()
     chosen = plan.families.filter("selected")
     chosen.select("family_id", "stratum", "inclusion_probability").write_csv(out)
     strata = int(plan.families["stratum"].max())
-    typer.echo(f"{plan.plan_id}: {chosen.height} of {plan.families.height} families "
-               f"({chosen.height / plan.families.height:.0%}) in {strata} {'stratum' if strata == 1 else 'strata'}, "
-               f"seed {seed}; {plan.requests:,} requests (their tasks in {len(plan.channels)} channels and P0); "
-               f"wrote {out}")
+    typer.echo(
+        f"{plan.plan_id}: {chosen.height} of {plan.families.height} families "
+        f"({chosen.height / plan.families.height:.0%}) in {strata} {'stratum' if strata == 1 else 'strata'}, "
+        f"seed {seed}; {plan.requests:,} requests (their tasks in {len(plan.channels)} channels and P0); "
+        f"wrote {out}"
+    )
     only = "".join(f" --channel {c}" for c in plan.channels) if channel else ""
     typer.echo(f"export their prompts with: molp2s prompts --db {db} --families {out}{only} --format … --out …")
     typer.echo("expected 95% half-width of each channel's PGR (pp), for a model like the complete ones:")
     from ..units import percent_column
 
     shown = plan.budgets.with_columns(percent_column("fraction", "percent").round(0).cast(pl.Int64))
-    wide = (shown.with_columns(pl.format("{} families ({}%)", "families", "percent").alias("budget"))
-            .pivot(on="budget", index="channel", values="half_width", maintain_order=True))
+    wide = shown.with_columns(pl.format("{} families ({}%)", "families", "percent").alias("budget")).pivot(
+        on="budget", index="channel", values="half_width", maintain_order=True
+    )
     emit(wide.with_columns(pl.col(pl.Float64).round(1)), None, None)
     chosen_budget = plan.budgets.filter(pl.col("families") == chosen.height)
-    typer.echo(f"at {chosen.height} families, from a model as steady as the steadiest complete model to one as "
-               "noisy as the noisiest (a model near the ceiling lands at the low end, or below): " + "; ".join(
-                   f"{c} {low:.1f}–{high:.1f}" for c, low, high in
-                   chosen_budget.select("channel", "half_width_low", "half_width_high").iter_rows()))
+    typer.echo(
+        f"at {chosen.height} families, from a model as steady as the steadiest complete model to one as "
+        "noisy as the noisiest (a model near the ceiling lands at the low end, or below): "
+        + "; ".join(
+            f"{c} {low:.1f}–{high:.1f}"
+            for c, low, high in chosen_budget.select("channel", "half_width_low", "half_width_high").iter_rows()
+        )
+    )
     requests = plan.budgets.unique("families", maintain_order=True)
-    typer.echo("requests: " + ", ".join(f"{f} families {r:,}" for f, r in requests.select("families", "requests").iter_rows()))
+    typer.echo(
+        "requests: " + ", ".join(f"{f} families {r:,}" for f, r in requests.select("families", "requests").iter_rows())
+    )
 
 
 @command("estimate")
 def estimate_command(
     model: Annotated[str, typer.Option("--model", help="The partial model (answered on a plan's families).")],
     db: DbOption = Path(DEFAULT_DB),
-    plan: Annotated[Optional[str], typer.Option("--plan", help="Plan id (as `molp2s plan` printed it); default: the recorded plan that holds the model's families.")] = None,
-    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates of the answered families within their strata for the standard error (0: the design-based one, exact for this estimator up to its linearisation); either way the interval is a score interval that stays off a bound.")] = 0,
+    plan: Annotated[
+        str | None,
+        typer.Option(
+            "--plan",
+            help="Plan id (as `molp2s plan` printed it); default: the recorded plan that holds the model's families.",
+        ),
+    ] = None,
+    bootstrap: Annotated[
+        int,
+        typer.Option(
+            "--bootstrap",
+            help="Bootstrap replicates of the answered families within their strata for the standard error (0: the design-based one, exact for this estimator up to its linearisation); either way the interval is a score interval that stays off a bound.",
+        ),
+    ] = 0,
     metric: MetricsOption = None,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
@@ -149,8 +212,9 @@ def estimate_command(
     chosen = chosen_metrics(metric)
     con = open_database(db, responses=True)
     require_known("model", "--model", [model], metrics.read_channels_and_models(con)[1])
-    result, note = subsample.estimate_from_db(con, model, plan_id=plan, metrics=chosen,
-                                              conf_level=conf_level, seed=seed, draws=bootstrap)
+    result, note = subsample.estimate_from_db(
+        con, model, plan_id=plan, metrics=chosen, conf_level=conf_level, seed=seed, draws=bootstrap
+    )
     if note:
         typer.echo(f"note: {note}", err=True)
     emit(result, fmt, out, title=f"Estimated metrics of {model} (rates in %, differences in pp)")
@@ -160,11 +224,17 @@ def estimate_command(
 def explanations_command(
     db: DbOption = Path(DEFAULT_DB),
     channel: ChannelsOption = None,
-    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates (0: point estimates only).")] = DEFAULT_DRAWS,
+    bootstrap: Annotated[
+        int, typer.Option("--bootstrap", help="Bootstrap replicates (0: point estimates only).")
+    ] = DEFAULT_DRAWS,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
-    per_response: Annotated[bool, typer.Option("--per-response", help="One row per response (cites, persists) instead of the rates.")] = False,
-    max_peaks: Annotated[int, typer.Option("--max-peaks", help="The IR and Raman peak cap the prompts were exported with.")] = DEFAULT_MAX_PEAKS,
+    per_response: Annotated[
+        bool, typer.Option("--per-response", help="One row per response (cites, persists) instead of the rates.")
+    ] = False,
+    max_peaks: Annotated[
+        int, typer.Option("--max-peaks", help="The IR and Raman peak cap the prompts were exported with.")
+    ] = DEFAULT_MAX_PEAKS,
     fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
@@ -188,8 +258,9 @@ def explanations_command(
         result = explanations.response_citations(con, max_peaks=max_peaks, channels=chosen)
         emit(result, fmt, out, title="Justifications that cite the shown property, per response")
         return
-    result = explanations.explanations_from_db(con, draws=bootstrap, seed=seed, conf_level=conf_level,
-                                               max_peaks=max_peaks, channels=chosen)
+    result = explanations.explanations_from_db(
+        con, draws=bootstrap, seed=seed, conf_level=conf_level, max_peaks=max_peaks, channels=chosen
+    )
     emit(result, fmt, out, title="Justifications that cite the shown property (% of answers with text)")
 
 
@@ -198,7 +269,7 @@ def compare_inputs_command(
     from_channel: Annotated[str, typer.Option("--from", help="Input X (a channel or bundle).")],
     to_channel: Annotated[str, typer.Option("--to", help="Input Y.")],
     db: DbOption = Path(DEFAULT_DB),
-    model: Annotated[Optional[list[str]], typer.Option("--model", help="Model(s); default: every model.")] = None,
+    model: Annotated[list[str] | None, typer.Option("--model", help="Model(s); default: every model.")] = None,
     condition: ConditionOption = "source",
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates.")] = DEFAULT_PAIRED_DRAWS,
     seed: SeedOption = 0,
@@ -221,9 +292,16 @@ def compare_inputs_command(
     require_known("channel", "--to", [to_channel], channels)
     require_known("model", "--model", model or [], models)
     outcomes = compare.read_condition_outcomes(con, channels=[from_channel, to_channel], condition=condition)
-    result = compare.paired_inputs(outcomes, from_channel=from_channel, to_channel=to_channel,
-                                   condition=condition, models=model or models, draws=bootstrap,
-                                   seed=seed, conf_level=conf_level)
+    result = compare.paired_inputs(
+        outcomes,
+        from_channel=from_channel,
+        to_channel=to_channel,
+        condition=condition,
+        models=model or models,
+        draws=bootstrap,
+        seed=seed,
+        conf_level=conf_level,
+    )
     emit(result, fmt, out, title=f"Paired input comparison {from_channel} → {to_channel} ({condition} tasks)")
 
 
@@ -232,9 +310,13 @@ def transitions_command(
     channel: Annotated[str, typer.Option("--channel", help="Channel whose cohort tasks are compared.")],
     db: DbOption = Path(DEFAULT_DB),
     condition: ConditionOption = "source",
-    model_a: Annotated[Optional[str], typer.Option("--model-a", help="First model (with --model-b); default: every pair.")] = None,
-    model_b: Annotated[Optional[str], typer.Option("--model-b", help="Second model.")] = None,
-    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates for the net difference.")] = DEFAULT_DRAWS,
+    model_a: Annotated[
+        str | None, typer.Option("--model-a", help="First model (with --model-b); default: every pair.")
+    ] = None,
+    model_b: Annotated[str | None, typer.Option("--model-b", help="Second model.")] = None,
+    bootstrap: Annotated[
+        int, typer.Option("--bootstrap", help="Bootstrap replicates for the net difference.")
+    ] = DEFAULT_DRAWS,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
     fmt: FormatOption = None,
@@ -260,8 +342,9 @@ def transitions_command(
     if outcomes.height == 0:
         fail(f"no cohort tasks for channel {channel!r} and condition {condition!r}")
     pairs = [(model_a, model_b)] if model_a else None
-    result = compare.model_transitions(outcomes, channel=channel, condition=condition, pairs=pairs,
-                                       draws=bootstrap, seed=seed, conf_level=conf_level)
+    result = compare.model_transitions(
+        outcomes, channel=channel, condition=condition, pairs=pairs, draws=bootstrap, seed=seed, conf_level=conf_level
+    )
     emit(result, fmt, out, title=f"Model-pair transitions, {channel} / {condition} (% of tasks; net in pp)")
 
 

@@ -45,8 +45,9 @@ def rich_table(frame: pl.DataFrame, title: str | None = None):
     table = Table(title=title, show_lines=False)
     for position, (name, dtype) in enumerate(frame.schema.items()):
         # the first text column names the row (a model, a channel): never cut it
-        table.add_column(name, justify="right" if dtype.is_numeric() else "left",
-                         no_wrap=position == 0 and not dtype.is_numeric())
+        table.add_column(
+            name, justify="right" if dtype.is_numeric() else "left", no_wrap=position == 0 and not dtype.is_numeric()
+        )
     for row in frame.iter_rows():
         table.add_row(*(_cell(v) for v in row))
     return table
@@ -91,6 +92,7 @@ def emit(frame: pl.DataFrame, fmt: Format | None, out: Path | None, *, title: st
 
 def with_interval(frame: pl.DataFrame, value: str = "estimate") -> pl.Expr:
     """'61.2 [48.0, 73.1]' from a value column and conf_low/conf_high (terminal only)."""
+
     def fmt(col: str) -> pl.Expr:
         return pl.col(col).round(1).cast(pl.String).fill_null("—")
 
@@ -108,6 +110,8 @@ def leaderboard(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
 
     rows = with_random_baseline(metrics, metric)
     channels = rows["channel"].unique(maintain_order=True).to_list()
-    return (rows.with_columns(with_interval(rows).alias("cell"))
-            .pivot(on="channel", index="model", values="cell", maintain_order=True)
-            .select("model", *channels))
+    return (
+        rows.with_columns(with_interval(rows).alias("cell"))
+        .pivot(on="channel", index="model", values="cell", maintain_order=True)
+        .select("model", *channels)
+    )

@@ -7,7 +7,7 @@ one line (``UsageError``) naming the flag.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -22,25 +22,41 @@ metrics = lazy_import("molp2s_stats.stats.metrics")
 stability = lazy_import("molp2s_stats.stats.stability")
 store = lazy_import("molp2s_stats.store")
 
-DbOption = Annotated[Path, typer.Option("--db", help="DuckDB database file (env MOLP2S_DB).",
-                                        envvar=DB_ENV_VAR, show_default=True)]
-FormatOption = Annotated[Optional[Format], typer.Option(
-    "--format", help="table | csv | json | parquet; default: from the suffix of --out (.csv, .json, .parquet), else table.")]
-OutOption = Annotated[Optional[Path], typer.Option("--out", help="Write to this file instead of stdout.")]
+DbOption = Annotated[
+    Path, typer.Option("--db", help="DuckDB database file (env MOLP2S_DB).", envvar=DB_ENV_VAR, show_default=True)
+]
+FormatOption = Annotated[
+    Format | None,
+    typer.Option(
+        "--format",
+        help="table | csv | json | parquet; default: from the suffix of --out (.csv, .json, .parquet), else table.",
+    ),
+]
+OutOption = Annotated[Path | None, typer.Option("--out", help="Write to this file instead of stdout.")]
 SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap; recorded in the output.")]
 # one flag for one idea: the channel(s) a command covers; --channels is kept for scripts that use it
-ChannelsOption = Annotated[Optional[list[str]], typer.Option(
-    "--channel", "--channels", help="Channel(s), repeat for several; default: every channel.")]
+ChannelsOption = Annotated[
+    list[str] | None,
+    typer.Option("--channel", "--channels", help="Channel(s), repeat for several; default: every channel."),
+]
 LevelOption = Annotated[float, typer.Option("--conf-level", help="Interval coverage, e.g. 0.95.")]
-ExcludeOption = Annotated[Optional[Path], typer.Option(
-    "--exclude", help="Leave these families out of the cohort: `molp2s audit`'s output (family_id, channel), any "
-                      "table with a family_id column, or one family id a line.", show_default=False)]
-MetricsOption = Annotated[Optional[list[str]], typer.Option(
-    "--metric", help=f"One of: {', '.join(METRICS)}; repeat for several. Default: all.")]
+ExcludeOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--exclude",
+        help="Leave these families out of the cohort: `molp2s audit`'s output (family_id, channel), any "
+        "table with a family_id column, or one family id a line.",
+        show_default=False,
+    ),
+]
+MetricsOption = Annotated[
+    list[str] | None, typer.Option("--metric", help=f"One of: {', '.join(METRICS)}; repeat for several. Default: all.")
+]
 ConditionOption = Annotated[str, typer.Option("--condition", help="none | source | shuffled | cf.")]
 
 
 # --- checks: one per kind of value --------------------------------------------------------------
+
 
 def check_conditions(conditions: str | list[str] | None) -> None:
     """Refuse a ``--condition`` that is not one of the benchmark's conditions (one value or several)."""
@@ -68,8 +84,10 @@ def known_channels(requested: list[str] | None, channels: list[str], *, option: 
 
 # --- the database and what commands read from it -------------------------------------------------
 
-def open_database(db: Path, *, read_only: bool = True, responses: bool = False,
-                  instead: str | None = None) -> duckdb.DuckDBPyConnection:
+
+def open_database(
+    db: Path, *, read_only: bool = True, responses: bool = False, instead: str | None = None
+) -> duckdb.DuckDBPyConnection:
     """The database, holding a benchmark (and responses, where the command scores them); a StoreError
     prints as one line (``core.command``). A database that is not there is never created here: the
     error says how to build it, or ``instead`` what else to type."""
@@ -91,9 +109,14 @@ def cohort_outcomes(con, exclude: Path | None):
 
     exclusions = audit.read_exclusions(exclude, metrics.read_family_ids(con))
     kept = audit.excluding(outcomes, exclusions)
-    cells = outcomes.select("family_id", "channel").unique().height - kept.select("family_id", "channel").unique().height
-    typer.echo(f"left out of the cohort: {exclusions['family_id'].n_unique()} families listed in {exclude} "
-               f"({cells} family × channel cells)", err=True)
+    cells = (
+        outcomes.select("family_id", "channel").unique().height - kept.select("family_id", "channel").unique().height
+    )
+    typer.echo(
+        f"left out of the cohort: {exclusions['family_id'].n_unique()} families listed in {exclude} "
+        f"({cells} family × channel cells)",
+        err=True,
+    )
     return kept, channels, models
 
 

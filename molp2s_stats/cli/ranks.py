@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,8 +15,20 @@ from ..glossary import METRICS
 from ..lazy import lazy_import
 from .core import command
 from .output import emit
-from .params import (ChannelsOption, DbOption, ExcludeOption, FormatOption, LevelOption, OutOption, SeedOption,
-                     chosen_metrics, cohort_outcomes, known_channels, open_database, ranked_models)
+from .params import (
+    ChannelsOption,
+    DbOption,
+    ExcludeOption,
+    FormatOption,
+    LevelOption,
+    OutOption,
+    SeedOption,
+    chosen_metrics,
+    cohort_outcomes,
+    known_channels,
+    open_database,
+    ranked_models,
+)
 
 pl = lazy_import("polars")
 metrics = lazy_import("molp2s_stats.stats.metrics")
@@ -28,10 +40,14 @@ store = lazy_import("molp2s_stats.store")
 @command("stability")
 def stability_command(
     db: DbOption = Path(DEFAULT_DB),
-    score: Annotated[str, typer.Option("--metric", "--score", help="The metric models are ranked by: pgr | reliance_margin | cfr.")] = "pgr",
+    score: Annotated[
+        str, typer.Option("--metric", "--score", help="The metric models are ranked by: pgr | reliance_margin | cfr.")
+    ] = "pgr",
     channel: ChannelsOption = None,
     macro: Annotated[bool, typer.Option("--macro", help="Rank by the mean of the metric over the channels.")] = False,
-    sizes: Annotated[str, typer.Option("--sizes", help="Subset sizes, comma-separated (capped at the cohort).")] = "25,50,75,100,125",
+    sizes: Annotated[
+        str, typer.Option("--sizes", help="Subset sizes, comma-separated (capped at the cohort).")
+    ] = "25,50,75,100,125",
     draws: Annotated[int, typer.Option("--subsets", "--draws", help="Family subsets drawn per size.")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the subsampling; recorded in the output.")] = 0,
     exclude: ExcludeOption = None,
@@ -52,19 +68,31 @@ def stability_command(
 
     with Progress(transient=True, disable=not sys.stderr.isatty()) as bar:
         task = bar.add_task("subsampling", total=groups * len(size_list))
-        result = stability.ranking_stability(outcomes, score=score, channels=chosen, models=models, macro=macro,
-                                             sizes=size_list, draws=draws, seed=seed,
-                                             progress=lambda n: bar.advance(task, n))
+        result = stability.ranking_stability(
+            outcomes,
+            score=score,
+            channels=chosen,
+            models=models,
+            macro=macro,
+            sizes=size_list,
+            draws=draws,
+            seed=seed,
+            progress=lambda n: bar.advance(task, n),
+        )
     emit(result, fmt, out, title=f"Ranking stability of {score} under family subsampling")
 
 
 @command("ranks")
 def ranks_command(
     db: DbOption = Path(DEFAULT_DB),
-    score: Annotated[str, typer.Option("--metric", "--score", help="The metric models are ranked by, e.g. pgr.")] = "pgr",
+    score: Annotated[
+        str, typer.Option("--metric", "--score", help="The metric models are ranked by, e.g. pgr.")
+    ] = "pgr",
     channel: ChannelsOption = None,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates.")] = DEFAULT_DRAWS,
-    distribution: Annotated[bool, typer.Option("--distribution", help="Print P(rank) per model instead of the intervals.")] = False,
+    distribution: Annotated[
+        bool, typer.Option("--distribution", help="Print P(rank) per model instead of the intervals.")
+    ] = False,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
     exclude: ExcludeOption = None,
@@ -87,21 +115,32 @@ def ranks_command(
     chosen = known_channels(channel, channels)  # a misspelt channel is said before any note
     models = ranked_models(con, models)
     ranges, probabilities = stability.rank_intervals(
-        outcomes, score=score, channels=chosen, models=models, draws=bootstrap,
-        seed=seed, conf_level=conf_level)
+        outcomes, score=score, channels=chosen, models=models, draws=bootstrap, seed=seed, conf_level=conf_level
+    )
     for saturated in stability.saturated_channels(ranges):
-        typer.echo(f"saturated: {saturated}: the top models are at the ceiling; these families cannot separate "
-                   f"them by {score}", err=True)
-    emit(probabilities if distribution else ranges, fmt, out,
-         title=f"Rank ranges and tie groups by {score} (1 = best; paired bootstrap, Holm)")
+        typer.echo(
+            f"saturated: {saturated}: the top models are at the ceiling; these families cannot separate "
+            f"them by {score}",
+            err=True,
+        )
+    emit(
+        probabilities if distribution else ranges,
+        fmt,
+        out,
+        title=f"Rank ranges and tie groups by {score} (1 = best; paired bootstrap, Holm)",
+    )
 
 
 @command("power")
 def power_command(
     db: DbOption = Path(DEFAULT_DB),
     channel: ChannelsOption = None,
-    families: Annotated[Optional[int], typer.Option("--families", help="Families per channel; default: the cohort size.")] = None,
-    difference: Annotated[Optional[float], typer.Option("--difference", help="Also report the families needed for this difference (pp).")] = None,
+    families: Annotated[
+        int | None, typer.Option("--families", help="Families per channel; default: the cohort size.")
+    ] = None,
+    difference: Annotated[
+        float | None, typer.Option("--difference", help="Also report the families needed for this difference (pp).")
+    ] = None,
     alpha: Annotated[float, typer.Option("--alpha", help="Two-sided test level.")] = 0.05,
     target_power: Annotated[float, typer.Option("--power", help="Power.")] = 0.8,
     fmt: FormatOption = None,
@@ -113,15 +152,21 @@ def power_command(
     """
     con = open_database(db, responses=True)
     outcomes, channels, _ = metrics.read_family_outcomes(con)
-    table = power.power_table(outcomes, channels=known_channels(channel, channels), families=families,
-                              alpha=alpha, power=target_power, difference=difference)
+    table = power.power_table(
+        outcomes,
+        channels=known_channels(channel, channels),
+        families=families,
+        alpha=alpha,
+        power=target_power,
+        difference=difference,
+    )
     emit(table, fmt, out, title="Minimum detectable difference between two models (pp)")
 
 
 @command("frequentist")
 def frequentist_command(
     db: DbOption = Path(DEFAULT_DB),
-    metric: Annotated[Optional[list[str]], typer.Option("--metric", help="Metric(s); default: all.")] = None,
+    metric: Annotated[list[str] | None, typer.Option("--metric", help="Metric(s); default: all.")] = None,
     conf_level: LevelOption = 0.95,
     fmt: FormatOption = None,
     out: OutOption = None,
@@ -133,8 +178,9 @@ def frequentist_command(
     chosen = chosen_metrics(metric)
     con = open_database(db, responses=True)
     outcomes, channels, models = metrics.read_family_outcomes(con)
-    result = metrics.frequentist_companions(outcomes, channels=channels, models=models, metrics=chosen,
-                                            conf_level=conf_level)
+    result = metrics.frequentist_companions(
+        outcomes, channels=channels, models=models, metrics=chosen, conf_level=conf_level
+    )
     emit(result, fmt, out, title="Wilson intervals and clustered standard errors (pp)")
 
 
@@ -149,19 +195,42 @@ def separability_command(
     Example: molp2s separability --format csv --out separability.csv
     """
     con = open_database(db)
-    emit(store.read_mart(con, "separability"), fmt, out,
-         title="Separability of source candidates (nearest distractor; UV-Vis and bundles over the cutoff)")
+    emit(
+        store.read_mart(con, "separability"),
+        fmt,
+        out,
+        title="Separability of source candidates (nearest distractor; UV-Vis and bundles over the cutoff)",
+    )
 
 
 @command("audit")
 def audit_command(
     db: DbOption = Path(DEFAULT_DB),
-    q: Annotated[float, typer.Option("--q", help="False-discovery rate over families at which wrong_key flags a family (Benjamini–Hochberg).")] = 0.05,
-    replicates: Annotated[int, typer.Option("--replicates", help="Answer sets drawn under each family's key for wrong_key's p-value (more where a family's statistic is far out, up to 100,000).")] = 999,
+    q: Annotated[
+        float,
+        typer.Option(
+            "--q", help="False-discovery rate over families at which wrong_key flags a family (Benjamini–Hochberg)."
+        ),
+    ] = 0.05,
+    replicates: Annotated[
+        int,
+        typer.Option(
+            "--replicates",
+            help="Answer sets drawn under each family's key for wrong_key's p-value (more where a family's statistic is far out, up to 100,000).",
+        ),
+    ] = 999,
     seed: Annotated[int, typer.Option("--seed", help="Seed of those draws and of the bootstrap.")] = 0,
-    impact: Annotated[bool, typer.Option("--impact", help="Print instead how --metric and each model's rank move per channel when the flagged families leave the cohort, with family-level intervals.")] = False,
+    impact: Annotated[
+        bool,
+        typer.Option(
+            "--impact",
+            help="Print instead how --metric and each model's rank move per channel when the flagged families leave the cohort, with family-level intervals.",
+        ),
+    ] = False,
     metric: Annotated[str, typer.Option("--metric", help="The headline metric --impact reports.")] = "pgr",
-    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates for --impact's intervals.")] = DEFAULT_DRAWS,
+    bootstrap: Annotated[
+        int, typer.Option("--bootstrap", help="Bootstrap replicates for --impact's intervals.")
+    ] = DEFAULT_DRAWS,
     fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
@@ -185,16 +254,29 @@ def audit_command(
     require_known("metric", "--metric", [metric], list(METRICS))  # before the audit, which takes a while
     con = open_database(db, responses=True)
     findings = audit.audit(con, q=q, replicates=replicates, seed=seed).sort(
-        pl.col("flag").replace_strict({f: i for i, f in enumerate(audit.FLAGS)}), -pl.col("score"), "family_id",
-        "channel")
+        pl.col("flag").replace_strict({f: i for i, f in enumerate(audit.FLAGS)}),
+        -pl.col("score"),
+        "family_id",
+        "channel",
+    )
     counts = ", ".join(f"{flag} {findings.filter(pl.col('flag') == flag).height}" for flag in audit.FLAGS)
     typer.echo(f"findings: {counts} (wrong_key at a false-discovery rate of {q:g}, seed {seed})", err=True)
     outcomes, channels, models = metrics.read_family_outcomes(con)
-    moved = audit.impact(outcomes, findings.select("family_id", "channel"), channels=channels,
-                         models=ranked_models(con, models), metric=metric, draws=bootstrap if impact else 0, seed=seed)
+    moved = audit.impact(
+        outcomes,
+        findings.select("family_id", "channel"),
+        channels=channels,
+        models=ranked_models(con, models),
+        metric=metric,
+        draws=bootstrap if impact else 0,
+        seed=seed,
+    )
     changes = audit.rank_changes(moved)
-    typer.echo(f"without the flagged families, the ranking by {metric} "
-               + ("moves: " + "; ".join(changes) if changes else "stays as it is on every channel"), err=True)
+    typer.echo(
+        f"without the flagged families, the ranking by {metric} "
+        + ("moves: " + "; ".join(changes) if changes else "stays as it is on every channel"),
+        err=True,
+    )
     if impact:
         emit(moved, fmt, out, title=f"{metric} with and without the flagged families (exclusion: none | flagged)")
         return

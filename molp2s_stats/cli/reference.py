@@ -41,7 +41,7 @@ def _help_paragraphs(text: str) -> list[str]:
         if not paragraph:
             continue
         if paragraph.startswith("Example:"):
-            command = " ".join(paragraph[len("Example:"):].split())
+            command = " ".join(paragraph[len("Example:") :].split())
             out.append(f"```bash\n{command}\n```")
         else:
             out.append(" ".join(paragraph.split()))
@@ -74,8 +74,12 @@ def _columns() -> str:
     """Every output column and its meaning, from the glossary the tests hold every output to."""
     from ..glossary import COLUMNS
 
-    rows = ["## Output columns\n", "Every column a command's table can have, in the glossary's words.\n",
-            "| column | meaning |", "|---|---|"]
+    rows = [
+        "## Output columns\n",
+        "Every column a command's table can have, in the glossary's words.\n",
+        "| column | meaning |",
+        "|---|---|",
+    ]
     rows += [f"| `{name}` | {_cell(text)} |" for name, text in COLUMNS.items()]
     return "\n".join(rows) + "\n"
 

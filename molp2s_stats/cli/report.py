@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -20,10 +20,23 @@ store = lazy_import("molp2s_stats.store")
 
 @command("report")
 def report_command(
-    db: Annotated[Optional[Path], typer.Option("--db", help="Database to report on; default: the default data, built under reports/_build.")] = None,
-    out: Annotated[Path, typer.Option("--out", help="Folder for the site (HTML pages, tables/ with CSV and LaTeX).")] = REPORTS / "_site",
-    fit_file: Annotated[Optional[Path], typer.Option("--fit", help="A saved fit for the posterior page; default: <db>.fit.nc, fitted if missing or made on other data than the database holds.")] = None,
-    engine: Annotated[str, typer.Option("--engine", help="auto (quarto if on PATH, else jupyter) | quarto | jupyter.")] = "auto",
+    db: Annotated[
+        Path | None,
+        typer.Option("--db", help="Database to report on; default: the default data, built under reports/_build."),
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", help="Folder for the site (HTML pages, tables/ with CSV and LaTeX).")
+    ] = REPORTS / "_site",
+    fit_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--fit",
+            help="A saved fit for the posterior page; default: <db>.fit.nc, fitted if missing or made on other data than the database holds.",
+        ),
+    ] = None,
+    engine: Annotated[
+        str, typer.Option("--engine", help="auto (quarto if on PATH, else jupyter) | quarto | jupyter.")
+    ] = "auto",
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates on every page.")] = DEFAULT_DRAWS,
     seed: SeedOption = 0,
 ) -> None:
@@ -58,8 +71,14 @@ def report_command(
         # the site is rendered beside --out and takes its place only when every page is done: an
         # interrupted or failed render leaves the previous site whole (tables/ included)
         # on Quarto, the kernels and the post-render script run on this Python (render.quarto_environment)
-        used = render.render_site_replacing(REPORTS, out, env, engine=engine, tables_variable="MOLP2S_REPORT_TABLES",
-                                            log=lambda line: typer.echo(line, err=True))
+        used = render.render_site_replacing(
+            REPORTS,
+            out,
+            env,
+            engine=engine,
+            tables_variable="MOLP2S_REPORT_TABLES",
+            log=lambda line: typer.echo(line, err=True),
+        )
     except render.RenderError as exc:
         fail(f"{exc}; {out} is as it was")
     typer.echo(f"rendered {REPORTS} into {out} with {used} in {time.perf_counter() - started:.0f} s")

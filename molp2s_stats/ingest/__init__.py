@@ -7,15 +7,23 @@ from pathlib import Path
 
 import duckdb
 
-from ..store import transaction
+from ..store import fetch_one, transaction
 from .benchmark import BenchmarkSummary, load_benchmark, read_benchmark
-from ..store import fetch_one
 from .errors import InputError, InterruptedAfterCommit
 from .files import expand
 from .responses import FileSummary, load_response_file, stage_file, truncation_advice
 
-__all__ = ["InputError", "InterruptedAfterCommit", "LoadSummary", "load", "load_into", "read_benchmark",
-           "read_task_map", "stage_file", "truncation_advice"]
+__all__ = [
+    "InputError",
+    "InterruptedAfterCommit",
+    "LoadSummary",
+    "load",
+    "load_into",
+    "read_benchmark",
+    "read_task_map",
+    "stage_file",
+    "truncation_advice",
+]
 
 
 @dataclass(frozen=True)
@@ -24,9 +32,15 @@ class LoadSummary:
     files: list[FileSummary]
 
 
-def load(con: duckdb.DuckDBPyConnection, *, benchmark: str | Path | None = None,
-         responses: list[str | Path] = (), fmt: str | None = None, model: str | None = None,
-         task_ids: dict[str, str] | None = None) -> LoadSummary:
+def load(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str | Path | None = None,
+    responses: list[str | Path] = (),
+    fmt: str | None = None,
+    model: str | None = None,
+    task_ids: dict[str, str] | None = None,
+) -> LoadSummary:
     """Load a benchmark folder and response files (or folders of them) in one transaction.
 
     Any bad file rolls the whole load back, so the database is left as it was.
@@ -36,15 +50,25 @@ def load(con: duckdb.DuckDBPyConnection, *, benchmark: str | Path | None = None,
     with transaction(con):
         summary = load_benchmark(con, benchmark) if benchmark is not None else None
         if responses and fetch_one(con, "SELECT count(*) FROM benchmark")[0] == 0:
-            raise InputError(str(responses[0]), "no benchmark in the database yet; pass {benchmark}",
-                             arguments={"benchmark": "the benchmark folder"})
+            raise InputError(
+                str(responses[0]),
+                "no benchmark in the database yet; pass {benchmark}",
+                arguments={"benchmark": "the benchmark folder"},
+            )
         files = [load_response_file(con, p, fmt=fmt, model=model, task_ids=task_ids) for p in responses]
     return LoadSummary(summary, files)
 
 
-def load_into(db: str | Path, *, wait: float = 0.0, benchmark: str | Path | None = None,
-              responses: list[str | Path] = (), fmt: str | None = None, model: str | None = None,
-              task_ids: dict[str, str] | None = None) -> LoadSummary:
+def load_into(
+    db: str | Path,
+    *,
+    wait: float = 0.0,
+    benchmark: str | Path | None = None,
+    responses: list[str | Path] = (),
+    fmt: str | None = None,
+    model: str | None = None,
+    task_ids: dict[str, str] | None = None,
+) -> LoadSummary:
     """Load into the database file ``db`` (``load``'s arguments), all or nothing, the file included.
 
     A database file the load created is removed if the load fails or is interrupted (with its
@@ -105,8 +129,9 @@ def read_task_map(path: str | Path) -> dict[str, str]:
 def _interrupted(exc: BaseException) -> bool:
     """Ctrl-C, also as DuckDB reports it from inside a query ("Query interrupted", or a scan of a Python
     object that failed with KeyboardInterrupt)."""
-    return isinstance(exc, KeyboardInterrupt) or any(sign in str(exc) for sign in ("Query interrupted",
-                                                                                   "KeyboardInterrupt"))
+    return isinstance(exc, KeyboardInterrupt) or any(
+        sign in str(exc) for sign in ("Query interrupted", "KeyboardInterrupt")
+    )
 
 
 def _remove_new_database(db: str | Path, existed: bool) -> None:
@@ -119,7 +144,8 @@ def _remove_new_database(db: str | Path, existed: bool) -> None:
 def _loads(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
     """What the database records of its loads (benchmarks, response files): how a commit shows."""
     try:
-        return tuple(con.execute("SELECT (SELECT count(*) FROM benchmark), (SELECT count(*) FROM response_files)")
-                     .fetchall()[0])
+        return tuple(
+            con.execute("SELECT (SELECT count(*) FROM benchmark), (SELECT count(*) FROM response_files)").fetchall()[0]
+        )
     except duckdb.Error:
         return (-1, -1)

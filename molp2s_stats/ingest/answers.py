@@ -54,8 +54,7 @@ __all__ = ["INVALID_REASONS", "CandidateIndex", "ParsedAnswer", "parse_answer"]
 #: ``request_failed`` for a batch or harness request that returned no answer, and
 #: ``truncated`` for an answer the API or harness says stopped at its token limit (or
 #: another limit) before the model finished, whatever the cut text names.
-INVALID_REASONS = ("no_answer", "ambiguous", "bad_smiles", "not_a_candidate", "refusal", "request_failed",
-                   "truncated")
+INVALID_REASONS = ("no_answer", "ambiguous", "bad_smiles", "not_a_candidate", "refusal", "request_failed", "truncated")
 
 _MAX_SMILES_LEN = 1000  # longer tokens are not fragments; spare RDKit the work
 
@@ -193,8 +192,10 @@ _TEX_SPACE = re.compile(r"\\(?:quad|qquad|[,;:! ])")
 # Answer words, English first; the others are the words models use when they slip into
 # another language (Russian, Chinese, German, French, Spanish, Portuguese, Italian).
 _ANSWER_WORD = r"(?:answer|ответ|答案|antwort|r[ée]ponse|respuesta|resposta|risposta)"
-_FINAL_WORD = (r"(?:final\s+(?:answer|choice)|окончательный\s+ответ|итоговый\s+ответ|最终答案"
-               r"|endg[üu]ltige\s+antwort|r[ée]ponse\s+finale|respuesta\s+final|resposta\s+final|risposta\s+finale)")
+_FINAL_WORD = (
+    r"(?:final\s+(?:answer|choice)|окончательный\s+ответ|итоговый\s+ответ|最终答案"
+    r"|endg[üu]ltige\s+antwort|r[ée]ponse\s+finale|respuesta\s+final|resposta\s+final|risposta\s+finale)"
+)
 _MARKER = re.compile(
     rf"\b(?:(?P<final>{_FINAL_WORD})|{_ANSWER_WORD}|correct\s+(?:option|choice|candidate))\b"
     # "…fascAnswer: G": the requested `Answer:` is read even glued to the word before it
@@ -219,8 +220,10 @@ _TOKEN = re.compile(r"[^\s`\ue000\ue001]+")
 _EOL = re.compile(r"[ \t.,;:!?*_\"')\]]*(?:\n|$)")  # lower-case bare labels end the line
 # A bare capital that opens a phrase is a word, not a label: "Answer: I think …", "Final answer: A
 # thorough understanding …"; before a verb or a link ("A is", "I fits", "A because") it stays a label.
-_WORD_AFTER = re.compile(r"'[a-z]|[ \t]+(?!(?:is|was|would\s+be|should\s+be|fits|matches|corresponds|because|since|as"
-                         r"|and|or|but|with|for|seems|appears|remains|gives|works)\b)[a-z]")
+_WORD_AFTER = re.compile(
+    r"'[a-z]|[ \t]+(?!(?:is|was|would\s+be|should\s+be|fits|matches|corresponds|because|since|as"
+    r"|and|or|but|with|for|seems|appears|remains|gives|works)\b)[a-z]"
+)
 # Alternatives and glosses belong to the marker only on its own line.
 _OR = re.compile(r"[ \t]*(?:\bor\b|/|,|&|\band\b)[ \t]*", re.I)
 _GLOSS = re.compile(r"[ \t,;:=\-\u2013\u2014]*(?:(?:i\.e\.|smiles)[ \t,;:=]*)?", re.I)
@@ -308,8 +311,10 @@ _INTRO = re.compile(
 )
 # Words that may stand before "(B)" when it names an option ("…, but (B) fits"); after any other
 # word the letter abbreviates it ("Debye (D)", "butanenitrile (B)").
-_LEADS_OPTION = frozenset("but or and is are be so thus hence therefore then choose pick select option answer choice "
-                          "candidate fragment substituent".split())
+_LEADS_OPTION = frozenset(
+    "but or and is are be so thus hence therefore then choose pick select option answer choice "
+    "candidate fragment substituent".split()
+)
 # Concessive words: a letter after them is granted in passing ("though (B) was considered").
 _CONCEDES = frozenset("though although albeit whereas while even".split())
 # How a finished reply's last line ends: a full stop, bracket or markup; or a label, alone on the
@@ -332,14 +337,15 @@ def _cut_off(masked: str, *, answering: bool = False) -> bool:
     if len(masked) < _CUT_MIN:
         return False
     text = masked.rstrip()
-    last = text[text.rfind("\n") + 1:]
+    last = text[text.rfind("\n") + 1 :]
     if _ENDS_SENTENCE.search(last) or _LONE_LABEL.fullmatch(last):
         return False
     word = _strip_token(last.split()[-1])
     if _looks_like_smiles(word) and _canonical(word) is not None:
         return False  # "Answer: CCO" ends on a whole SMILES; "…4-methylc" does not parse
     if (answer := _ANSWER_WORD_RE.search(last)) and (
-            _ENDS_LABEL.search(last) or (answering and _LABEL_AFTER.search(last, answer.end()))):
+        _ENDS_LABEL.search(last) or (answering and _LABEL_AFTER.search(last, answer.end()))
+    ):
         return False
     return True
 
@@ -362,7 +368,7 @@ def _strip_reasoning(text: str) -> str:
     """Drop inline reasoning (``<think>…</think>`` and its kin), so its letters never count."""
     text = _REASONING.sub("\n", text)
     if tail := _REASONING_TAIL.match(text):
-        text = text[tail.end():]
+        text = text[tail.end() :]
     return text
 
 
@@ -386,8 +392,8 @@ def _mask_code(text: str) -> tuple[str, list[list[str]]]:
     def repl(m: re.Match[str]) -> str:
         body = next(g for g in m.groups() if g is not None)
         tag = _LANG_TAG.match(body) if m.group(1) is not None else None
-        if tag and body[tag.end():].strip():
-            body = body[tag.end():]
+        if tag and body[tag.end() :].strip():
+            body = body[tag.end() :]
         tokens = body.split()
         if len(tokens) > 1:  # prose in a code span: keep only SMILES-like words
             tokens = [t for t in tokens if _looks_like_smiles(t)] or [body.strip()]
@@ -404,8 +410,11 @@ def _target(masked, pos, spans, index, *, no_token=False, strong_only=False):
     if not strong_only and (run := _LETTER_RUN.match(masked, pos)):
         letters = run.group(1)
         # "CF" may be a SMILES; "ABC" is not
-        if (len(set(letters)) == len(letters) and all(index._by_upper.get(c) for c in letters)
-                and (len(letters) > 2 or not _looks_like_smiles(letters))):
+        if (
+            len(set(letters)) == len(letters)
+            and all(index._by_upper.get(c) for c in letters)
+            and (len(letters) > 2 or not _looks_like_smiles(letters))
+        ):
             return [index._label(c) for c in letters], run.end()
     m = _TARGET.match(masked, pos)
     if m and m.group("idx") is not None:
@@ -456,7 +465,7 @@ def _declared_non_answer(line: str, masked: str) -> ParsedAnswer | None:
     marker = _MARKER.search(line)
     if marker is None:
         return None
-    content = line[_MARKER_TAIL.match(line, marker.end()).end():]
+    content = line[_MARKER_TAIL.match(line, marker.end()).end() :]
     if not content.strip() or not (_NON_ANSWER.match(content) or _ASSIGNMENTS.match(content)):
         return None
     refused = _REFUSAL.search(content) or _REFUSAL.search(masked)
@@ -478,8 +487,9 @@ def _last_answer_line(masked: str, spans, candidates: CandidateIndex, *, cut: bo
         final, plain = _marker_evidence(line.group(), spans, candidates)
         if not (final or plain):
             following = masked.find("\n", line.end() + 1)
-            final, plain = _marker_evidence(masked[line.start():following if following >= 0 else None],
-                                            spans, candidates)
+            final, plain = _marker_evidence(
+                masked[line.start() : following if following >= 0 else None], spans, candidates
+            )
         evidence = final or plain
         if any(isinstance(e, frozenset) for e in evidence):
             if _DISOWNED.search(line.group()):
@@ -487,8 +497,9 @@ def _last_answer_line(masked: str, spans, candidates: CandidateIndex, *, cut: bo
             return (cut and _unsettled(masked, line, spans, candidates)) or _resolve(evidence)
         declared = _declared_non_answer(line.group(), masked)
         # "Final Answer: A = H3O+, B = HCl\n\nThus, option C is correct." names C after all
-        if declared is not None and not any(isinstance(e, frozenset)
-                                            for e in _structured(masked, spans, candidates, line.end())):
+        if declared is not None and not any(
+            isinstance(e, frozenset) for e in _structured(masked, spans, candidates, line.end())
+        ):
             return declared
     return None
 
@@ -504,7 +515,7 @@ def _unsettled(masked: str, last: re.Match[str], spans, candidates: CandidateInd
         final, plain = _marker_evidence(line.group(), spans, candidates)
         named |= {label for e in final + plain if isinstance(e, frozenset) for label in e}
     # cut inside its last answer line, a reply that revised once may still have meant it
-    enough = 2 if masked[last.end():].strip() else 3
+    enough = 2 if masked[last.end() :].strip() else 3
     return ParsedAnswer(None, "ambiguous") if len(named) >= enough else None
 
 
@@ -520,7 +531,7 @@ def _introduced_option(masked: str, candidates: CandidateIndex) -> tuple[ParsedA
         if not _INTRO.search(intros[k].group()):
             continue
         block: list[re.Match[str]] = []
-        for line in intros[k + 1:]:
+        for line in intros[k + 1 :]:
             if not line.group().strip():
                 if block:
                     break
@@ -572,7 +583,7 @@ def _names_something(masked: str, m: re.Match[str]) -> bool:
     """Whether a structured mention is a name or a unit rather than an option ("gas D", "(85 K)")."""
     # the same line, up to a window wide enough for a unit's parenthesis or a naming word
     window = max(0, m.start() - _NAME_WINDOW)
-    before = masked[max(window, masked.rfind("\n", window, m.start()) + 1):m.start()]
+    before = masked[max(window, masked.rfind("\n", window, m.start()) + 1) : m.start()]
     if _NAMING_WORD.search(before[-40:]):
         return True
     if m.re is _STRUCTURED[2] and not _leads_option(before, m.group(1)):

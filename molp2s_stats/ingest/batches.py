@@ -62,16 +62,22 @@ def _openai(record: dict) -> tuple[str | None, str, str | None, dict]:
     error = record.get("error")
     status = response.get("status_code") if response else None
     body = response.get("body") if response and isinstance(response.get("body"), dict) else {}
-    meta = {"batch_request_id": record.get("id"), "request_id": response.get("request_id") if response else None,
-            "status_code": status}
+    meta = {
+        "batch_request_id": record.get("id"),
+        "request_id": response.get("request_id") if response else None,
+        "status_code": status,
+    }
     if error or status != 200:
         detail = error or body.get("error") or {"message": f"status {status}"}
         return None, "", "request_failed", {**meta, "error": detail}
     choices = body.get("choices") or []
     message = choices[0].get("message", {}) if choices and isinstance(choices[0], dict) else {}
     text = message.get("content") or ""
-    meta.update(usage=body.get("usage"), finish_reason=choices[0].get("finish_reason") if choices else None,
-                completion_id=body.get("id"))
+    meta.update(
+        usage=body.get("usage"),
+        finish_reason=choices[0].get("finish_reason") if choices else None,
+        completion_id=body.get("id"),
+    )
     # vLLM, DeepSeek and others return reasoning_content, OpenRouter reasoning: its size, never its text
     reasoning = [message[k] for k in ("reasoning_content", "reasoning") if isinstance(message.get(k), str)]
     if reasoning:
@@ -93,13 +99,20 @@ def _anthropic(record: dict) -> tuple[str | None, str, str | None, dict]:
     message = result.get("message") or {}
     blocks = [b for b in message.get("content") or [] if isinstance(b, dict)]
     text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-    meta = {"result_type": kind, "message_id": message.get("id"), "usage": message.get("usage"),
-            "stop_reason": message.get("stop_reason")}
+    meta = {
+        "result_type": kind,
+        "message_id": message.get("id"),
+        "usage": message.get("usage"),
+        "stop_reason": message.get("stop_reason"),
+    }
     thinking = [b for b in blocks if b.get("type") == "thinking"]
     redacted = sum(b.get("type") == "redacted_thinking" for b in blocks)
     if thinking or redacted:  # extended thinking: how much, never what
-        meta.update(thinking_blocks=len(thinking), redacted_thinking_blocks=redacted,
-                    thinking_chars=sum(len(b.get("thinking") or "") for b in thinking))
+        meta.update(
+            thinking_blocks=len(thinking),
+            redacted_thinking_blocks=redacted,
+            thinking_chars=sum(len(b.get("thinking") or "") for b in thinking),
+        )
     return message.get("model"), text, "refusal" if message.get("stop_reason") == "refusal" else None, meta
 
 
@@ -115,18 +128,34 @@ def stage_batch_results(path: Path, data: bytes, fmt: str, *, model: str | None 
         if not isinstance(custom_id, str) or not custom_id:
             raise InputError(path, "missing or empty 'custom_id' (the task id)", where=where)
         if ("body" in record or "params" in record) and "result" not in record and "response" not in record:
-            raise InputError(path, "this is a batch request line (what `molp2s prompts` writes), not a result",
-                             where=where)
+            raise InputError(
+                path, "this is a batch request line (what `molp2s prompts` writes), not a result", where=where
+            )
         found = batch_format(json.dumps(record).encode())
         if found != fmt:
             what = f"looks like {found} results" if found in BATCH_FORMATS else "is not a batch result"
-            raise InputError(path, f"read as {fmt}, but the line {what} (expected "
-                             + ("'result'" if fmt == "anthropic-batch" else "'response' or 'error'") + ")",
-                             where=where)
+            raise InputError(
+                path,
+                f"read as {fmt}, but the line {what} (expected "
+                + ("'result'" if fmt == "anthropic-batch" else "'response' or 'error'")
+                + ")",
+                where=where,
+            )
         answered_by, text, failure, meta = read(record)
-        rows.append({"_where": where, "_line": line, "model": answered_by, "task_id": custom_id, "sample": 0,
-                     "attempt": 0, "response": text, "choice": None, "_failed": failure,
-                     "metadata": {**meta, "batch_format": fmt}})
+        rows.append(
+            {
+                "_where": where,
+                "_line": line,
+                "model": answered_by,
+                "task_id": custom_id,
+                "sample": 0,
+                "attempt": 0,
+                "response": text,
+                "choice": None,
+                "_failed": failure,
+                "metadata": {**meta, "batch_format": fmt},
+            }
+        )
     named = sorted({r["model"] for r in rows if r["model"]})
     for row in rows:
         if row["model"]:
@@ -136,8 +165,12 @@ def stage_batch_results(path: Path, data: bytes, fmt: str, *, model: str | None 
         elif row["model"] is None:
             if len(named) != 1:
                 found = f"the file names {len(named)} models ({', '.join(named)})" if named else "no line names one"
-                raise InputError(path, f"a failed request carries no model and {found}; give {{model}}",
-                                 where=row["_where"], arguments={"model": "the model's name"})
+                raise InputError(
+                    path,
+                    f"a failed request carries no model and {found}; give {{model}}",
+                    where=row["_where"],
+                    arguments={"model": "the model's name"},
+                )
             row["model"] = named[0]
         row["metadata"] = json.dumps(row["metadata"], default=str)
     return rows_frame(rows)

@@ -11,7 +11,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +19,9 @@ import duckdb
 import polars as pl
 
 from .. import chem
-from .distances import DISTANCES, PropertyValueError, family_pair_distances, parse_value
 from ..defaults import CONDITIONS
 from ..store import fetch_one
+from .distances import DISTANCES, PropertyValueError, family_pair_distances, parse_value
 from .errors import InputError, more
 from .files import file_format, json_lines, read_bytes, read_csv_text, read_parquet
 
@@ -33,23 +33,36 @@ MIN_CANDIDATES, MAX_CANDIDATES = 2, 6
 TABLES: dict[str, dict[str, tuple[str, bool]]] = {
     "families": {"family_id": ("id", True), "scaffold": ("text", True), "source": ("text", True)},
     "candidates": {
-        "family_id": ("id", True), "label": ("text", True),
-        "fragment": ("text", True), "molecule": ("text", True),
+        "family_id": ("id", True),
+        "label": ("text", True),
+        "fragment": ("text", True),
+        "molecule": ("text", True),
     },
     "properties": {
-        "family_id": ("id", True), "label": ("text", True),
-        "channel": ("text", True), "value": ("json", True),
+        "family_id": ("id", True),
+        "label": ("text", True),
+        "channel": ("text", True),
+        "value": ("json", True),
     },
     "tasks": {
-        "task_id": ("id", True), "family_id": ("id", True), "channel": ("text", True),
-        "condition": ("text", True), "target": ("text", True),
-        "shown_family": ("id", False), "shown_label": ("text", False),
+        "task_id": ("id", True),
+        "family_id": ("id", True),
+        "channel": ("text", True),
+        "condition": ("text", True),
+        "target": ("text", True),
+        "shown_family": ("id", False),
+        "shown_label": ("text", False),
     },
     "channels": {
-        "channel": ("text", True), "group": ("text", True), "name": ("text", True),
-        "distance": ("text", False), "cutoff": ("number", False), "components": ("list", False),
+        "channel": ("text", True),
+        "group": ("text", True),
+        "name": ("text", True),
+        "distance": ("text", False),
+        "cutoff": ("number", False),
+        "components": ("list", False),
         # optional: a leaderboard's subgroup spanner and column label (default: the name)
-        "subgroup": ("text", False), "column_label": ("text", False),
+        "subgroup": ("text", False),
+        "column_label": ("text", False),
     },
     # optional: how reports name and group the models (the paper: closed- and open-weight)
     "models": {"model": ("text", True), "display_name": ("text", False), "group": ("text", False)},
@@ -103,6 +116,7 @@ def _records(path: Path) -> list[tuple[str, dict[str, Any]]]:
 
 def _normalise(path: Path, where: str, column: str, kind: str, value: Any, from_text: bool) -> Any:
     """One cell in its stored form, or an InputError saying what is wrong with it."""
+
     def bad(expected: str) -> InputError:
         return InputError(path, f"column {column!r} must be {expected}, got {value!r}", where=where)
 
@@ -139,8 +153,9 @@ def _normalise(path: Path, where: str, column: str, kind: str, value: Any, from_
     return json.dumps(value)
 
 
-def read_table(path: Path, table: str, *, optional: tuple[str, ...] = (),
-               spec: dict[str, tuple[str, bool]] | None = None) -> pl.DataFrame:
+def read_table(
+    path: Path, table: str, *, optional: tuple[str, ...] = (), spec: dict[str, tuple[str, bool]] | None = None
+) -> pl.DataFrame:
     """One benchmark table, typed and checked cell by cell, with a ``_where`` column.
 
     ``optional`` names required columns whose cells may still be empty (null); ``spec`` reads a
@@ -210,8 +225,11 @@ def _check_channel(path: Path, row: dict[str, Any], names: set[str], bundles: se
             raise InputError(path, f"bundle {row['channel']!r} names unknown channels {unknown}", where=row["_where"])
         nested = [c for c in row["components"] if c in bundles]
         if nested:
-            raise InputError(path, f"bundle {row['channel']!r} names other bundles {nested}; "
-                             "list their single channels instead", where=row["_where"])
+            raise InputError(
+                path,
+                f"bundle {row['channel']!r} names other bundles {nested}; list their single channels instead",
+                where=row["_where"],
+            )
     elif row["distance"] not in DISTANCES or row["cutoff"] is None:
         raise InputError(
             path,
@@ -227,8 +245,9 @@ def _check_smiles(path: Path, frame: pl.DataFrame, columns: tuple[str, ...], *, 
             if not chem.is_valid_smiles(row[column]):
                 raise InputError(path, f"column {column!r} is not a valid SMILES: {row[column]!r}", where=row["_where"])
             if column in masked and chem.attachment_points(row[column]) == 0:
-                raise InputError(path, f"column {column!r} has no [*] attachment point: {row[column]!r}",
-                                 where=row["_where"])
+                raise InputError(
+                    path, f"column {column!r} has no [*] attachment point: {row[column]!r}", where=row["_where"]
+                )
 
 
 def _check_family_sizes(path: Path, candidates: pl.DataFrame) -> None:
@@ -236,8 +255,11 @@ def _check_family_sizes(path: Path, candidates: pl.DataFrame) -> None:
     sizes = candidates.group_by("family_id").len().filter(~pl.col("len").is_between(MIN_CANDIDATES, MAX_CANDIDATES))
     if sizes.height:
         family_id, size = sizes.sort("family_id").row(0)
-        raise InputError(path, f"family {family_id!r} has {size} candidates; a family needs "
-                         f"{MIN_CANDIDATES} to {MAX_CANDIDATES}{more(sizes.height - 1)}")
+        raise InputError(
+            path,
+            f"family {family_id!r} has {size} candidates; a family needs "
+            f"{MIN_CANDIDATES} to {MAX_CANDIDATES}{more(sizes.height - 1)}",
+        )
 
 
 def read_benchmark(directory: str | Path) -> dict[str, pl.DataFrame]:
@@ -260,8 +282,13 @@ def read_benchmark(directory: str | Path) -> dict[str, pl.DataFrame]:
     _first_duplicate(paths["properties"], properties, ["family_id", "label", "channel"])
     _first_duplicate(paths["tasks"], tasks, ["task_id"])
     _check_in(paths["candidates"], candidates, families, ["family_id"], "unknown family_id")
-    _check_in(paths["families"], families.rename({"source": "label"}), candidates, ["family_id", "label"],
-              "source is not a candidate of the family")
+    _check_in(
+        paths["families"],
+        families.rename({"source": "label"}),
+        candidates,
+        ["family_id", "label"],
+        "source is not a candidate of the family",
+    )
     _check_family_sizes(paths["candidates"], candidates)
     _check_smiles(paths["families"], families, ("scaffold",), masked=("scaffold",))
     _check_smiles(paths["candidates"], candidates, ("fragment", "molecule"), masked=("fragment",))
@@ -271,13 +298,23 @@ def read_benchmark(directory: str | Path) -> dict[str, pl.DataFrame]:
     _check_in(paths["properties"], properties, singles, ["channel"], "unknown or bundle channel")
 
     _check_in(paths["tasks"], tasks, families, ["family_id"], "unknown family_id")
-    _check_in(paths["tasks"], tasks.rename({"target": "label"}), candidates, ["family_id", "label"],
-              "target is not a candidate of the family")
+    _check_in(
+        paths["tasks"],
+        tasks.rename({"target": "label"}),
+        candidates,
+        ["family_id", "label"],
+        "target is not a candidate of the family",
+    )
     task_channels = pl.concat([channels.select("channel"), pl.DataFrame({"channel": ["none"]})])
     _check_in(paths["tasks"], tasks, task_channels, ["channel"], "unknown channel")
     _check_tasks(paths["tasks"], tasks, families, candidates)
-    tables = {"channels": channels, "families": families, "candidates": candidates,
-              "properties": properties, "tasks": tasks}
+    tables = {
+        "channels": channels,
+        "families": families,
+        "candidates": candidates,
+        "properties": properties,
+        "tasks": tasks,
+    }
     if paths["models"] is not None:  # only when given: the fingerprint of a benchmark without one stays as it was
         models = read_table(paths["models"], "models")
         _first_duplicate(paths["models"], models, ["model"])
@@ -298,7 +335,9 @@ def _check_tasks(path: Path, tasks: pl.DataFrame, families: pl.DataFrame, candid
         if (cond == "none") != (row["channel"] == "none"):
             raise InputError(path, "condition 'none' (P0) goes with channel 'none', and only it", where=where)
         if cond in ("none", "source", "shuffled") and row["target"] != source[fam]:
-            raise InputError(path, f"a {cond} task's target must be the source {source[fam]!r}, got {row['target']!r}", where=where)
+            raise InputError(
+                path, f"a {cond} task's target must be the source {source[fam]!r}, got {row['target']!r}", where=where
+            )
         if cond == "cf" and row["target"] == source[fam]:
             raise InputError(path, "a cf task's target must differ from the source", where=where)
         # one P0, source and shuffled task per family and channel; one cf task per (family, channel, k)
@@ -309,17 +348,30 @@ def _check_tasks(path: Path, tasks: pl.DataFrame, families: pl.DataFrame, candid
         seen.add(key)
         if cond == "shuffled" and row["shown_family"] == fam:
             raise InputError(path, "a shuffled task must show another family's properties", where=where)
-        if cond in ("source", "cf") and row["shown_family"] is not None and (
-                row["shown_family"], row["shown_label"]) != (fam, row["target"]):
-            raise InputError(path, f"a {cond} task must show its own family's candidate {row['target']!r}, "
-                             f"shows ({row['shown_family']!r}, {row['shown_label']!r})", where=where)
+        if (
+            cond in ("source", "cf")
+            and row["shown_family"] is not None
+            and (row["shown_family"], row["shown_label"]) != (fam, row["target"])
+        ):
+            raise InputError(
+                path,
+                f"a {cond} task must show its own family's candidate {row['target']!r}, "
+                f"shows ({row['shown_family']!r}, {row['shown_label']!r})",
+                where=where,
+            )
         if row["shown_family"] is not None and (row["shown_family"], row["shown_label"]) not in labels:
-            raise InputError(path, f"shown_family/shown_label ({row['shown_family']!r}, {row['shown_label']!r}) is not a candidate", where=where)
+            raise InputError(
+                path,
+                f"shown_family/shown_label ({row['shown_family']!r}, {row['shown_label']!r}) is not a candidate",
+                where=where,
+            )
 
 
 def pair_distances(tables: dict[str, pl.DataFrame], path: Path) -> pl.DataFrame:
     """Distances of every within-family pair with values, per single channel."""
-    distance_of = dict(tables["channels"].filter(pl.col("distance").is_not_null()).select("channel", "distance").iter_rows())
+    distance_of = dict(
+        tables["channels"].filter(pl.col("distance").is_not_null()).select("channel", "distance").iter_rows()
+    )
     rows = []
     for (family_id, channel), group in tables["properties"].group_by(["family_id", "channel"], maintain_order=True):
         values = {}
@@ -352,8 +404,9 @@ _CHANNEL_COLUMNS = tuple(TABLES["channels"])
 _CHANNEL_COLUMNS_BEFORE_LABELS = tuple(c for c in _CHANNEL_COLUMNS if c not in ("subgroup", "column_label"))
 
 
-def _differs_only_in_channel_display(con: duckdb.DuckDBPyConnection, tables: dict[str, pl.DataFrame],
-                                     stored_digest: str) -> bool:
+def _differs_only_in_channel_display(
+    con: duckdb.DuckDBPyConnection, tables: dict[str, pl.DataFrame], stored_digest: str
+) -> bool:
     """Whether the database holds these tables except for the channels' display columns.
 
     The stored fingerprint was computed with the channel table the database holds: put
@@ -365,15 +418,19 @@ def _differs_only_in_channel_display(con: duckdb.DuckDBPyConnection, tables: dic
     definition = [c for c in _CHANNEL_COLUMNS if c not in CHANNEL_DISPLAY]
     if not stored.select(definition).sort("channel").equals(tables["channels"].select(definition).sort("channel")):
         return False
-    return any(fingerprint({**tables, "channels": stored.select(columns)}) == stored_digest
-               for columns in (_CHANNEL_COLUMNS, _CHANNEL_COLUMNS_BEFORE_LABELS))
+    return any(
+        fingerprint({**tables, "channels": stored.select(columns)}) == stored_digest
+        for columns in (_CHANNEL_COLUMNS, _CHANNEL_COLUMNS_BEFORE_LABELS)
+    )
 
 
 def _update_channel_display(con: duckdb.DuckDBPyConnection, channels: pl.DataFrame, digest: str) -> None:
     """Rewrite the channels' display columns and order, and the fingerprint; nothing else changes."""
     display = channels.select("channel", "position", *CHANNEL_DISPLAY)  # noqa: F841 (read by DuckDB's replacement scan)
-    con.execute('UPDATE channels SET "group" = d."group", name = d.name, subgroup = d.subgroup, '
-                "column_label = d.column_label, position = d.position FROM display AS d WHERE channels.channel = d.channel")
+    con.execute(
+        'UPDATE channels SET "group" = d."group", name = d.name, subgroup = d.subgroup, '
+        "column_label = d.column_label, position = d.position FROM display AS d WHERE channels.channel = d.channel"
+    )
     con.execute("UPDATE benchmark SET fingerprint = ?", [digest])
 
 
@@ -390,8 +447,11 @@ def load_benchmark(con: duckdb.DuckDBPyConnection, directory: str | Path) -> Ben
     if previous is not None:
         if previous[1] != digest:
             if not _differs_only_in_channel_display(con, tables, previous[1]):
-                raise InputError(directory, f"the database already holds a different benchmark (loaded from "
-                                            f"{previous[0]}); use another {{db}}", arguments={"db": "database"})
+                raise InputError(
+                    directory,
+                    f"the database already holds a different benchmark (loaded from {previous[0]}); use another {{db}}",
+                    arguments={"db": "database"},
+                )
         # names, labels and order are display: the channel table's current ones apply
         _update_channel_display(con, tables["channels"], digest)
         n_pairs = fetch_one(con, "SELECT count(*) FROM pair_distances")[0]
@@ -402,5 +462,5 @@ def load_benchmark(con: duckdb.DuckDBPyConnection, directory: str | Path) -> Ben
         staged = frame.select(columns)  # noqa: F841 (read by DuckDB's replacement scan)
         quoted = ", ".join(f'"{c}"' for c in columns)
         con.execute(f"INSERT INTO {name} ({quoted}) SELECT {quoted} FROM staged")
-    con.execute("INSERT INTO benchmark VALUES (?, ?, ?)", [str(directory), digest, datetime.now(timezone.utc)])
+    con.execute("INSERT INTO benchmark VALUES (?, ?, ?)", [str(directory), digest, datetime.now(UTC)])
     return BenchmarkSummary(str(directory), digest, **counts, pair_distances=distances.height, already_loaded=False)

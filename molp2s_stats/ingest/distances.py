@@ -29,8 +29,7 @@ FWHM_TO_SIGMA = 1.0 / (2.0 * math.sqrt(2.0 * math.log(2.0)))
 
 _MAX_GRID = 500_000  # uvvis_l1 grid points: a 1,000 eV window at sigma = 0.2 eV
 # JSON object keys (positions, weights) of the two stick-spectrum formats.
-_SPECTRUM_KEYS = {"peak_overlap": ("frequencies", "intensities"),
-                  "uvvis_l1": ("energies", "strengths")}
+_SPECTRUM_KEYS = {"peak_overlap": ("frequencies", "intensities"), "uvvis_l1": ("energies", "strengths")}
 
 
 class PropertyValueError(UsageError):
@@ -125,8 +124,7 @@ def parse_value(distance: str, raw: object) -> object:
         shieldings = _field(raw, "shieldings")
         for key in ("counts", "atoms"):
             if key in raw and len(_field(raw, key)) != len(shieldings):
-                raise PropertyValueError(f"length mismatch: {len(shieldings)} shieldings but "
-                                         f"{len(raw[key])} {key}")
+                raise PropertyValueError(f"length mismatch: {len(shieldings)} shieldings but {len(raw[key])} {key}")
         if "counts" not in raw:
             return shieldings
         counts = _field(raw, "counts")
@@ -188,9 +186,7 @@ def _uvvis_l1(a: tuple, b: tuple, sigma: float) -> float:
     return float(min(1.0, max(0.0, d)))
 
 
-def pair_distance(
-    distance: str, a: object, b: object, *, fwhm: float = 20.0, uvvis_sigma: float = 0.2
-) -> float:
+def pair_distance(distance: str, a: object, b: object, *, fwhm: float = 20.0, uvvis_sigma: float = 0.2) -> float:
     """Distance between two parsed property values.
 
     Parameters
@@ -249,9 +245,7 @@ def pair_distance(
     return kernel(a, b, width)
 
 
-def family_pair_distances(
-    distance: str, values: Mapping[str, object], **params: float
-) -> list[tuple[str, str, float]]:
+def family_pair_distances(distance: str, values: Mapping[str, object], **params: float) -> list[tuple[str, str, float]]:
     """Distances of all unordered candidate pairs of one family.
 
     Parameters

@@ -14,12 +14,14 @@ class InputError(UsageError):
     "runs/a.jsonl: line 3: unknown task_id 't9'"
     """
 
-    def __init__(self, path: str | Path, message: str, *, where: str | None = None,
-                 arguments: dict[str, str] | None = None):
+    def __init__(
+        self, path: str | Path, message: str, *, where: str | None = None, arguments: dict[str, str] | None = None
+    ):
         self.path = str(path)
         self.where = where
-        super().__init__(f"{self.path}: {where}: {message}" if where else f"{self.path}: {message}",
-                         arguments=arguments)
+        super().__init__(
+            f"{self.path}: {where}: {message}" if where else f"{self.path}: {message}", arguments=arguments
+        )
         self.message = UsageError(message, arguments=arguments).naming({})
 
 

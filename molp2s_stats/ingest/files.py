@@ -11,16 +11,22 @@ import csv
 import hashlib
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import polars as pl
 
 from .errors import InputError
 
-FORMATS = {".parquet": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".eval": "inspect",
-           ".json": "inspect"}
+FORMATS = {
+    ".parquet": "parquet",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".csv": "csv",
+    ".eval": "inspect",
+    ".json": "inspect",
+}
 # What `--format` accepts: the suffix-implied ones, and lm-eval (JSONL that auto-detection also recognises).
 FORMAT_NAMES = ("jsonl", "csv", "parquet", "inspect", "lm-eval", "openai-batch", "anthropic-batch")
 
@@ -29,8 +35,10 @@ def file_format(path: Path) -> str:
     """The format implied by the file's suffix, or an InputError."""
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
-        raise InputError(path, f"unknown file type {path.suffix!r}; expected .parquet, .jsonl, .csv, "
-                         ".eval or .json (Inspect AI logs)")
+        raise InputError(
+            path,
+            f"unknown file type {path.suffix!r}; expected .parquet, .jsonl, .csv, .eval or .json (Inspect AI logs)",
+        )
     return fmt
 
 
@@ -53,15 +61,21 @@ def expand(paths: list[Path]) -> list[Path]:
     for path in paths:
         if not path.exists() and any(c in str(path) for c in "*?["):  # a quoted glob the shell left alone
             root = Path(path.anchor) if path.is_absolute() else Path(".")
-            matched = sorted(p for p in root.glob(str(path.relative_to(root)) if path.is_absolute() else str(path))
-                             if p.is_file())
+            matched = sorted(
+                p for p in root.glob(str(path.relative_to(root)) if path.is_absolute() else str(path)) if p.is_file()
+            )
             if not matched:
                 raise InputError(path, "no file matches this pattern")
             files += matched
             continue
         if path.is_dir() and path.suffix.lower() not in FORMATS:
-            found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in FORMATS
-                           and (p.suffix.lower() != ".json" or _looks_like_inspect_log(p)))
+            found = sorted(
+                p
+                for p in path.iterdir()
+                if p.is_file()
+                and p.suffix.lower() in FORMATS
+                and (p.suffix.lower() != ".json" or _looks_like_inspect_log(p))
+            )
             if not found:
                 raise InputError(path, "folder holds no response files (.jsonl, .csv, .parquet, .eval, .json)")
             files += found
@@ -95,8 +109,11 @@ def check_line_lengths(path: Path, data: bytes) -> None:
     lengths = np.diff(bounds) - 1
     longest = int(np.argmax(lengths))
     if lengths[longest] > MAX_LINE_BYTES:
-        raise InputError(path, f"line is {lengths[longest]:,} bytes long; at most {MAX_LINE_BYTES:,} are accepted",
-                         where=f"line {longest + 1}")
+        raise InputError(
+            path,
+            f"line is {lengths[longest]:,} bytes long; at most {MAX_LINE_BYTES:,} are accepted",
+            where=f"line {longest + 1}",
+        )
 
 
 def check_utf8(path: Path, data: bytes) -> None:
@@ -125,7 +142,9 @@ def json_lines(path: Path, data: bytes) -> list[tuple[int, object]]:
         try:
             records.append((number, json.loads(line)))
         except json.JSONDecodeError as exc:
-            raise InputError(path, f"malformed JSON ({exc.msg} at column {exc.colno})", where=f"line {number}") from None
+            raise InputError(
+                path, f"malformed JSON ({exc.msg} at column {exc.colno})", where=f"line {number}"
+            ) from None
     return records
 
 
@@ -144,8 +163,7 @@ def read_csv_text(path: Path, data: bytes) -> pl.DataFrame:
     try:
         header = next(csv.reader(io.StringIO(data.decode("utf-8-sig").split("\n", 1)[0])), [])
     except csv.Error as exc:  # a lone carriage return inside the first line (old Mac line endings), say
-        reason = ("a carriage return inside it: lines must end in \\n or \\r\\n" if "new-line" in str(exc)
-                  else str(exc))
+        reason = "a carriage return inside it: lines must end in \\n or \\r\\n" if "new-line" in str(exc) else str(exc)
         raise InputError(path, f"the header is not a CSV line ({reason})", where="line 1") from None
     repeated = sorted({name for name in header if header.count(name) > 1})
     if repeated:
@@ -154,9 +172,11 @@ def read_csv_text(path: Path, data: bytes) -> pl.DataFrame:
         frame = pl.read_csv(io.BytesIO(data), infer_schema=False)
     except Exception as exc:  # polars raises several error types for malformed CSV
         raise InputError(path, f"not a readable CSV file ({exc})") from None
-    return frame.with_row_index("_row", offset=1).with_columns(
-        ("row " + pl.col("_row").cast(pl.String)).alias("_where")
-    ).drop("_row")
+    return (
+        frame.with_row_index("_row", offset=1)
+        .with_columns(("row " + pl.col("_row").cast(pl.String)).alias("_where"))
+        .drop("_row")
+    )
 
 
 # A Parquet file is read, checked and appended this many rows at a time, so that memory
@@ -199,8 +219,11 @@ def parquet_batches(path: Path, batch_rows: int | None = None) -> Iterator[pl.Da
             frame = scan.slice(start, batch_rows).collect()
         except Exception as exc:
             raise InputError(path, f"not a readable Parquet file ({exc})") from None
-        yield frame.with_row_index("_row", offset=start + 1).with_columns(
-            ("row " + pl.col("_row").cast(pl.String)).alias("_where")).drop("_row")
+        yield (
+            frame.with_row_index("_row", offset=start + 1)
+            .with_columns(("row " + pl.col("_row").cast(pl.String)).alias("_where"))
+            .drop("_row")
+        )
 
 
 def read_parquet(path: Path) -> pl.DataFrame:
@@ -211,6 +234,8 @@ def read_parquet(path: Path) -> pl.DataFrame:
         raise InputError(path, f"not a readable Parquet file ({exc})") from None
     if frame.height == 0:
         raise InputError(path, "file has no rows")
-    return frame.with_row_index("_row", offset=1).with_columns(
-        ("row " + pl.col("_row").cast(pl.String)).alias("_where")
-    ).drop("_row")
+    return (
+        frame.with_row_index("_row", offset=1)
+        .with_columns(("row " + pl.col("_row").cast(pl.String)).alias("_where"))
+        .drop("_row")
+    )

@@ -54,13 +54,20 @@ def stage_inspect(path: Path, *, task_ids: dict[str, str] | None = None) -> pl.D
         output = sample.output
         completion = output.completion if output is not None else ""
         scores = {name: {"value": score.value, "answer": score.answer} for name, score in (sample.scores or {}).items()}
-        extra = {"inspect_sample_id": sample.id, "epoch": sample.epoch, "scores": scores,
-                 "error": sample.error.message if sample.error is not None else None}
+        extra = {
+            "inspect_sample_id": sample.id,
+            "epoch": sample.epoch,
+            "scores": scores,
+            "error": sample.error.message if sample.error is not None else None,
+        }
         if output is not None and output.choices:
             extra["stop_reason"] = output.stop_reason  # max_tokens / model_length mark it truncated
             content = output.message.content
-            reasoning = [part for part in content if getattr(part, "type", None) == "reasoning"] \
-                if isinstance(content, list) else []
+            reasoning = (
+                [part for part in content if getattr(part, "type", None) == "reasoning"]
+                if isinstance(content, list)
+                else []
+            )
             if reasoning:
                 extra.update(reasoning_parts=len(reasoning), reasoning_chars=sum(len(p.reasoning) for p in reasoning))
         if sample.limit is not None:
@@ -73,9 +80,20 @@ def stage_inspect(path: Path, *, task_ids: dict[str, str] | None = None) -> pl.D
             failed = "truncated"
         else:
             failed = None
-        rows.append({"_where": where, "_line": position, "model": model, "task_id": str(task_id),
-                     "sample": sample.epoch - 1, "attempt": 0, "response": completion or "", "choice": None,
-                     "_failed": failed, "metadata": json.dumps(extra, default=str)})
+        rows.append(
+            {
+                "_where": where,
+                "_line": position,
+                "model": model,
+                "task_id": str(task_id),
+                "sample": sample.epoch - 1,
+                "attempt": 0,
+                "response": completion or "",
+                "choice": None,
+                "_failed": failed,
+                "metadata": json.dumps(extra, default=str),
+            }
+        )
     return rows_frame(rows)
 
 
@@ -131,11 +149,24 @@ def stage_lm_eval(path: Path, data: bytes, *, model: str | None = None) -> pl.Da
             raise InputError(path, f"no text in {field!r}", where=where)
         # lm-eval does not record why generation stopped; a finish_reason or stop_reason, should a
         # version write one, is kept, and a cut answer then loads as truncated like any other
-        extra = {k: record[k] for k in ("doc_id", "target", "filter", "metrics", "acc", "exact_match",
-                                        "finish_reason", "stop_reason") if k in record}
+        extra = {
+            k: record[k]
+            for k in ("doc_id", "target", "filter", "metrics", "acc", "exact_match", "finish_reason", "stop_reason")
+            if k in record
+        }
         # several texts (lm-eval's repeats) are several samples of the same task
         for sample, text in enumerate(texts):
-            rows.append({"_where": where, "_line": line, "model": model, "task_id": str(task_id), "sample": sample,
-                         "attempt": 0, "response": text, "choice": None,
-                         "metadata": json.dumps({**extra, "answer_field": field}, default=str)})
+            rows.append(
+                {
+                    "_where": where,
+                    "_line": line,
+                    "model": model,
+                    "task_id": str(task_id),
+                    "sample": sample,
+                    "attempt": 0,
+                    "response": text,
+                    "choice": None,
+                    "metadata": json.dumps({**extra, "answer_field": field}, default=str),
+                }
+            )
     return rows_frame(rows)

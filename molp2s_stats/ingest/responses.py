@@ -12,18 +12,27 @@ import hashlib
 import io
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
-from .answers import CandidateIndex, parse_answer
 from ..store import fetch_one
-from .errors import InputError, more
-from .files import (FORMAT_NAMES, check_no_nul, check_utf8, file_format, file_sha256, parquet_batches, read_bytes,
-                    read_csv_text, read_parquet)
+from .answers import CandidateIndex, parse_answer
 from .batches import batch_format, stage_batch_results
+from .errors import InputError, more
+from .files import (
+    FORMAT_NAMES,
+    check_no_nul,
+    check_utf8,
+    file_format,
+    file_sha256,
+    parquet_batches,
+    read_bytes,
+    read_csv_text,
+    read_parquet,
+)
 from .harness import is_lm_eval_samples, stage_inspect, stage_lm_eval
 from .staged import STANDARD_SCHEMA, mark_truncated
 
@@ -55,14 +64,16 @@ class FileSummary:
 # What to change when answers come back cut at the token limit, by where they came from.
 TRUNCATION_ADVICE = {
     "openai-batch": "export again with a higher `molp2s prompts --max-tokens` (hidden reasoning counts against "
-                    "it), or a lower --reasoning-effort",
+    "it), or a lower --reasoning-effort",
     "anthropic-batch": "export again with a higher `molp2s prompts --max-tokens`, or a lower --thinking-budget "
-                       "(thinking counts against max_tokens)",
+    "(thinking counts against max_tokens)",
     "inspect": "run again with a higher `inspect eval --max-tokens` (or --token-limit, if the sample limit "
-               "stopped it), or a lower --reasoning-effort / --reasoning-tokens",
+    "stopped it), or a lower --reasoning-effort / --reasoning-tokens",
 }
-_OTHER_ADVICE = ("raise the token limit of the run that wrote these answers (`molp2s prompts --max-tokens` for "
-                 "a batch export), or lower its reasoning effort or thinking budget")
+_OTHER_ADVICE = (
+    "raise the token limit of the run that wrote these answers (`molp2s prompts --max-tokens` for "
+    "a batch export), or lower its reasoning effort or thinking budget"
+)
 
 
 def truncation_advice(fmt: str | None) -> str:
@@ -124,30 +135,55 @@ def _stage_jsonl(path: Path, data: bytes) -> pl.DataFrame:
     check_no_nul(path, data)
     # One text column per line (NUL never occurs in valid JSON text), numbered from 1.
     raw_lines = pl.read_csv(  # noqa: F841 (read by DuckDB below)
-        io.BytesIO(data), has_header=False, separator="\x00", quote_char=None,
-        new_columns=["json"], infer_schema=False,
+        io.BytesIO(data),
+        has_header=False,
+        separator="\x00",
+        quote_char=None,
+        new_columns=["json"],
+        infer_schema=False,
     ).with_row_index("line", offset=1)
     con = duckdb.connect()
     lines = con.sql(_LINES_SQL).pl()
     _fail_first(path, lines, ~pl.col("valid"), lambda r: f"malformed JSON ({_json_error(r['json'])})")
     typed = con.sql(_JSONL_SQL).pl()
-    _fail_first(path, typed, pl.col("json_kind") != "OBJECT",
-                lambda r: f"expected a JSON object, got {r['json_kind'].lower()}")
+    _fail_first(
+        path, typed, pl.col("json_kind") != "OBJECT", lambda r: f"expected a JSON object, got {r['json_kind'].lower()}"
+    )
     for field in REQUIRED:
-        _fail_first(path, typed, pl.col(f"{field}_type").is_null() | (pl.col(f"{field}_type") == "NULL"),
-                    f"missing required field {field!r}")
-    _fail_first(path, typed, pl.col("model_type") != "VARCHAR",
-                lambda r: f"field 'model' must be text, got {r['model_type'].lower()}")
-    _fail_first(path, typed, ~pl.col("task_id_type").is_in(("VARCHAR",) + _INTEGER_TYPES),
-                lambda r: f"field 'task_id' must be text or an integer, got {r['task_id_type'].lower()}")
+        _fail_first(
+            path,
+            typed,
+            pl.col(f"{field}_type").is_null() | (pl.col(f"{field}_type") == "NULL"),
+            f"missing required field {field!r}",
+        )
+    _fail_first(
+        path,
+        typed,
+        pl.col("model_type") != "VARCHAR",
+        lambda r: f"field 'model' must be text, got {r['model_type'].lower()}",
+    )
+    _fail_first(
+        path,
+        typed,
+        ~pl.col("task_id_type").is_in(("VARCHAR",) + _INTEGER_TYPES),
+        lambda r: f"field 'task_id' must be text or an integer, got {r['task_id_type'].lower()}",
+    )
     for field in ("sample", "attempt"):
         kind = pl.col(f"{field}_type")
-        _fail_first(path, typed, kind.is_not_null() & (kind != "NULL") & ~kind.is_in(_INTEGER_TYPES),
-                    lambda r, f=field: f"field {f!r} must be a non-negative integer, got {r[f + '_type'].lower()}")
+        _fail_first(
+            path,
+            typed,
+            kind.is_not_null() & (kind != "NULL") & ~kind.is_in(_INTEGER_TYPES),
+            lambda r, f=field: f"field {f!r} must be a non-negative integer, got {r[f + '_type'].lower()}",
+        )
     for field in ("response", "choice"):
         kind = pl.col(f"{field}_type")
-        _fail_first(path, typed, kind.is_not_null() & ~kind.is_in(("VARCHAR", "NULL")),
-                    lambda r, f=field: f"field {f!r} must be text, got {r[f + '_type'].lower()}")
+        _fail_first(
+            path,
+            typed,
+            kind.is_not_null() & ~kind.is_in(("VARCHAR", "NULL")),
+            lambda r, f=field: f"field {f!r} must be text, got {r[f + '_type'].lower()}",
+        )
     extracted = con.sql(_EXTRACT_SQL).pl()
     for field in ("sample", "attempt"):
         given = pl.col(f"{field}_type").is_not_null() & (pl.col(f"{field}_type") != "NULL")
@@ -183,28 +219,45 @@ def _stage_table(path: Path, frame: pl.DataFrame, *, from_text: bool) -> pl.Data
             columns.append(pl.lit(0, pl.Int64).alias(column))
         elif from_text:
             text = pl.col(column).str.strip_chars()
-            _fail_first(path, frame, text.is_not_null() & ~text.str.contains(r"^[0-9]+$"),
-                        lambda r, c=column: f"column {c!r} must be a non-negative integer, got {r[c]!r}")
-            _fail_first(path, frame, text.is_not_null() & text.cast(pl.Int64, strict=False).is_null(),
-                        lambda r, c=column: f"column {c!r} is too large, got {r[c]!r}")
+            _fail_first(
+                path,
+                frame,
+                text.is_not_null() & ~text.str.contains(r"^[0-9]+$"),
+                lambda r, c=column: f"column {c!r} must be a non-negative integer, got {r[c]!r}",
+            )
+            _fail_first(
+                path,
+                frame,
+                text.is_not_null() & text.cast(pl.Int64, strict=False).is_null(),
+                lambda r, c=column: f"column {c!r} is too large, got {r[c]!r}",
+            )
             columns.append(text.cast(pl.Int64).fill_null(0).alias(column))
         elif schema[column].is_integer() or schema[column] == pl.Null:
-            _fail_first(path, frame, pl.col(column).is_not_null() & pl.col(column).cast(pl.Int64, strict=False).is_null(),
-                        lambda r, c=column: f"{c!r} is too large, got {r[c]}")
+            _fail_first(
+                path,
+                frame,
+                pl.col(column).is_not_null() & pl.col(column).cast(pl.Int64, strict=False).is_null(),
+                lambda r, c=column: f"{c!r} is too large, got {r[c]}",
+            )
             columns.append(pl.col(column).cast(pl.Int64).fill_null(0))
         else:
             raise InputError(path, f"column {column!r} must hold integers, has type {schema[column]}")
     extras = [c for c in frame.columns if c not in KNOWN and not c.startswith("_")]
     for column in extras:
         if schema[column] in (pl.Binary, pl.Object) or schema[column].is_decimal():
-            raise InputError(path, f"column {column!r} has type {schema[column]}, which cannot be kept as "
-                             "JSON metadata; store it as text or numbers")
+            raise InputError(
+                path,
+                f"column {column!r} has type {schema[column]}, which cannot be kept as "
+                "JSON metadata; store it as text or numbers",
+            )
     metadata = (pl.struct(extras).struct.json_encode() if extras else pl.lit(None, pl.String)).alias("metadata")
     return frame.with_columns(
         pl.col("model").cast(pl.String),
         pl.col("task_id").cast(pl.String),
-        *[pl.col(c).cast(pl.String) if c in frame.columns else pl.lit(None, pl.String).alias(c)
-          for c in ("response", "choice")],
+        *[
+            pl.col(c).cast(pl.String) if c in frame.columns else pl.lit(None, pl.String).alias(c)
+            for c in ("response", "choice")
+        ],
         *columns,
         metadata,
     )
@@ -223,15 +276,24 @@ def resolve_format(path: Path, data: bytes | None, fmt: str | None) -> str:
             return "lm-eval"
         found = batch_format(data)
         if found == "batch-requests":
-            raise InputError(path, "this is a batch request file (what `molp2s prompts` writes); "
-                             "load the results the batch API returned for it")
+            raise InputError(
+                path,
+                "this is a batch request file (what `molp2s prompts` writes); "
+                "load the results the batch API returned for it",
+            )
         if found is not None:
             return found
     return fmt
 
 
-def stage_file(path: Path, data: bytes | None = None, *, fmt: str | None = None, model: str | None = None,
-               task_ids: dict[str, str] | None = None) -> pl.DataFrame:
+def stage_file(
+    path: Path,
+    data: bytes | None = None,
+    *,
+    fmt: str | None = None,
+    model: str | None = None,
+    task_ids: dict[str, str] | None = None,
+) -> pl.DataFrame:
     """Read one response file into the standard frame, with every type checked.
 
     ``fmt`` overrides the format the suffix implies; ``model`` names the model of an
@@ -263,17 +325,31 @@ def _standardise(path: Path, staged: pl.DataFrame) -> pl.DataFrame:
     # an answer the API says it cut at the token limit is truncated, whatever its text (see
     # _parse_responses)
     staged = mark_truncated(staged)
-    _fail_first(path, staged, pl.col("model").is_null() | (pl.col("model").str.strip_chars() == ""),
-                "missing required field 'model'")
-    _fail_first(path, staged, pl.col("task_id").is_null() | (pl.col("task_id") == ""),
-                "missing required field 'task_id'")
-    _fail_first(path, staged, pl.col("response").is_null() & pl.col("choice").is_null(),
-                "needs a 'response' or a 'choice' (both are missing)")
+    _fail_first(
+        path,
+        staged,
+        pl.col("model").is_null() | (pl.col("model").str.strip_chars() == ""),
+        "missing required field 'model'",
+    )
+    _fail_first(
+        path, staged, pl.col("task_id").is_null() | (pl.col("task_id") == ""), "missing required field 'task_id'"
+    )
+    _fail_first(
+        path,
+        staged,
+        pl.col("response").is_null() & pl.col("choice").is_null(),
+        "needs a 'response' or a 'choice' (both are missing)",
+    )
     for column in ("sample", "attempt"):
-        _fail_first(path, staged, pl.col(column) < 0,
-                    lambda r, c=column: f"{c!r} must be a non-negative integer, got {r[c]}")
-        _fail_first(path, staged, pl.col(column) > 2**31 - 1,
-                    lambda r, c=column: f"{c!r} is too large (at most 2147483647), got {r[c]}")
+        _fail_first(
+            path, staged, pl.col(column) < 0, lambda r, c=column: f"{c!r} must be a non-negative integer, got {r[c]}"
+        )
+        _fail_first(
+            path,
+            staged,
+            pl.col(column) > 2**31 - 1,
+            lambda r, c=column: f"{c!r} is too large (at most 2147483647), got {r[c]}",
+        )
     return staged
 
 
@@ -282,12 +358,15 @@ def _duplicate(key: tuple, twin: str) -> str:
 
 
 def _already_loaded(key: tuple, earlier_path: str, earlier_line: int) -> str:
-    return (f"(model, task_id, sample, attempt) = {tuple(key)!r} was already loaded from {earlier_path} "
-            f"(line/row {earlier_line})")
+    return (
+        f"(model, task_id, sample, attempt) = {tuple(key)!r} was already loaded from {earlier_path} "
+        f"(line/row {earlier_line})"
+    )
 
 
-def _check_against_database(con: duckdb.DuckDBPyConnection, path: Path, staged: pl.DataFrame, *,
-                            check_loaded: bool = True) -> pl.DataFrame:
+def _check_against_database(
+    con: duckdb.DuckDBPyConnection, path: Path, staged: pl.DataFrame, *, check_loaded: bool = True
+) -> pl.DataFrame:
     """References and duplicates; returns the frame with each row's family_id.
 
     ``check_loaded=False`` leaves out the check against rows already in the database (a
@@ -296,9 +375,7 @@ def _check_against_database(con: duckdb.DuckDBPyConnection, path: Path, staged: 
     # DuckDB reads ``staged`` from this frame's locals (a replacement scan). Not
     # con.register: inside the load's transaction a registered frame stays alive until the
     # commit, so memory grew with every batch (120 bytes a row at 10 M rows).
-    with_family = con.sql(
-        "SELECT s.*, t.family_id FROM staged AS s LEFT JOIN tasks AS t USING (task_id)"
-    ).pl()
+    with_family = con.sql("SELECT s.*, t.family_id FROM staged AS s LEFT JOIN tasks AS t USING (task_id)").pl()
     _fail_first(path, with_family, pl.col("family_id").is_null(), lambda r: f"unknown task_id {r['task_id']!r}")
     bad_choice = con.sql(
         """SELECT s._where, s._line, s.choice, t.family_id
@@ -306,8 +383,12 @@ def _check_against_database(con: duckdb.DuckDBPyConnection, path: Path, staged: 
            LEFT JOIN candidates AS c ON c.family_id = t.family_id AND c.label = s.choice
            WHERE s.choice IS NOT NULL AND c.label IS NULL"""
     ).pl()
-    _fail_first(path, bad_choice, pl.lit(True),
-                lambda r: f"choice {r['choice']!r} is not a candidate of family {r['family_id']!r}")
+    _fail_first(
+        path,
+        bad_choice,
+        pl.lit(True),
+        lambda r: f"choice {r['choice']!r} is not a candidate of family {r['family_id']!r}",
+    )
     dup = staged.filter(pl.struct(KEY).is_duplicated()).sort("_line")
     if dup.height:
         first = dup.row(0, named=True)
@@ -322,13 +403,15 @@ def _check_against_database(con: duckdb.DuckDBPyConnection, path: Path, staged: 
            JOIN responses AS r USING (model, task_id, sample, attempt)
            JOIN response_files AS f USING (file_id)"""
     ).pl()
-    _fail_first(path, clash, pl.lit(True),
-                lambda r: _already_loaded(tuple(r[k] for k in KEY), r["path"], r["line"]))
+    _fail_first(path, clash, pl.lit(True), lambda r: _already_loaded(tuple(r[k] for k in KEY), r["path"], r["line"]))
     return with_family
 
 
-def _parse_responses(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame,
-                     known: dict[tuple[str, str], tuple[str | None, str | None]] | None = None) -> pl.DataFrame:
+def _parse_responses(
+    con: duckdb.DuckDBPyConnection,
+    frame: pl.DataFrame,
+    known: dict[tuple[str, str], tuple[str | None, str | None]] | None = None,
+) -> pl.DataFrame:
     """Parse each distinct (family, response text) once; rows with a given choice keep it.
 
     ``known`` carries parses across the batches of one file, and gains this batch's.
@@ -338,17 +421,23 @@ def _parse_responses(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame,
         known.clear()  # a file of mostly distinct texts: keep memory flat, parse again
     todo = frame.filter(pl.col("choice").is_null()).select("family_id", "response").unique()
     if todo.height == 0:
-        return frame.with_columns(pl.lit(None, pl.String).alias("invalid_reason"),
-                                  pl.lit("given").alias("choice_source"),
-                                  pl.lit(None, pl.String).alias("_parsed_choice"),
-                                  pl.lit(None, pl.String).alias("_parsed_reason"))
+        return frame.with_columns(
+            pl.lit(None, pl.String).alias("invalid_reason"),
+            pl.lit("given").alias("choice_source"),
+            pl.lit(None, pl.String).alias("_parsed_choice"),
+            pl.lit(None, pl.String).alias("_parsed_reason"),
+        )
     pairs = todo.rows()
     new_pairs = [pair for pair in pairs if pair not in known]
     families = sorted({family for family, _ in new_pairs})
-    candidates = [] if not families else con.execute(
-        "SELECT family_id, label, fragment, molecule FROM candidates WHERE family_id IN (SELECT unnest(?))",
-        [families],
-    ).fetchall()
+    candidates = (
+        []
+        if not families
+        else con.execute(
+            "SELECT family_id, label, fragment, molecule FROM candidates WHERE family_id IN (SELECT unnest(?))",
+            [families],
+        ).fetchall()
+    )
     by_family: dict[str, dict[str, tuple[str, str]]] = {}
     for family_id, label, fragment, molecule in candidates:
         by_family.setdefault(family_id, {})[label] = (fragment, molecule)
@@ -370,9 +459,17 @@ def _parse_responses(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame,
     # metadata (``truncated_parse``), for anyone who wants to score it otherwise.
     failed = pl.col("_failed").is_not_null()
     return joined.with_columns(
-        pl.when(given).then(pl.col("choice")).when(failed).then(None).otherwise(pl.col("parsed_choice"))
+        pl.when(given)
+        .then(pl.col("choice"))
+        .when(failed)
+        .then(None)
+        .otherwise(pl.col("parsed_choice"))
         .alias("choice"),
-        pl.when(given).then(None).when(failed).then(pl.col("_failed")).otherwise(pl.col("invalid_reason"))
+        pl.when(given)
+        .then(None)
+        .when(failed)
+        .then(pl.col("_failed"))
+        .otherwise(pl.col("invalid_reason"))
         .alias("invalid_reason"),
         pl.when(given).then(pl.lit("given")).otherwise(pl.lit("parsed")).alias("choice_source"),
         pl.col("parsed_choice").alias("_parsed_choice"),
@@ -380,8 +477,14 @@ def _parse_responses(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame,
     ).drop("parsed_choice")
 
 
-def load_response_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str | None = None,
-                       model: str | None = None, task_ids: dict[str, str] | None = None) -> FileSummary:
+def load_response_file(
+    con: duckdb.DuckDBPyConnection,
+    path: str | Path,
+    *,
+    fmt: str | None = None,
+    model: str | None = None,
+    task_ids: dict[str, str] | None = None,
+) -> FileSummary:
     """Check, parse and append one response file; call inside a transaction."""
     path = Path(path)
     streamed = (fmt or file_format(path)) == "parquet"
@@ -394,12 +497,11 @@ def load_response_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt:
     if streamed:
         batches = (_standardise(path, _stage_table(path, frame, from_text=False)) for frame in parquet_batches(path))
     else:
-        batches = iter([stage_file(path, data if fmt != "inspect" else None, fmt=fmt, model=model,
-                                   task_ids=task_ids)])
+        batches = iter([stage_file(path, data if fmt != "inspect" else None, fmt=fmt, model=model, task_ids=task_ids)])
     rows = parsed = invalid = count = 0
     known: dict = {}
     truncated: dict[str, tuple[int, int]] = {}  # model -> (cut answers, answers)
-    for count, staged in enumerate(batches, start=1):
+    for count, staged in enumerate(batches, start=1):  # noqa: B007 (count is read after the loop)
         checked = _check_against_database(con, path, staged, check_loaded=not streamed)
         final = _parse_responses(con, checked, known)  # noqa: F841 (read by DuckDB below)
         con.execute(
@@ -418,20 +520,22 @@ def load_response_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt:
         rows += final.height
         parsed += int((final["choice_source"] == "parsed").sum())
         invalid += int(final["choice"].is_null().sum())
-        for model, cut, answers in final.group_by("model").agg(
-                (pl.col("invalid_reason") == "truncated").sum(), pl.len()).iter_rows():
+        for model, cut, answers in (
+            final.group_by("model").agg((pl.col("invalid_reason") == "truncated").sum(), pl.len()).iter_rows()
+        ):
             before = truncated.get(model, (0, 0))
             truncated[model] = (before[0] + cut, before[1] + answers)
     if streamed:
         _check_file_in_database(con, path, file_id, several_batches=count > 1)
-    con.execute("INSERT INTO response_files VALUES (?, ?, ?, ?, ?, ?)",
-                [file_id, str(path), sha256, fmt, rows, datetime.now(timezone.utc)])
+    con.execute(
+        "INSERT INTO response_files VALUES (?, ?, ?, ?, ?, ?)",
+        [file_id, str(path), sha256, fmt, rows, datetime.now(UTC)],
+    )
     cut = tuple((model, n, of) for model, (n, of) in sorted(truncated.items()) if n)
     return FileSummary(str(path), rows, parsed, invalid, already_loaded=False, truncated=cut, fmt=fmt)
 
 
-def _check_file_in_database(con: duckdb.DuckDBPyConnection, path: Path, file_id: int, *,
-                            several_batches: bool) -> None:
+def _check_file_in_database(con: duckdb.DuckDBPyConnection, path: Path, file_id: int, *, several_batches: bool) -> None:
     """A streamed file's keys, once all its rows are in: no key twice across its batches,
     none already loaded from another file. Inside the load's transaction, so a refusal
     rolls the file's rows back with everything else."""
@@ -440,28 +544,39 @@ def _check_file_in_database(con: duckdb.DuckDBPyConnection, path: Path, file_id:
     if several_batches:  # within one batch, _check_against_database has already looked
         # group 64-bit hashes of the keys, not the keys: a tenth of the memory at 100 M rows;
         # a hash seen twice is then checked on the keys themselves
-        twice = con.execute(f"""
+        twice = con.execute(
+            f"""
             WITH repeated AS (SELECT hash({keys}) AS h FROM responses WHERE file_id = ?
                               GROUP BY h HAVING count(*) > 1)
             SELECT {keys}, list(line ORDER BY line) AS lines FROM responses
             WHERE file_id = ? AND hash({keys}) IN (SELECT h FROM repeated)
-            GROUP BY ALL HAVING count(*) > 1 ORDER BY lines[1] LIMIT 1""", [file_id, file_id]).fetchall()
+            GROUP BY ALL HAVING count(*) > 1 ORDER BY lines[1] LIMIT 1""",
+            [file_id, file_id],
+        ).fetchall()
         if twice:
             *key, lines = twice[0]
             raise InputError(path, _duplicate(tuple(key), where(lines[1])), where=where(lines[0]))
-    shared_models = fetch_one(con, """
+    shared_models = fetch_one(
+        con,
+        """
         SELECT count(*) FROM (SELECT DISTINCT model FROM responses WHERE file_id = ?)
-        JOIN (SELECT DISTINCT model FROM responses WHERE file_id <> ?) USING (model)""", [file_id, file_id])[0]
+        JOIN (SELECT DISTINCT model FROM responses WHERE file_id <> ?) USING (model)""",
+        [file_id, file_id],
+    )[0]
     if not shared_models:  # a key holds its model: no other file can have loaded one of these rows
         return
-    clash = con.execute(f"""
+    clash = con.execute(
+        f"""
         SELECT n.line, f.path, o.line, {", ".join("n." + k for k in KEY)}, count(*) OVER () AS clashes
         FROM responses AS n
         JOIN responses AS o USING ({keys})
         JOIN response_files AS f ON f.file_id = o.file_id
         WHERE n.file_id = ? AND o.file_id <> ?
-        ORDER BY n.line LIMIT 1""", [file_id, file_id]).fetchall()
+        ORDER BY n.line LIMIT 1""",
+        [file_id, file_id],
+    ).fetchall()
     if clash:
         line, earlier, earlier_line, *key, clashes = clash[0]
-        raise InputError(path, _already_loaded(tuple(key), earlier, earlier_line) + more(clashes - 1),
-                         where=where(line))
+        raise InputError(
+            path, _already_loaded(tuple(key), earlier, earlier_line) + more(clashes - 1), where=where(line)
+        )

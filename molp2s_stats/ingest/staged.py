@@ -9,9 +9,16 @@ import polars as pl
 # or batch request that failed (request_failed), an API-flagged refusal (refusal), an
 # answer cut off by a limit (truncated)
 STANDARD_SCHEMA = {
-    "_where": pl.String, "_line": pl.Int64, "model": pl.String, "task_id": pl.String,
-    "sample": pl.Int64, "attempt": pl.Int64, "response": pl.String, "choice": pl.String,
-    "metadata": pl.String, "_failed": pl.String,
+    "_where": pl.String,
+    "_line": pl.Int64,
+    "model": pl.String,
+    "task_id": pl.String,
+    "sample": pl.Int64,
+    "attempt": pl.Int64,
+    "response": pl.String,
+    "choice": pl.String,
+    "metadata": pl.String,
+    "_failed": pl.String,
 }
 
 # How APIs say that generation stopped at the token limit (or the context window) rather
@@ -34,8 +41,11 @@ def cut_by_limit() -> pl.Expr:
     JSON (a raw file's extra columns, or what a batch or harness reader kept), or inside a
     field named ``metadata`` (a raw file that nests its extras there).
     """
-    says = [pl.col("metadata").str.json_path_match(f"${where}.{field}").str.to_lowercase().is_in(TRUNCATION_VALUES)
-            for field in TRUNCATION_FIELDS for where in ("", ".metadata")]
+    says = [
+        pl.col("metadata").str.json_path_match(f"${where}.{field}").str.to_lowercase().is_in(TRUNCATION_VALUES)
+        for field in TRUNCATION_FIELDS
+        for where in ("", ".metadata")
+    ]
     return pl.any_horizontal(says).fill_null(False)
 
 
@@ -48,5 +58,8 @@ def mark_truncated(staged: pl.DataFrame) -> pl.DataFrame:
     if not named:
         return staged
     return staged.with_columns(
-        pl.when(pl.col("_failed").is_null() & cut_by_limit()).then(pl.lit("truncated"))
-        .otherwise(pl.col("_failed")).alias("_failed"))
+        pl.when(pl.col("_failed").is_null() & cut_by_limit())
+        .then(pl.lit("truncated"))
+        .otherwise(pl.col("_failed"))
+        .alias("_failed")
+    )

@@ -23,8 +23,9 @@ def svg(chart: alt.TopLevelMixin):
 
 def save(chart: alt.TopLevelMixin, path) -> None:
     """Write a chart to .svg, .png or .html, offline (vl-convert; the HTML embeds the SVG)."""
-    import vl_convert
     from pathlib import Path
+
+    import vl_convert
 
     from ..errors import UsageError
 
@@ -48,9 +49,12 @@ def predictive_checks(frame: pl.DataFrame, channel_table: pl.DataFrame | None = 
 
     names = channel_names(channel_table)
     ordered = in_channel_order(frame, channel_table).with_columns(
-        pl.when(pl.col("statistic") == "accuracy").then(pl.lit("Accuracy (%)"))
-        .otherwise(pl.lit("Family spread (pp)")).alias("panel"),
-        pl.format("{} · {}", pl.col("channel").replace(names), "condition").alias("cell"))
+        pl.when(pl.col("statistic") == "accuracy")
+        .then(pl.lit("Accuracy (%)"))
+        .otherwise(pl.lit("Family spread (pp)"))
+        .alias("panel"),
+        pl.format("{} · {}", pl.col("channel").replace(names), "condition").alias("cell"),
+    )
     cell_order = ordered["cell"].unique(maintain_order=True).to_list()
     data = ordered.to_pandas()
     charts = []
@@ -58,14 +62,21 @@ def predictive_checks(frame: pl.DataFrame, channel_table: pl.DataFrame | None = 
         part = data[data["panel"] == panel]
         base = alt.Chart(part).encode(y=alt.Y("model:N", title=None))
         interval = base.mark_rule(strokeWidth=3, opacity=0.45).encode(
-            x=alt.X("conf_low:Q", title=panel), x2="conf_high:Q")
+            x=alt.X("conf_low:Q", title=panel), x2="conf_high:Q"
+        )
         point = base.mark_point(filled=True, size=30).encode(
-            x="observed:Q", color=alt.Color("outside:N", scale=alt.Scale(domain=[False, True], range=["#333", "#d62728"]),
-                                            title="outside"),
-            tooltip=["model", "channel", "condition", "observed", "predicted", "conf_low", "conf_high", "p_value"])
-        charts.append(alt.layer(interval, point).properties(width=150, height=14 * part["model"].nunique())
-                      .facet(facet=alt.Facet("cell:N", title=None, sort=cell_order), columns=4)
-                      .properties(title=panel))
+            x="observed:Q",
+            color=alt.Color(
+                "outside:N", scale=alt.Scale(domain=[False, True], range=["#333", "#d62728"]), title="outside"
+            ),
+            tooltip=["model", "channel", "condition", "observed", "predicted", "conf_low", "conf_high", "p_value"],
+        )
+        charts.append(
+            alt.layer(interval, point)
+            .properties(width=150, height=14 * part["model"].nunique())
+            .facet(facet=alt.Facet("cell:N", title=None, sort=cell_order), columns=4)
+            .properties(title=panel)
+        )
     return alt.vconcat(*charts)
 
 
@@ -77,8 +88,10 @@ def _panels(frame: pl.DataFrame, channel_table: pl.DataFrame | None = None):
     names = channel_names(channel_table)
     frame = in_channel_order(frame, channel_table)
     titles = {c: names.get(c, c) for c in frame["channel"].unique(maintain_order=True)}
-    return (frame.with_columns(pl.col("channel").replace_strict(titles, return_dtype=pl.String).alias("panel"))
-            .to_pandas(), list(titles.values()))
+    return (
+        frame.with_columns(pl.col("channel").replace_strict(titles, return_dtype=pl.String).alias("panel")).to_pandas(),
+        list(titles.values()),
+    )
 
 
 def forest(frame: pl.DataFrame, *, title: str, x_title: str, channel_table: pl.DataFrame | None = None) -> alt.Chart:
@@ -88,34 +101,60 @@ def forest(frame: pl.DataFrame, *, title: str, x_title: str, channel_table: pl.D
     base = alt.Chart(data).encode(y=alt.Y("model:N", title=None))
     rule = base.mark_rule().encode(x=alt.X("conf_low:Q", title=x_title), x2="conf_high:Q")
     point = base.mark_point(filled=True, size=40).encode(
-        x="estimate:Q", tooltip=["model", "channel", "estimate", "conf_low", "conf_high"])
+        x="estimate:Q", tooltip=["model", "channel", "estimate", "conf_low", "conf_high"]
+    )
     zero = alt.Chart(data).mark_rule(strokeDash=[3, 3], color="#888").encode(x=alt.datum(0))
-    return (alt.layer(zero, rule, point).properties(width=220, height=18 * frame["model"].n_unique())
-            .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=3).properties(title=title))
+    return (
+        alt.layer(zero, rule, point)
+        .properties(width=220, height=18 * frame["model"].n_unique())
+        .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=3)
+        .properties(title=title)
+    )
 
 
 def heatmap(frame: pl.DataFrame, *, title: str, channel_table: pl.DataFrame | None = None) -> alt.Chart:
     """P(A > B) per ordered model pair, one panel per channel (``channel, model_a, model_b, probability``),
     in the channel table's order, titled by the channels' names."""
     data, order = _panels(frame, channel_table)
-    cells = alt.Chart(data).mark_rect().encode(
-        x=alt.X("model_b:N", title="B"), y=alt.Y("model_a:N", title="A"),
-        color=alt.Color("probability:Q", scale=alt.Scale(domain=[0, 1], scheme="blueorange"), title="P(A > B)"))
-    text = alt.Chart(data).mark_text(fontSize=9).encode(
-        x="model_b:N", y="model_a:N", text=alt.Text("probability:Q", format=".2f"))
-    return (alt.layer(cells, text).properties(width=200, height=200)
-            .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=3).properties(title=title))
+    cells = (
+        alt.Chart(data)
+        .mark_rect()
+        .encode(
+            x=alt.X("model_b:N", title="B"),
+            y=alt.Y("model_a:N", title="A"),
+            color=alt.Color("probability:Q", scale=alt.Scale(domain=[0, 1], scheme="blueorange"), title="P(A > B)"),
+        )
+    )
+    text = (
+        alt.Chart(data)
+        .mark_text(fontSize=9)
+        .encode(x="model_b:N", y="model_a:N", text=alt.Text("probability:Q", format=".2f"))
+    )
+    return (
+        alt.layer(cells, text)
+        .properties(width=200, height=200)
+        .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=3)
+        .properties(title=title)
+    )
 
 
 def rank_bars(frame: pl.DataFrame, *, title: str, channel_table: pl.DataFrame | None = None) -> alt.Chart:
     """Probability of each rank per model, one panel per channel (``model, channel, rank, probability``),
     in the channel table's order, titled by the channels' names."""
     data, order = _panels(frame, channel_table)
-    return (alt.Chart(data).mark_bar().encode(
-        x=alt.X("rank:O", title="rank (1 = highest)"), y=alt.Y("probability:Q", title="probability"),
-        color=alt.Color("model:N"), xOffset="model:N")
+    return (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            x=alt.X("rank:O", title="rank (1 = highest)"),
+            y=alt.Y("probability:Q", title="probability"),
+            color=alt.Color("model:N"),
+            xOffset="model:N",
+        )
         .properties(width=220, height=120)
-        .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=3).properties(title=title))
+        .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=3)
+        .properties(title=title)
+    )
 
 
 def transitions(frame: pl.DataFrame, *, title: str) -> alt.HConcatChart:
@@ -126,26 +165,42 @@ def transitions(frame: pl.DataFrame, *, title: str) -> alt.HConcatChart:
     order = pairs["pair"].to_list()
     long = pairs.unpivot(index="pair", on=list(OUTCOMES), variable_name="outcome", value_name="share")
     y = alt.Y("pair:N", title=None, sort=order)
-    shares = (alt.Chart(long.to_pandas()).mark_bar().encode(
-        y=y, x=alt.X("share:Q", title="% of tasks", stack="normalize"),
-        color=alt.Color("outcome:N", sort=list(OUTCOMES), title=None), order=alt.Order("outcome_order:Q"),
-        tooltip=["pair", "outcome", alt.Tooltip("share:Q", format=".1f")])
+    shares = (
+        alt.Chart(long.to_pandas())
+        .mark_bar()
+        .encode(
+            y=y,
+            x=alt.X("share:Q", title="% of tasks", stack="normalize"),
+            color=alt.Color("outcome:N", sort=list(OUTCOMES), title=None),
+            order=alt.Order("outcome_order:Q"),
+            tooltip=["pair", "outcome", alt.Tooltip("share:Q", format=".1f")],
+        )
         .transform_calculate(outcome_order=f"indexof({list(OUTCOMES)}, datum.outcome)")
-        .properties(width=360, title="shares of the tasks"))
+        .properties(width=360, title="shares of the tasks")
+    )
     net = pairs.select("pair", "net", "conf_low", "conf_high").to_pandas()
     base = alt.Chart(net).encode(y=y)
     interval = base.mark_rule().encode(x=alt.X("conf_low:Q", title="net: B − A (pp)"), x2="conf_high:Q")
-    point = base.mark_point(filled=True, size=50).encode(x="net:Q", tooltip=["pair", alt.Tooltip("net:Q", format=".1f")])
+    point = base.mark_point(filled=True, size=50).encode(
+        x="net:Q", tooltip=["pair", alt.Tooltip("net:Q", format=".1f")]
+    )
     zero = alt.Chart(net).mark_rule(strokeDash=[3, 3], color="#888").encode(x=alt.datum(0))
-    return alt.hconcat(shares, (interval + point + zero).properties(width=220, title="net, 95% interval")
-                       ).properties(title=title)
+    return alt.hconcat(shares, (interval + point + zero).properties(width=220, title="net, 95% interval")).properties(
+        title=title
+    )
 
 
 def stability_lines(frame: pl.DataFrame, *, title: str, channel_table: pl.DataFrame | None = None) -> alt.Chart:
     """Mean Spearman ρ against the subset size, one line per channel (``ranking_stability`` output),
     the legend in the channel table's order with the channels' names."""
     data, order = _panels(frame, channel_table)
-    return (alt.Chart(data).mark_line(point=True).encode(
-        x=alt.X("size:Q", title="families in the subset"), y=alt.Y("spearman_rho:Q", title="mean Spearman ρ",
-                                                                   scale=alt.Scale(domain=[-1, 1])),
-        color=alt.Color("panel:N", title="channel", sort=order)).properties(width=420, height=240, title=title))
+    return (
+        alt.Chart(data)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("size:Q", title="families in the subset"),
+            y=alt.Y("spearman_rho:Q", title="mean Spearman ρ", scale=alt.Scale(domain=[-1, 1])),
+            color=alt.Color("panel:N", title="channel", sort=order),
+        )
+        .properties(width=420, height=240, title=title)
+    )

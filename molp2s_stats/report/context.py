@@ -30,16 +30,17 @@ from pathlib import Path
 
 import duckdb
 
-from ..stats import metrics
 from .. import store
 from ..notices import silence_known_notices
+from ..stats import metrics
 from .environment import given_path, seed  # noqa: F401  (the pages call context.seed())
 from .prepare import DEFAULT_DATABASE, default_fit_path
 
 silence_known_notices()  # every page imports this module first
 
-NOT_PREPARED = ("run `molp2s report`, or render the whole report project: its pre-render step "
-                "(reports/_prepare.py) makes it")
+NOT_PREPARED = (
+    "run `molp2s report`, or render the whole report project: its pre-render step (reports/_prepare.py) makes it"
+)
 
 
 def bootstrap_draws() -> int:

@@ -35,4 +35,5 @@ def given_path(variable: str, what: str, make_it: str) -> Path | None:
     raise FileNotFoundError(
         f"{variable}={given}: no such {what} in {looked}. Quarto runs each page in the page's own folder, "
         f"so give the path from the folder you ran it in as an absolute one, e.g. "
-        f"{variable}=\"$PWD/{given}\" quarto render reports/ (or use `molp2s report`); {make_it}")
+        f'{variable}="$PWD/{given}" quarto render reports/ (or use `molp2s report`); {make_it}'
+    )

@@ -11,8 +11,8 @@ from rdkit import Chem
 from rdkit.Chem import Draw
 
 from .. import units
-from ..stats.metrics import channel_names
 from ..errors import UsageError
+from ..stats.metrics import channel_names
 
 
 def _svg(smiles: str, caption: str, size: tuple[int, int] = (190, 150)) -> str:
@@ -25,7 +25,7 @@ def _svg(smiles: str, caption: str, size: tuple[int, int] = (190, 150)) -> str:
         drawer.DrawMolecule(molecule)
         drawer.FinishDrawing()
         svg = drawer.GetDrawingText()
-        drawing = svg[svg.index("<svg"):]  # drop the XML prolog: the SVG sits inside HTML
+        drawing = svg[svg.index("<svg") :]  # drop the XML prolog: the SVG sits inside HTML
     return f"<figure>{drawing}<figcaption>{html.escape(caption)}</figcaption></figure>"
 
 
@@ -36,14 +36,16 @@ def pick_task(con: duckdb.DuckDBPyConnection, channel: str | None = None) -> str
         rows = con.sql(
             """SELECT s.channel FROM cohort_summary AS s
                JOIN stg_channel_components AS c ON c.channel = s.channel AND c.component = s.channel
-               WHERE s.cohort > 0 ORDER BY s.cohort DESC, s.channel LIMIT 1""").fetchall()
+               WHERE s.cohort > 0 ORDER BY s.cohort DESC, s.channel LIMIT 1"""
+        ).fetchall()
         if not rows:
             raise UsageError("no single channel has a cohort: nothing to show")
         channel = rows[0][0]
     rows = con.sql(
         """SELECT task_id FROM cohort_tasks
            WHERE channel = $channel AND condition = 'source' ORDER BY task_id LIMIT 1""",
-        params={"channel": channel}).fetchall()
+        params={"channel": channel},
+    ).fetchall()
     if not rows:
         raise UsageError(f"no source task in the cohort of channel {channel!r}")
     return rows[0][0]
@@ -67,10 +69,13 @@ def task_figure(con: duckdb.DuckDBPyConnection, task_id: str) -> str:
     channel_name = channel_names(tables["channels"])[channel]
     answers = con.sql(
         """SELECT model, sample, coalesce(choice, 'invalid: ' || invalid_reason) AS answer, response
-           FROM stg_terminal_responses WHERE task_id = $t ORDER BY model, sample""", params={"t": task_id}).pl()
+           FROM stg_terminal_responses WHERE task_id = $t ORDER BY model, sample""",
+        params={"t": task_id},
+    ).pl()
     drawings = "".join(
         _svg(fragment, f"{label}{' (source)' if label == source else ''}")
-        for label, fragment in candidates.select("label", "fragment").iter_rows())
+        for label, fragment in candidates.select("label", "fragment").iter_rows()
+    )
 
     def text(response: str | None) -> str:
         if not response:
@@ -80,7 +85,9 @@ def task_figure(con: duckdb.DuckDBPyConnection, task_id: str) -> str:
 
     answer_rows = "".join(
         f"<tr><td>{html.escape(m)}</td><td>{s}</td><td>{html.escape(str(a))}{' ✓' if a == target else ''}</td>"
-        f"<td class='justification'>{text(r)}</td></tr>" for m, s, a, r in answers.iter_rows())
+        f"<td class='justification'>{text(r)}</td></tr>"
+        for m, s, a, r in answers.iter_rows()
+    )
     return (
         f"<div class='task-figure'><p><strong>Task {html.escape(task_id)}</strong>: family {html.escape(family)}, "
         f"channel {html.escape(channel_name)} (<code>{html.escape(channel)}</code>), "
@@ -91,7 +98,8 @@ def task_figure(con: duckdb.DuckDBPyConnection, task_id: str) -> str:
         f"<p>The prompt, as the model received it:</p>"
         f"<pre class='prompt'>{html.escape(prompt['system'])}\n\n{html.escape(prompt['prompt'])}</pre>"
         f"<table class='answers'><thead><tr><th>model</th><th>sample</th><th>answer</th><th>its text</th></tr></thead>"
-        f"<tbody>{answer_rows}</tbody></table></div>")
+        f"<tbody>{answer_rows}</tbody></table></div>"
+    )
 
 
 def invalid_rates(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
@@ -102,11 +110,15 @@ def invalid_rates(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 
 def family_figure(con: duckdb.DuckDBPyConnection, family_id: str, caption: str) -> str:
     """HTML of one family's candidates drawn side by side, the key marked, under ``caption`` (an audit finding)."""
-    rows = con.sql("""SELECT c.label, c.molecule, f.source_label FROM stg_candidates AS c
+    rows = con.sql(
+        """SELECT c.label, c.molecule, f.source_label FROM stg_candidates AS c
                       JOIN stg_families AS f USING (family_id) WHERE c.family_id = $family ORDER BY c.label""",
-                   params={"family": family_id}).fetchall()
+        params={"family": family_id},
+    ).fetchall()
     if not rows:
         raise UsageError(f"no family {family_id!r} in the benchmark")
     drawings = "".join(_svg(molecule, f"{label} (key)" if label == key else label) for label, molecule, key in rows)
-    return (f"<div class='task-figure'><p><strong>{html.escape(family_id)}</strong>: {html.escape(caption)}</p>"
-            f"<div class='molecules'>{drawings}</div></div>")
+    return (
+        f"<div class='task-figure'><p><strong>{html.escape(family_id)}</strong>: {html.escape(caption)}</p>"
+        f"<div class='molecules'>{drawings}</div></div>"
+    )

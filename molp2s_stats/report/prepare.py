@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from .. import store
 from ..defaults import REPORTS
@@ -97,9 +97,15 @@ def fit_database(database: Path, fit: Path, *, seed: int = 0, log: Callable[[str
     try:
         data = bayes_data.read_model_data(con)
         progress = Progress()
-        idata = bayes_fit.fit(data, seed=seed, loo=True, progress=progress,
-                              on_estimate=lambda estimate: log(
-                                  f"fitting the model for the report: {estimate.line(bayes_fit.default_budget(estimate))}"))
+        idata = bayes_fit.fit(
+            data,
+            seed=seed,
+            loo=True,
+            progress=progress,
+            on_estimate=lambda estimate: log(
+                f"fitting the model for the report: {estimate.line(bayes_fit.default_budget(estimate))}"
+            ),
+        )
         provenance.record(idata, con)
     finally:
         con.close()
@@ -108,8 +114,14 @@ def fit_database(database: Path, fit: Path, *, seed: int = 0, log: Callable[[str
     return fit
 
 
-def prepare(database: Path | None = None, fit: Path | None = None, *, seed: int = 0, needs_fit: bool = True,
-            log: Callable[[str], None] = print) -> Prepared:
+def prepare(
+    database: Path | None = None,
+    fit: Path | None = None,
+    *,
+    seed: int = 0,
+    needs_fit: bool = True,
+    log: Callable[[str], None] = print,
+) -> Prepared:
     """The database and the fit the pages will read, made or remade where needed (module docstring);
     ``needs_fit=False`` (no page to render reads the fit) leaves a missing or stale fit alone."""
     if database is None:
@@ -149,9 +161,13 @@ def main() -> int:
     try:
         database = given_path("MOLP2S_DB", "database", "make one with `molp2s load`")
         fit = given_path("MOLP2S_FIT", "fit file", "make one with `molp2s fit`")
-        prepared = prepare(database, fit, seed=seed(),
-                           needs_fit=pages is None or any(page in PAGES_READING_THE_FIT for page in pages),
-                           log=lambda line: print(line, file=sys.stderr))
+        prepared = prepare(
+            database,
+            fit,
+            seed=seed(),
+            needs_fit=pages is None or any(page in PAGES_READING_THE_FIT for page in pages),
+            log=lambda line: print(line, file=sys.stderr),
+        )
     except FileNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -62,8 +62,9 @@ def navigation(project: Path, config: dict) -> list[tuple[str, str]]:
     page's title (quarto-cli src/project/types/website/website-navigation.ts: an item may be
     a bare href, and its text falls back to the target's title)."""
     navbar = config.get("website", {}).get("navbar", {}) or {}
-    entries = [{"href": e} if isinstance(e, str) else e
-               for side in ("left", "right") for e in navbar.get(side, []) or []]
+    entries = [
+        {"href": e} if isinstance(e, str) else e for side in ("left", "right") for e in navbar.get(side, []) or []
+    ]
     links = []
     for entry in entries:
         if isinstance(entry, dict) and entry.get("href"):
@@ -81,14 +82,20 @@ def _render_list(project: Path, config: dict) -> list[str]:
     entries = config.get("project", {}).get("render")
     if not entries:
         found = sorted(p.relative_to(project) for p in project.rglob("*.qmd"))
-        return [p.as_posix() for p in found
-                if not any(part.startswith(("_", ".")) for part in p.parts) and
-                not (output_dir and p.parts[0] == Path(output_dir).name)]
+        return [
+            p.as_posix()
+            for p in found
+            if not any(part.startswith(("_", ".")) for part in p.parts)
+            and not (output_dir and p.parts[0] == Path(output_dir).name)
+        ]
     chosen: list[str] = []
     for entry in entries:
         pattern = entry[1:] if entry.startswith("!") else entry
-        matches = sorted(p.relative_to(project).as_posix() for p in project.glob(pattern)) if any(
-            c in pattern for c in "*?[") else [pattern]
+        matches = (
+            sorted(p.relative_to(project).as_posix() for p in project.glob(pattern))
+            if any(c in pattern for c in "*?[")
+            else [pattern]
+        )
         if entry.startswith("!"):
             chosen = [c for c in chosen if c not in matches]
         else:
@@ -117,7 +124,7 @@ def read_project(project: Path) -> tuple[dict, list[Page]]:
 def _front_matter(text: str) -> dict:
     if not text.startswith("---\n"):
         return {}
-    return yaml.safe_load(text[4:text.index("\n---", 4)]) or {}
+    return yaml.safe_load(text[4 : text.index("\n---", 4)]) or {}
 
 
 def page_execute(config: dict, front: dict) -> dict:
@@ -167,26 +174,32 @@ def read_qmd(path: Path, *, execute: dict | None = None) -> nbformat.NotebookNod
     text = path.read_text()
     front = _front_matter(text)
     if text.startswith("---\n"):
-        text = text[text.index("\n---", 4) + 4:].lstrip("\n")
+        text = text[text.index("\n---", 4) + 4 :].lstrip("\n")
     page = page_execute({"execute": execute or {}}, front)
     cells = []
     if front.get("title"):
         cells.append(nbformat.v4.new_markdown_cell(f"# {front['title']}"))
     position = 0
     for match in _CELL.finditer(text):
-        prose = text[position:match.start()].strip()
+        prose = text[position : match.start()].strip()
         if prose:
             cells.append(nbformat.v4.new_markdown_cell(prose))
         source = match.group(1).rstrip("\n")
         options = cell_options(source)
         code = "\n".join(line for line in source.splitlines() if not _OPTION.match(line)).strip("\n")
         cell = nbformat.v4.new_code_cell(code)
-        tags = [tag for key, tag in (("echo", "remove_input"), ("output", "remove_output"), ("include", "remove_cell"))
-                if not _shows(options, page, key)]
+        tags = [
+            tag
+            for key, tag in (("echo", "remove_input"), ("output", "remove_output"), ("include", "remove_cell"))
+            if not _shows(options, page, key)
+        ]
         if tags:
             cell.metadata["tags"] = tags
-        cell.metadata["molp2s"] = {"label": options.get("label"), "eval": _shows(options, page, "eval"),
-                                   "warning": _shows_warnings(options, page)}
+        cell.metadata["molp2s"] = {
+            "label": options.get("label"),
+            "eval": _shows(options, page, "eval"),
+            "warning": _shows_warnings(options, page),
+        }
         cells.append(cell)
         position = match.end()
     rest = text[position:].strip()
@@ -236,11 +249,13 @@ def _page_html(title: str, body: str, links: list[tuple[str, str]], current: Pag
         relative = os.path.relpath(Path(href).with_suffix(".html"), here).replace(os.sep, "/")
         mark = ' class="current"' if href == current.source else ""
         anchors.append(f'<a href="{html.escape(relative)}"{mark}>{html.escape(text)}</a>')
-    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{html.escape(title)} – {html.escape(site_title)}</title><style>{css}</style></head>"
-            f"<body class=\"{FALLBACK_CLASS}\"><nav><strong>{html.escape(site_title)}</strong> {' '.join(anchors)}</nav>"
-            f"<main>{body}</main></body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html.escape(title)} – {html.escape(site_title)}</title><style>{css}</style></head>"
+        f'<body class="{FALLBACK_CLASS}"><nav><strong>{html.escape(site_title)}</strong> {" ".join(anchors)}</nav>'
+        f"<main>{body}</main></body></html>\n"
+    )
 
 
 _HEADING = re.compile(r'<h([1-6]) id="[^"]*">(.*?)</h\1>', re.DOTALL)
@@ -277,8 +292,16 @@ def _quarto_ids(body: str, labels: dict[str, str]) -> str:
     return _CELL_ID.sub(lambda m: f' id="{html.escape(labels[m.group(1)])}"' if m.group(1) in labels else "", body)
 
 
-def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeout: int = 1200,
-                        pages: list[str] | None = None, log=print, workers: int | None = None) -> list[Path]:
+def render_with_jupyter(
+    project: Path,
+    out: Path,
+    env: dict[str, str],
+    *,
+    timeout: int = 1200,
+    pages: list[str] | None = None,
+    log=print,
+    workers: int | None = None,
+) -> list[Path]:
     """Execute each page on a Python kernel and write self-contained HTML into ``out``.
 
     The pages are ``project.render``'s; each runs with the options Quarto would give it (the
@@ -286,10 +309,10 @@ def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeou
     Python. ``workers`` pages at a time (default: one per CPU core, at most two).
     """
     from nbclient import NotebookClient
-    from traitlets.config import Config
     from nbclient.exceptions import CellExecutionError
     from nbconvert import HTMLExporter
     from nbconvert.preprocessors import TagRemovePreprocessor
+    from traitlets.config import Config
 
     config, all_pages = read_project(project)
     chosen = [p for p in all_pages if pages is None or p.source in pages]
@@ -297,11 +320,18 @@ def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeou
     site_title = config.get("website", {}).get("title", "Report")
     css_files = config.get("format", {}).get("html", {}).get("css", [])
     css = "\n".join((project / name).read_text() for name in ([css_files] if isinstance(css_files, str) else css_files))
-    exporter = HTMLExporter(template_name="basic", exclude_input_prompt=True, exclude_output_prompt=True,
-                            anchor_link_text="")
-    exporter.register_preprocessor(TagRemovePreprocessor(
-        remove_input_tags={"remove_input"}, remove_all_outputs_tags={"remove_output"},
-        remove_cell_tags={"remove_cell"}, enabled=True), True)
+    exporter = HTMLExporter(
+        template_name="basic", exclude_input_prompt=True, exclude_output_prompt=True, anchor_link_text=""
+    )
+    exporter.register_preprocessor(
+        TagRemovePreprocessor(
+            remove_input_tags={"remove_input"},
+            remove_all_outputs_tags={"remove_output"},
+            remove_cell_tags={"remove_cell"},
+            enabled=True,
+        ),
+        True,
+    )
     workers = workers or min(2, usable_cores())  # the cores this process may use, as the fit counts them
     out.mkdir(parents=True, exist_ok=True)
     run_pre_render(project, config, env, [page.source for page in chosen], log=log)
@@ -311,8 +341,9 @@ def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeou
         notebook = read_qmd(project / page.source, execute=config.get("execute"))
         code = [c for c in notebook.cells if c.cell_type == "code"]
         # `eval: false` cells are shown (if echoed) but not run: the kernel sees only the others
-        runnable = nbformat.v4.new_notebook(cells=[c for c in code if c.metadata["molp2s"]["eval"]],
-                                            metadata=notebook.metadata)
+        runnable = nbformat.v4.new_notebook(
+            cells=[c for c in code if c.metadata["molp2s"]["eval"]], metadata=notebook.metadata
+        )
         try:
             # IPC sockets, not TCP: the kernel is local, and ipykernel warns about plain TCP. The
             # socket path is absolute: the kernel runs in the page's folder (as under Quarto), not in ours.
@@ -320,8 +351,13 @@ def render_with_jupyter(project: Path, out: Path, env: dict[str, str], *, timeou
             kernel_config = Config()
             kernel_config.KernelManager.transport = "ipc"
             kernel_config.KernelManager.ip = str(sockets / "kernel")
-            NotebookClient(runnable, config=kernel_config, timeout=timeout, kernel_name="python3",
-                           resources={"metadata": {"path": str((project / page.source).parent)}}).execute()
+            NotebookClient(
+                runnable,
+                config=kernel_config,
+                timeout=timeout,
+                kernel_name="python3",
+                resources={"metadata": {"path": str((project / page.source).parent)}},
+            ).execute()
         except CellExecutionError as exc:
             raise RenderError(f"{project / page.source}: a cell failed: {exc.ename}: {exc.evalue}") from exc
         labels = {}
@@ -357,10 +393,16 @@ def run_pre_render(project: Path, config: dict, env: dict[str, str], pages: list
     scripts = config.get("project", {}).get("pre-render") or []
     for script in [scripts] if isinstance(scripts, str) else scripts:
         if not script.endswith(".py"):
-            raise RenderError(f"{project / '_quarto.yml'}: pre-render {script!r}: only Python scripts run without Quarto")
-        completed = subprocess.run([sys.executable, script], cwd=project,
-                                   env={**os.environ, **env, "QUARTO_PROJECT_INPUT_FILES": "\n".join(pages)},
-                                   capture_output=True, text=True)
+            raise RenderError(
+                f"{project / '_quarto.yml'}: pre-render {script!r}: only Python scripts run without Quarto"
+            )
+        completed = subprocess.run(
+            [sys.executable, script],
+            cwd=project,
+            env={**os.environ, **env, "QUARTO_PROJECT_INPUT_FILES": "\n".join(pages)},
+            capture_output=True,
+            text=True,
+        )
         for line in (completed.stdout + completed.stderr).splitlines():
             log(line)
         if completed.returncode != 0:
@@ -391,8 +433,9 @@ def quarto_environment(env: dict[str, str]) -> dict[str, str]:
 
 def render_with_quarto(project: Path, out: Path, env: dict[str, str]) -> None:
     """``quarto render`` with the same environment (where Quarto is installed), on this Python."""
-    completed = subprocess.run(["quarto", "render", str(project), "--output-dir", str(out.resolve())],
-                               env=quarto_environment(env))
+    completed = subprocess.run(
+        ["quarto", "render", str(project), "--output-dir", str(out.resolve())], env=quarto_environment(env)
+    )
     if completed.returncode != 0:
         raise RenderError(f"quarto render {project} failed with exit code {completed.returncode} (its output is above)")
 
@@ -410,8 +453,15 @@ def render_site(project: Path, out: Path, env: dict[str, str], *, engine: str = 
     return "jupyter"
 
 
-def render_site_replacing(project: Path, out: Path, env: dict[str, str], *, engine: str = "auto", log=print,
-                          tables_variable: str | None = None) -> str:
+def render_site_replacing(
+    project: Path,
+    out: Path,
+    env: dict[str, str],
+    *,
+    engine: str = "auto",
+    log=print,
+    tables_variable: str | None = None,
+) -> str:
     """``render_site`` into a folder beside ``out`` that takes its place only once every page is done
     (``output.replacing_folder``): an interrupted or failed render leaves the previous site whole.
     ``tables_variable`` names the environment variable that points the pages' tables into the new
@@ -421,8 +471,9 @@ def render_site_replacing(project: Path, out: Path, env: dict[str, str], *, engi
     with replacing_folder(out) as partial:
         if tables_variable:
             env = {**env, tables_variable: str((partial / "tables").resolve())}
-        return render_site(project, partial, env, engine=engine,
-                           log=lambda line: log(line.replace(str(partial), str(out))))
+        return render_site(
+            project, partial, env, engine=engine, log=lambda line: log(line.replace(str(partial), str(out)))
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,13 +20,14 @@ from ..glossary import column_label
 from ..stats.metrics import BASELINE, channel_names, in_channel_order, read_channel_table, with_random_baseline
 from ..stats.subsample import ESTIMATED_METHODS
 
-
 GOLD, SILVER = "#f4d35e", "#d9d9d9"
 TABLES_ENV = "MOLP2S_REPORT_TABLES"
 
 
-INTERVAL_NOTE = ("Intervals: 95% family-level (the bootstrap's percentile interval; a score interval near 0% or "
-                 "100%; the CSV names each row's method).")
+INTERVAL_NOTE = (
+    "Intervals: 95% family-level (the bootstrap's percentile interval; a score interval near 0% or "
+    "100%; the CSV names each row's method)."
+)
 
 
 def tables_folder() -> Path:
@@ -51,23 +52,25 @@ def column_layout(channels: pl.DataFrame | None = None) -> dict[str, tuple[str, 
     put Dipole, Gap, UV–Vis under Electronic and Peaks, +Int., Atomwise under ¹H NMR
     under Magnetic resonance."""
     channels = channels if channels is not None else read_channel_table()
-    return {c: (group_title(g), sub, label)
-            for c, g, sub, label in channels.select("channel", "group", "subgroup", "column_label").iter_rows()}
+    return {
+        c: (group_title(g), sub, label)
+        for c, g, sub, label in channels.select("channel", "group", "subgroup", "column_label").iter_rows()
+    }
 
 
 def _label(layout: dict, channel: str) -> str:
     return layout[channel][2] if channel in layout else channel
 
 
-def _interval_grid(tidy: pl.DataFrame, *, rows: tuple[str, list[str]], columns: tuple[str, list[str]]
-                   ) -> pl.DataFrame:
+def _interval_grid(tidy: pl.DataFrame, *, rows: tuple[str, list[str]], columns: tuple[str, list[str]]) -> pl.DataFrame:
     """One row per value of ``rows``, and per value of ``columns`` three numeric columns:
     ``<value>`` (the estimate), ``<value>__low`` and ``<value>__high``, for ``cols_merge``."""
     (row_key, row_values), (column_key, column_values) = rows, columns
     wide = pl.DataFrame({row_key: row_values})
     for column, suffix in (("estimate", ""), ("conf_low", "__low"), ("conf_high", "__high")):
-        part = (tidy.pivot(on=column_key, index=row_key, values=column)
-                .rename({c: f"{c}{suffix}" for c in column_values}, strict=False))
+        part = tidy.pivot(on=column_key, index=row_key, values=column).rename(
+            {c: f"{c}{suffix}" for c in column_values}, strict=False
+        )
         wide = wide.join(part, on=row_key, how="left", maintain_order="left")
     return wide.select(row_key, *[f"{c}{s}" for c in column_values for s in ("", "__low", "__high")])
 
@@ -105,10 +108,17 @@ def model_order(order: list[str], models: pl.DataFrame | None) -> tuple[list[str
     return order, names, groups
 
 
-def leaderboard_table(metrics: pl.DataFrame, metric: str, *, title: str, subtitle: str | None = None,
-                      higher_is_better: bool = True, interval_note: str = INTERVAL_NOTE,
-                      models: pl.DataFrame | None = None, channel_table: pl.DataFrame | None = None
-                      ) -> tuple[GT, pl.DataFrame]:
+def leaderboard_table(
+    metrics: pl.DataFrame,
+    metric: str,
+    *,
+    title: str,
+    subtitle: str | None = None,
+    higher_is_better: bool = True,
+    interval_note: str = INTERVAL_NOTE,
+    models: pl.DataFrame | None = None,
+    channel_table: pl.DataFrame | None = None,
+) -> tuple[GT, pl.DataFrame]:
     """The leaderboard of one metric as the paper lays it out, and the tidy frame behind it.
 
     One row per model, the random baseline last; one column per channel in the data's
@@ -126,7 +136,9 @@ def leaderboard_table(metrics: pl.DataFrame, metric: str, *, title: str, subtitl
     grouped = any(groups.get(m) for m in order)
     wide = _interval_grid(tidy, rows=("model", order), columns=("channel", channels))
     # rows of a model run on part of the benchmark carry the estimate over the whole cohort
-    estimated = set(tidy.filter(pl.col("method").is_in(ESTIMATED_METHODS))["model"]) if "method" in tidy.columns else set()
+    estimated = (
+        set(tidy.filter(pl.col("method").is_in(ESTIMATED_METHODS))["model"]) if "method" in tidy.columns else set()
+    )
     labels = [f"{names.get(m) or m} (estimated)" if m in estimated else names.get(m) or m for m in order]
     extra = {"label": labels}
     if grouped:
@@ -141,22 +153,30 @@ def leaderboard_table(metrics: pl.DataFrame, metric: str, *, title: str, subtitl
     columns = [podium(ranked[c].to_list(), higher_is_better) for c in channels]  # the baseline is never ranked
     table = _fill(table, channels, [list(row) for row in zip(*columns)])
     if BASELINE in order:
-        table = table.tab_style(style=style.text(style="italic", color="#555555"),
-                                locations=loc.body(rows=[order.index(BASELINE)]))
+        table = table.tab_style(
+            style=style.text(style="italic", color="#555555"), locations=loc.body(rows=[order.index(BASELINE)])
+        )
     if estimated:
         table = table.tab_source_note(
             "Estimated: the model answered a planned fraction of the families; its row is the estimate over the "
             "whole cohort (the AIPW estimator, from its answers and the complete models' outcomes), with a 95% "
-            "design-based interval.")
+            "design-based interval."
+        )
     return table.tab_source_note(f"Gold: best per column; silver: second. {interval_note}"), tidy
 
 
 NO_PROPERTIES = "none"  # the channel of P0 tasks, which show no property
 
 
-def input_table(metrics: pl.DataFrame, p0: pl.DataFrame, *, title: str, subtitle: str | None = None,
-                models: pl.DataFrame | None = None, channel_table: pl.DataFrame | None = None
-                ) -> tuple[GT, pl.DataFrame]:
+def input_table(
+    metrics: pl.DataFrame,
+    p0: pl.DataFrame,
+    *,
+    title: str,
+    subtitle: str | None = None,
+    models: pl.DataFrame | None = None,
+    channel_table: pl.DataFrame | None = None,
+) -> tuple[GT, pl.DataFrame]:
     """Source accuracy per property input as the paper's Table 7 lays it out, and its tidy frame.
 
     One row per input: no properties (P0, from ``p0``: ``metrics.p0_accuracy``) first, then
@@ -184,24 +204,35 @@ SPLIT_METRICS = {"cfr": "CFR", "persist": "Persist", "other": "Other"}
 SPLIT_CHANNELS = ("ir", "raman", "vibrational_bundle", "all")  # the paper's Table 8
 
 
-def split_table(metrics: pl.DataFrame, *, title: str, subtitle: str | None = None,
-                channels: tuple[str, ...] = SPLIT_CHANNELS, channel_table: pl.DataFrame | None = None
-                ) -> tuple[GT, pl.DataFrame]:
+def split_table(
+    metrics: pl.DataFrame,
+    *,
+    title: str,
+    subtitle: str | None = None,
+    channels: tuple[str, ...] = SPLIT_CHANNELS,
+    channel_table: pl.DataFrame | None = None,
+) -> tuple[GT, pl.DataFrame]:
     """Where counterfactual answers go, as the paper's Table 8 lays it out: one row per model,
     per channel a spanner over CFR, Persist and Other (point estimates, %), and the tidy frame."""
     tidy = metrics.filter(pl.col("metric").is_in(list(SPLIT_METRICS)) & pl.col("channel").is_in(list(channels)))
     present = [c for c in channels if c in set(tidy["channel"])]
-    wide = (tidy.with_columns((pl.col("channel") + "__" + pl.col("metric")).alias("column"))
-            .pivot(on="column", index="model", values="estimate"))
+    wide = tidy.with_columns((pl.col("channel") + "__" + pl.col("metric")).alias("column")).pivot(
+        on="column", index="model", values="estimate"
+    )
     columns = [f"{c}__{m}" for c in present for m in SPLIT_METRICS if f"{c}__{m}" in wide.columns]
     wide = wide.select("model", *columns)
-    table = (GT(wide, rowname_col="model").tab_header(title=title, subtitle=subtitle)
-             .fmt_number(columns=columns, decimals=1).sub_missing(missing_text="—")
-             .cols_label(**{c: SPLIT_METRICS[c.split("__")[1]] for c in columns}))
+    table = (
+        GT(wide, rowname_col="model")
+        .tab_header(title=title, subtitle=subtitle)
+        .fmt_number(columns=columns, decimals=1)
+        .sub_missing(missing_text="—")
+        .cols_label(**{c: SPLIT_METRICS[c.split("__")[1]] for c in columns})
+    )
     layout = column_layout(channel_table)
     for channel in present:
-        table = table.tab_spanner(label=_label(layout, channel),
-                                  columns=[c for c in columns if c.startswith(f"{channel}__")])
+        table = table.tab_spanner(
+            label=_label(layout, channel), columns=[c for c in columns if c.startswith(f"{channel}__")]
+        )
     return table, tidy
 
 
@@ -209,15 +240,22 @@ STABILITY_STATISTICS = {"spearman_rho": ("ρ", 3), "exact": ("Exact", 1), "mad":
 METRIC_LABELS = {"reliance_margin": "RM", "cfr": "CFR", "pgr": "PGR"}
 
 
-def stability_table(stability: pl.DataFrame, *, by: str, title: str, subtitle: str | None = None,
-                    channel_table: pl.DataFrame | None = None) -> tuple[GT, pl.DataFrame]:
+def stability_table(
+    stability: pl.DataFrame,
+    *,
+    by: str,
+    title: str,
+    subtitle: str | None = None,
+    channel_table: pl.DataFrame | None = None,
+) -> tuple[GT, pl.DataFrame]:
     """Ranking stability as the paper's Tables 10 (``by="size"``) and 11 (``by="channel"``) lay it
     out: one row per subset size or channel (by its name), per metric a spanner over ρ, Exact and MAD."""
     metrics_present = stability["metric"].unique(maintain_order=True).to_list()
     wide = None
     for metric in metrics_present:
-        part = (stability.filter(pl.col("metric") == metric)
-                .select(by, *[pl.col(c).alias(f"{metric}__{c}") for c in STABILITY_STATISTICS]))
+        part = stability.filter(pl.col("metric") == metric).select(
+            by, *[pl.col(c).alias(f"{metric}__{c}") for c in STABILITY_STATISTICS]
+        )
         wide = part if wide is None else wide.join(part, on=by, how="full", coalesce=True, maintain_order="left")
     columns = [c for c in wide.columns if c != by]
     rows = pl.col(by).cast(pl.String)
@@ -228,8 +266,9 @@ def stability_table(stability: pl.DataFrame, *, by: str, title: str, subtitle: s
         chosen = [c for c in columns if c.endswith(f"__{statistic}")]
         table = table.fmt_number(columns=chosen, decimals=decimals).cols_label(**{c: label for c in chosen})
     for metric in metrics_present:
-        table = table.tab_spanner(label=METRIC_LABELS.get(metric, metric),
-                                  columns=[c for c in columns if c.startswith(f"{metric}__")])
+        table = table.tab_spanner(
+            label=METRIC_LABELS.get(metric, metric), columns=[c for c in columns if c.startswith(f"{metric}__")]
+        )
     return table.sub_missing(missing_text="—"), stability
 
 
@@ -268,15 +307,22 @@ def podium(values: list[float | None], higher_is_better: bool = True) -> list[st
 WIDE_SINGLE_ROW = 6
 
 
-def plain_table(frame: pl.DataFrame, *, title: str, subtitle: str | None = None, decimals: int = 1,
-                channel_table: pl.DataFrame | None = None) -> GT:
+def plain_table(
+    frame: pl.DataFrame,
+    *,
+    title: str,
+    subtitle: str | None = None,
+    decimals: int = 1,
+    channel_table: pl.DataFrame | None = None,
+) -> GT:
     """Any tidy frame as a great-table: floats rounded for reading, counts with thousands separators,
     channels by name and in the table's order (from ``channel_table``; default the package's), each
     column under its heading (``glossary.column_label``). A single wide row is shown as one line per
     column. The frame exported beside it keeps the ids."""
     if "channel" in frame.columns:
         frame = in_channel_order(frame, channel_table).with_columns(
-            pl.col("channel").replace(channel_names(channel_table)))
+            pl.col("channel").replace(channel_names(channel_table))
+        )
     if frame.height == 1 and frame.width > WIDE_SINGLE_ROW:
         return _fields_table(frame, title=title, subtitle=subtitle, decimals=decimals)
     table = GT(frame).tab_header(title=title, subtitle=subtitle)
@@ -292,6 +338,7 @@ def plain_table(frame: pl.DataFrame, *, title: str, subtitle: str | None = None,
 def _fields_table(frame: pl.DataFrame, *, title: str, subtitle: str | None, decimals: int) -> GT:
     """One row as a two-column table: each column's heading and its value, formatted as
     `plain_table` formats it (great-tables formats by column, and this column mixes types)."""
+
     def shown(value, dtype, column: str) -> str:
         if value is None:
             return "—"
@@ -304,10 +351,18 @@ def _fields_table(frame: pl.DataFrame, *, title: str, subtitle: str | None, deci
         return str(value)
 
     row = frame.row(0)
-    fields = pl.DataFrame({"field": [column_label(c) for c in frame.columns],
-                           "value": [shown(v, t, c) for v, (c, t) in zip(row, frame.schema.items())]})
-    return (GT(fields).tab_header(title=title, subtitle=subtitle)
-            .cols_label(field="", value="").cols_align(align="right", columns="value"))
+    fields = pl.DataFrame(
+        {
+            "field": [column_label(c) for c in frame.columns],
+            "value": [shown(v, t, c) for v, (c, t) in zip(row, frame.schema.items())],
+        }
+    )
+    return (
+        GT(fields)
+        .tab_header(title=title, subtitle=subtitle)
+        .cols_label(field="", value="")
+        .cols_align(align="right", columns="value")
+    )
 
 
 def save(frame: pl.DataFrame, table: GT, name: str) -> None:

@@ -40,8 +40,13 @@ FLAGS = {
     "indistinguishable": "the source's shown properties and a distractor's are closer than the channel's resolution",
     "no_signal": "every model right, or every model wrong, on every answer under every condition",
 }
-AUDIT_SCHEMA = {"family_id": pl.String, "channel": pl.String, "flag": pl.String, "score": pl.Float64,
-                "evidence": pl.String}
+AUDIT_SCHEMA = {
+    "family_id": pl.String,
+    "channel": pl.String,
+    "flag": pl.String,
+    "score": pl.Float64,
+    "evidence": pl.String,
+}
 FDR_Q = 0.05  # wrong_key: the false-discovery rate over families at which a family is flagged
 NULL_REPLICATES = 999  # answer sets drawn under the benchmark's key, per family, for wrong_key's p-value
 MIN_ANSWERS = 10  # wrong_key reads a family with at least this many valid answers on key-target tasks
@@ -49,11 +54,16 @@ DIFFICULTY_GRID = np.linspace(-12.0, 12.0, 241)  # the difficulties a family's l
 ABILITY_LIMIT = 6.0  # a model right (or wrong) on every answer has ability ±6 on the logit scale, not ±∞
 
 
-def audit(con: duckdb.DuckDBPyConnection, *, q: float = FDR_Q, replicates: int = NULL_REPLICATES,
-          seed: int = 0) -> pl.DataFrame:
+def audit(
+    con: duckdb.DuckDBPyConnection, *, q: float = FDR_Q, replicates: int = NULL_REPLICATES, seed: int = 0
+) -> pl.DataFrame:
     """Every finding on the loaded benchmark and responses, flag by flag, most suspicious first."""
-    parts = [wrong_key(con, q=q, replicates=replicates, seed=seed), duplicate_candidates(con),
-             indistinguishable(con), no_signal(con)]
+    parts = [
+        wrong_key(con, q=q, replicates=replicates, seed=seed),
+        duplicate_candidates(con),
+        indistinguishable(con),
+        no_signal(con),
+    ]
     return pl.concat(parts, how="vertical").select(list(AUDIT_SCHEMA))
 
 
@@ -77,9 +87,11 @@ def duplicate_candidates(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
         return Chem.MolToSmiles(mol, isomericSmiles=True) if mol is not None else f"unreadable:{smiles}"
 
     frame = frame.with_columns(pl.col("molecule").map_elements(canonical, return_dtype=pl.String).alias("canonical"))
-    groups = (frame.group_by("family_id", "canonical", maintain_order=True)
-              .agg(pl.col("label"), pl.col("source_label").first())
-              .filter(pl.col("label").list.len() > 1))
+    groups = (
+        frame.group_by("family_id", "canonical", maintain_order=True)
+        .agg(pl.col("label"), pl.col("source_label").first())
+        .filter(pl.col("label").list.len() > 1)
+    )
     rows = []
     for family, molecule, labels, key in groups.iter_rows():
         named = ", ".join(labels[:-1]) + f" and {labels[-1]}"
@@ -115,13 +127,23 @@ def indistinguishable(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
         ORDER BY family_id, channel""").pl()
     rows = []
     for family, channel, key, distractor, distance, cutoff, over, close, in_cohort in frame.iter_rows():
-        how_far = (f"{distance:.3g} apart, under the cutoff of {cutoff:.3g}" if distance is not None
-                   else f"{over:.2f} of the cutoff apart in every component")
+        how_far = (
+            f"{distance:.3g} apart, under the cutoff of {cutoff:.3g}"
+            if distance is not None
+            else f"{over:.2f} of the cutoff apart in every component"
+        )
         more = f" ({close - 1} more distractor{'s' if close > 2 else ''} within the cutoff)" if close > 1 else ""
         where = "in the cohort" if in_cohort else "already out of the cohort"
-        rows.append((family, channel, "indistinguishable", 1.0 - float(over),
-                     f"the source {key} and the distractor {distractor} are {how_far}{more}: the properties "
-                     f"shown cannot tell them apart ({where})"))
+        rows.append(
+            (
+                family,
+                channel,
+                "indistinguishable",
+                1.0 - float(over),
+                f"the source {key} and the distractor {distractor} are {how_far}{more}: the properties "
+                f"shown cannot tell them apart ({where})",
+            )
+        )
     return pl.DataFrame(rows, schema=AUDIT_SCHEMA, orient="row") if rows else _empty()
 
 
@@ -139,8 +161,15 @@ def no_signal(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     rows = []
     for family, channel, models, answers, lowest, _ in frame.iter_rows():
         verdict = "right" if lowest == 1 else "wrong"
-        rows.append((family, channel, "no_signal", float(answers),
-                     f"all {models} models {verdict} on all {answers} answers under source, shuffled and cf"))
+        rows.append(
+            (
+                family,
+                channel,
+                "no_signal",
+                float(answers),
+                f"all {models} models {verdict} on all {answers} answers under source, shuffled and cf",
+            )
+        )
     return pl.DataFrame(rows, schema=AUDIT_SCHEMA, orient="row") if rows else _empty()
 
 
@@ -194,12 +223,12 @@ def key_swap_scores(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     for family, candidates, key, counts in families:
         statistic, best, _ = _key_swap_statistic(counts[None], ability, key)
         rows.append((family, candidates[int(best[0])], float(statistic[0])))
-    return pl.DataFrame(rows, schema={"family_id": pl.String, "label": pl.String, "score": pl.Float64},
-                        orient="row")
+    return pl.DataFrame(rows, schema={"family_id": pl.String, "label": pl.String, "score": pl.Float64}, orient="row")
 
 
-def wrong_key(con: duckdb.DuckDBPyConnection, *, q: float = FDR_Q, replicates: int = NULL_REPLICATES,
-              seed: int = 0) -> pl.DataFrame:
+def wrong_key(
+    con: duckdb.DuckDBPyConnection, *, q: float = FDR_Q, replicates: int = NULL_REPLICATES, seed: int = 0
+) -> pl.DataFrame:
     """Families whose answers favour another label than the key, flagged at false-discovery rate ``q``."""
     if key_target_choices(con).height == 0:
         return _empty()
@@ -208,10 +237,27 @@ def wrong_key(con: duckdb.DuckDBPyConnection, *, q: float = FDR_Q, replicates: i
     found = []
     for family, candidates, key, counts in families:
         statistic, best, difficulty = _key_swap_statistic(counts[None], ability, key)
-        p_value = _p_value(float(statistic[0]), counts.sum(axis=1), ability, key, float(difficulty[0]),
-                           len(candidates), replicates, rng)
-        found.append((family, candidates[key], candidates[int(best[0])], float(statistic[0]), p_value, counts,
-                      {label: j for j, label in enumerate(candidates)}))
+        p_value = _p_value(
+            float(statistic[0]),
+            counts.sum(axis=1),
+            ability,
+            key,
+            float(difficulty[0]),
+            len(candidates),
+            replicates,
+            rng,
+        )
+        found.append(
+            (
+                family,
+                candidates[key],
+                candidates[int(best[0])],
+                float(statistic[0]),
+                p_value,
+                counts,
+                {label: j for j, label in enumerate(candidates)},
+            )
+        )
     if not found:
         return _empty()
     q_values = false_discovery_control([p for *_, p, _, _ in found], method="bh")
@@ -220,17 +266,23 @@ def wrong_key(con: duckdb.DuckDBPyConnection, *, q: float = FDR_Q, replicates: i
         if q_value > q:
             continue
         strong = ability > np.median(ability)
-        rows.append((family, "all", "wrong_key", statistic,
-                     f"{int(counts[:, at[other]].sum())} of {int(counts.sum())} answers chose {other}, "
-                     f"{int(counts[:, at[key]].sum())} the key {key} (the stronger half of the models: "
-                     f"{int(counts[strong, at[other]].sum())} and {int(counts[strong, at[key]].sum())}); "
-                     f"log likelihood ratio {statistic:.1f} for {other} as the key, p = {p_value:.3g}, "
-                     f"q = {q_value:.3g}"))
+        rows.append(
+            (
+                family,
+                "all",
+                "wrong_key",
+                statistic,
+                f"{int(counts[:, at[other]].sum())} of {int(counts.sum())} answers chose {other}, "
+                f"{int(counts[:, at[key]].sum())} the key {key} (the stronger half of the models: "
+                f"{int(counts[strong, at[other]].sum())} and {int(counts[strong, at[key]].sum())}); "
+                f"log likelihood ratio {statistic:.1f} for {other} as the key, p = {p_value:.3g}, "
+                f"q = {q_value:.3g}",
+            )
+        )
     return pl.DataFrame(rows, schema=AUDIT_SCHEMA, orient="row") if rows else _empty()
 
 
-def _key_swap_statistic(counts: np.ndarray, ability: np.ndarray, key: int
-                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _key_swap_statistic(counts: np.ndarray, ability: np.ndarray, key: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For answer counts (sets × models × labels): the log likelihood ratio of the best non-key label as the
     key against the key, the best label, and the difficulty fitted under the key; one of each per set.
 
@@ -256,8 +308,16 @@ MAX_REPLICATES = 100_000
 NULL_CHUNK = 2000  # answer sets drawn at a time (memory: chunk × labels × grid)
 
 
-def _p_value(statistic: float, answers: np.ndarray, ability: np.ndarray, key: int, difficulty: float,
-             labels: int, replicates: int, rng: np.random.Generator) -> float:
+def _p_value(
+    statistic: float,
+    answers: np.ndarray,
+    ability: np.ndarray,
+    key: int,
+    difficulty: float,
+    labels: int,
+    replicates: int,
+    rng: np.random.Generator,
+) -> float:
     """The Monte Carlo p-value of ``statistic`` under the benchmark's key, drawn sequentially.
 
     ``replicates`` answer sets first; while fewer than P_VALUE_EXCEEDANCES of all drawn score
@@ -278,8 +338,15 @@ def _p_value(statistic: float, answers: np.ndarray, ability: np.ndarray, key: in
         target = min(MAX_REPLICATES, target * 10 + 9)
 
 
-def _null_statistics(answers: np.ndarray, ability: np.ndarray, key: int, difficulty: float, labels: int,
-                     replicates: int, rng: np.random.Generator) -> np.ndarray:
+def _null_statistics(
+    answers: np.ndarray,
+    ability: np.ndarray,
+    key: int,
+    difficulty: float,
+    labels: int,
+    replicates: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
     """The statistic on ``replicates`` answer sets drawn under the benchmark's key at its fitted difficulty."""
     p = expit(ability - difficulty)
     probabilities = np.repeat(((1 - p) / (labels - 1))[:, None], labels, axis=1)
@@ -307,28 +374,35 @@ def read_exclusions(path, known_families: set[str]) -> pl.DataFrame:
         raise UsageError(f"{{exclude}} {path}: no such file", arguments=named)
     suffix = path.suffix.lower()
     if suffix in (".csv", ".parquet", ".json"):
-        reader = {".csv": lambda p: pl.read_csv(p, infer_schema=False), ".parquet": pl.read_parquet,
-                  ".json": pl.read_json}[suffix]
+        reader = {
+            ".csv": lambda p: pl.read_csv(p, infer_schema=False),
+            ".parquet": pl.read_parquet,
+            ".json": pl.read_json,
+        }[suffix]
         table = reader(path)
         if "family_id" not in table.columns:
-            raise UsageError(f"{{exclude}} {path}: no family_id column (columns: {', '.join(table.columns)})",
-                             arguments=named)
+            raise UsageError(
+                f"{{exclude}} {path}: no family_id column (columns: {', '.join(table.columns)})", arguments=named
+            )
         if "channel" not in table.columns:
             table = table.with_columns(pl.lit("all").alias("channel"))
         table = table.select(pl.col("family_id").cast(pl.String), pl.col("channel").cast(pl.String).fill_null("all"))
         first_row = 2 if suffix == ".csv" else 1  # a CSV's row 1 is its header
     else:
-        lines = [(n, line.split("#", 1)[0].strip()) for n, line in
-                 enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)]
+        lines = [
+            (n, line.split("#", 1)[0].strip())
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        ]
         lines = [(n, text) for n, text in lines if text]
-        table = pl.DataFrame({"family_id": [t for _, t in lines], "channel": ["all"] * len(lines)},
-                             schema={"family_id": pl.String, "channel": pl.String})
+        table = pl.DataFrame(
+            {"family_id": [t for _, t in lines], "channel": ["all"] * len(lines)},
+            schema={"family_id": pl.String, "channel": pl.String},
+        )
         rows = [n for n, _ in lines]
     for at, family in enumerate(table["family_id"].to_list()):
         if family not in known_families:
             where = f"line {rows[at]}" if suffix not in (".csv", ".parquet", ".json") else f"row {at + first_row}"
-            raise UsageError(f"{{exclude}} {path}: {where}: family {family!r} is not in the benchmark",
-                             arguments=named)
+            raise UsageError(f"{{exclude}} {path}: {where}: family {family!r} is not in the benchmark", arguments=named)
     return table.unique(maintain_order=True)
 
 
@@ -340,23 +414,38 @@ def excluding(outcomes: pl.DataFrame, exclusions: pl.DataFrame) -> pl.DataFrame:
     return kept.join(cells, on=["family_id", "channel"], how="anti") if cells.height else kept
 
 
-def impact(outcomes: pl.DataFrame, exclusions: pl.DataFrame, *, channels: list[str], models: list[str],
-           metric: str = "pgr", draws: int = 2000, seed: int = 0, conf_level: float = 0.95) -> pl.DataFrame:
+def impact(
+    outcomes: pl.DataFrame,
+    exclusions: pl.DataFrame,
+    *,
+    channels: list[str],
+    models: list[str],
+    metric: str = "pgr",
+    draws: int = 2000,
+    seed: int = 0,
+    conf_level: float = 0.95,
+) -> pl.DataFrame:
     """``metric`` per model × channel on the whole cohort (``exclusion`` none) and without the excluded
     families (``exclusion`` flagged), each with its family-level interval and the models' rank on it."""
     from . import metrics
 
     frames = []
     for name, part in (("none", outcomes), ("flagged", excluding(outcomes, exclusions))):
-        table = metrics.compute_metrics(part, channels=channels, models=models, metrics=(metric,), draws=draws,
-                                        seed=seed, conf_level=conf_level)
-        frames.append(table.with_columns(
-            pl.lit(name).alias("exclusion"),
-            pl.col("estimate").rank("average", descending=True).over("channel").alias("rank")))
+        table = metrics.compute_metrics(
+            part, channels=channels, models=models, metrics=(metric,), draws=draws, seed=seed, conf_level=conf_level
+        )
+        frames.append(
+            table.with_columns(
+                pl.lit(name).alias("exclusion"),
+                pl.col("estimate").rank("average", descending=True).over("channel").alias("rank"),
+            )
+        )
     order = {c: i for i, c in enumerate(channels)}
-    return (pl.concat(frames, how="diagonal")
-            .select("exclusion", "model", "channel", "metric", "estimate", "conf_low", "conf_high", "n", "rank")
-            .sort(pl.col("channel").replace_strict(order), "model", pl.col("exclusion") != "none"))
+    return (
+        pl.concat(frames, how="diagonal")
+        .select("exclusion", "model", "channel", "metric", "estimate", "conf_low", "conf_high", "n", "rank")
+        .sort(pl.col("channel").replace_strict(order), "model", pl.col("exclusion") != "none")
+    )
 
 
 def rank_changes(table: pl.DataFrame) -> list[str]:
@@ -366,6 +455,11 @@ def rank_changes(table: pl.DataFrame) -> list[str]:
     for (channel,), part in wide.group_by("channel", maintain_order=True):
         moved = part.filter(pl.col("none") != pl.col("flagged"))
         if moved.height:
-            lines.append(f"{channel}: " + ", ".join(f"{m} {a:g} → {b:g}" for _, m, a, b in
-                                                      moved.select("channel", "model", "none", "flagged").iter_rows()))
+            lines.append(
+                f"{channel}: "
+                + ", ".join(
+                    f"{m} {a:g} → {b:g}"
+                    for _, m, a, b in moved.select("channel", "model", "none", "flagged").iter_rows()
+                )
+            )
     return lines

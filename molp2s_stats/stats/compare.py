@@ -14,25 +14,53 @@ import pingouin as pg
 import polars as pl
 from scipy import stats
 
-from . import intervals, resample
 from .. import units
 from ..defaults import DEFAULT_DRAWS, DEFAULT_PAIRED_DRAWS
-from .metrics import family_matrices
 from ..errors import UsageError
-
+from . import intervals, resample
+from .metrics import family_matrices
 
 PAIRED_INPUT_SCHEMA = {
-    "model": pl.String, "from": pl.String, "to": pl.String, "condition": pl.String, "n": pl.Int64,
-    "tasks": pl.Int64, "both_correct": pl.Float64, "gain": pl.Float64, "loss": pl.Float64, "both_wrong": pl.Float64,
-    "delta": pl.Float64, "conf_low": pl.Float64, "conf_high": pl.Float64, "conf_level": pl.Float64,
-    "method": pl.String, "draws": pl.Int64, "draws_undefined": pl.Int64, "seed": pl.Int64,
+    "model": pl.String,
+    "from": pl.String,
+    "to": pl.String,
+    "condition": pl.String,
+    "n": pl.Int64,
+    "tasks": pl.Int64,
+    "both_correct": pl.Float64,
+    "gain": pl.Float64,
+    "loss": pl.Float64,
+    "both_wrong": pl.Float64,
+    "delta": pl.Float64,
+    "conf_low": pl.Float64,
+    "conf_high": pl.Float64,
+    "conf_level": pl.Float64,
+    "method": pl.String,
+    "draws": pl.Int64,
+    "draws_undefined": pl.Int64,
+    "seed": pl.Int64,
 }
 TRANSITION_SCHEMA = {
-    "channel": pl.String, "condition": pl.String, "model_a": pl.String, "model_b": pl.String,
-    "tasks": pl.Int64, "families": pl.Int64, "both_correct": pl.Float64, "a_only": pl.Float64,
-    "b_only": pl.Float64, "both_wrong": pl.Float64, "net": pl.Float64, "conf_low": pl.Float64,
-    "conf_high": pl.Float64, "conf_level": pl.Float64, "method": pl.String, "draws": pl.Int64,
-    "draws_undefined": pl.Int64, "seed": pl.Int64, "p_value": pl.Float64, "p_adjusted": pl.Float64,
+    "channel": pl.String,
+    "condition": pl.String,
+    "model_a": pl.String,
+    "model_b": pl.String,
+    "tasks": pl.Int64,
+    "families": pl.Int64,
+    "both_correct": pl.Float64,
+    "a_only": pl.Float64,
+    "b_only": pl.Float64,
+    "both_wrong": pl.Float64,
+    "net": pl.Float64,
+    "conf_low": pl.Float64,
+    "conf_high": pl.Float64,
+    "conf_level": pl.Float64,
+    "method": pl.String,
+    "draws": pl.Int64,
+    "draws_undefined": pl.Int64,
+    "seed": pl.Int64,
+    "p_value": pl.Float64,
+    "p_adjusted": pl.Float64,
     "adjustment": pl.String,
 }
 
@@ -105,8 +133,11 @@ def paired_inputs(
     """
     models = models if models is not None else sorted(task_outcomes["model"].unique().to_list())
     if from_channel == to_channel:
-        paired = task_outcomes.filter(pl.col("channel") == from_channel).with_columns(
-            pl.col("y").alias("x")).select("model", "family_id", "target", "x", "y")
+        paired = (
+            task_outcomes.filter(pl.col("channel") == from_channel)
+            .with_columns(pl.col("y").alias("x"))
+            .select("model", "family_id", "target", "x", "y")
+        )
     else:
         paired = (
             task_outcomes.filter(pl.col("channel").is_in([from_channel, to_channel]))
@@ -125,24 +156,44 @@ def paired_inputs(
         ((1 - pl.col("x")) * (1 - pl.col("y"))).sum().alias("both_wrong"),
         (pl.col("y") - pl.col("x")).sum().alias("diff"),
     )
-    _, arrays = family_matrices(per_family, models=models,
-                                columns=["tasks", "both_correct", "gain", "loss", "both_wrong", "diff"])
+    _, arrays = family_matrices(
+        per_family, models=models, columns=["tasks", "both_correct", "gain", "loss", "both_wrong", "diff"]
+    )
     low, high, undefined, method, used = resample.bootstrap_difference(
-        arrays["gain"], arrays["loss"], arrays["tasks"], draws=draws, seed=seed,
-        key=f"{from_channel}->{to_channel}:{condition}", conf_level=conf_level)
+        arrays["gain"],
+        arrays["loss"],
+        arrays["tasks"],
+        draws=draws,
+        seed=seed,
+        key=f"{from_channel}->{to_channel}:{condition}",
+        conf_level=conf_level,
+    )
     tasks = arrays["tasks"].sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         delta = np.where(tasks > 0, arrays["diff"].sum(axis=0) / np.where(tasks > 0, tasks, 1), np.nan)
     if from_channel == to_channel and used:  # the same answers on both sides: Δ is 0 by construction
         low, high = np.where(tasks > 0, 0.0, np.nan), np.where(tasks > 0, 0.0, np.nan)
         method = np.full(len(models), intervals.FIXED, dtype=object)
-    frame = pl.DataFrame({
-        "model": models, "from": from_channel, "to": to_channel, "condition": condition,
-        "n": (arrays["tasks"] > 0).sum(axis=0).astype(np.int64), "tasks": tasks.astype(np.int64),
-        **{c: arrays[c].sum(axis=0) for c in ("both_correct", "gain", "loss", "both_wrong")},
-        "delta": delta, "conf_low": low, "conf_high": high, "conf_level": conf_level,
-        "method": method.tolist(), "draws": used, "draws_undefined": undefined, "seed": seed,
-    }, schema=PAIRED_INPUT_SCHEMA).with_columns(pl.col(pl.Float64).fill_nan(None))
+    frame = pl.DataFrame(
+        {
+            "model": models,
+            "from": from_channel,
+            "to": to_channel,
+            "condition": condition,
+            "n": (arrays["tasks"] > 0).sum(axis=0).astype(np.int64),
+            "tasks": tasks.astype(np.int64),
+            **{c: arrays[c].sum(axis=0) for c in ("both_correct", "gain", "loss", "both_wrong")},
+            "delta": delta,
+            "conf_low": low,
+            "conf_high": high,
+            "conf_level": conf_level,
+            "method": method.tolist(),
+            "draws": used,
+            "draws_undefined": undefined,
+            "seed": seed,
+        },
+        schema=PAIRED_INPUT_SCHEMA,
+    ).with_columns(pl.col(pl.Float64).fill_nan(None))
     return units.percent_columns(frame, ("delta", "conf_low", "conf_high"))
 
 
@@ -190,7 +241,9 @@ def model_transitions(
     pairs = pairs if pairs is not None else list(itertools.combinations(models, 2))
     wide = task_outcomes.pivot(on="model", index=["task_id", "family_id"], values="y").sort("task_id")
     families = sorted(wide["family_id"].unique().to_list())
-    family_index = wide["family_id"].replace_strict({f: i for i, f in enumerate(families)}, return_dtype=pl.Int64).to_numpy()
+    family_index = (
+        wide["family_id"].replace_strict({f: i for i, f in enumerate(families)}, return_dtype=pl.Int64).to_numpy()
+    )
     rows, gains, losses, counts = [], [], [], []
     for a_name, b_name in pairs:
         for name in (a_name, b_name):
@@ -202,12 +255,23 @@ def model_transitions(
         both = ~np.isnan(a) & ~np.isnan(b)
         a, b, index = a[both], b[both], family_index[both]
         tasks = len(a)
-        share = lambda v: float(v.sum() / tasks) if tasks else float("nan")  # noqa: E731
-        rows.append({"channel": channel, "condition": condition, "model_a": a_name, "model_b": b_name,
-                     "tasks": tasks, "families": len(np.unique(index)),
-                     "both_correct": share(a * b), "a_only": share(a * (1 - b)),
-                     "b_only": share((1 - a) * b), "both_wrong": share((1 - a) * (1 - b)),
-                     "net": share(b - a), "p_value": mcnemar_exact(a, b)})
+        share = lambda v: float(v.sum() / tasks) if tasks else float("nan")  # noqa: E731, B023 (called in this iteration)
+        rows.append(
+            {
+                "channel": channel,
+                "condition": condition,
+                "model_a": a_name,
+                "model_b": b_name,
+                "tasks": tasks,
+                "families": len(np.unique(index)),
+                "both_correct": share(a * b),
+                "a_only": share(a * (1 - b)),
+                "b_only": share((1 - a) * b),
+                "both_wrong": share((1 - a) * (1 - b)),
+                "net": share(b - a),
+                "p_value": mcnemar_exact(a, b),
+            }
+        )
         gains.append(np.bincount(index, weights=(1 - a) * b, minlength=len(families)))
         losses.append(np.bincount(index, weights=a * (1 - b), minlength=len(families)))
         counts.append(np.bincount(index, minlength=len(families)).astype(float))
@@ -215,11 +279,28 @@ def model_transitions(
         return pl.DataFrame(schema=TRANSITION_SCHEMA)
     counts = np.column_stack(counts)
     low, high, undefined, method, used = resample.bootstrap_difference(
-        np.column_stack(gains), np.column_stack(losses), counts, draws=draws, seed=seed, key=f"{channel}:{condition}", conf_level=conf_level)
+        np.column_stack(gains),
+        np.column_stack(losses),
+        counts,
+        draws=draws,
+        seed=seed,
+        key=f"{channel}:{condition}",
+        conf_level=conf_level,
+    )
     adjusted = pg.multicomp([row["p_value"] for row in rows], method="holm")[1]
     for row, lo, hi, und, how, p_holm in zip(rows, low, high, undefined, method, adjusted):
-        row.update(conf_low=lo, conf_high=hi, conf_level=conf_level, method=how, draws=used,
-                   draws_undefined=int(und), seed=seed, p_adjusted=float(p_holm), adjustment="holm")
+        row.update(
+            conf_low=lo,
+            conf_high=hi,
+            conf_level=conf_level,
+            method=how,
+            draws=used,
+            draws_undefined=int(und),
+            seed=seed,
+            p_adjusted=float(p_holm),
+            adjustment="holm",
+        )
     frame = pl.DataFrame(rows, schema=TRANSITION_SCHEMA).with_columns(pl.col(pl.Float64).fill_nan(None))
-    return units.percent_columns(frame, ("both_correct", "a_only", "b_only", "both_wrong", "net", "conf_low",
-                                         "conf_high"))
+    return units.percent_columns(
+        frame, ("both_correct", "a_only", "b_only", "both_wrong", "net", "conf_low", "conf_high")
+    )

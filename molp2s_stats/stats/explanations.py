@@ -26,9 +26,9 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from . import resample
 from .. import units
 from ..defaults import DEFAULT_DRAWS, DEFAULT_MAX_PEAKS
+from . import resample
 from .metrics import ESTIMATE_COLUMNS, family_matrices
 
 __all__ = ["EXPLANATION_METRICS", "cites_property", "response_citations", "citation_rates", "explanations_from_db"]
@@ -45,10 +45,22 @@ QUANTITY_WORDS = {
     "nmr": r"nmr|shielding|chemical\s+shift|ppm|¹h|¹³c|\b1h\b|\b13c\b",
 }
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
-SCHEMA = {"model": pl.String, "channel": pl.String, "condition": pl.String, "metric": pl.String,
-          "estimate": pl.Float64, "conf_low": pl.Float64, "conf_high": pl.Float64, "conf_level": pl.Float64,
-          "n": pl.Int64, "answers": pl.Int64, "method": pl.String, "draws": pl.Int64, "draws_undefined": pl.Int64,
-          "seed": pl.Int64}
+SCHEMA = {
+    "model": pl.String,
+    "channel": pl.String,
+    "condition": pl.String,
+    "metric": pl.String,
+    "estimate": pl.Float64,
+    "conf_low": pl.Float64,
+    "conf_high": pl.Float64,
+    "conf_level": pl.Float64,
+    "n": pl.Int64,
+    "answers": pl.Int64,
+    "method": pl.String,
+    "draws": pl.Int64,
+    "draws_undefined": pl.Int64,
+    "seed": pl.Int64,
+}
 
 
 def _significant_numbers(text: str) -> set[str]:
@@ -57,8 +69,11 @@ def _significant_numbers(text: str) -> set[str]:
 
 
 def _quantity_pattern(channels: list[str]) -> re.Pattern:
-    words = [QUANTITY_WORDS["nmr" if c.startswith(("h1_", "c13_")) else c] for c in channels
-             if c in QUANTITY_WORDS or c.startswith(("h1_", "c13_"))]
+    words = [
+        QUANTITY_WORDS["nmr" if c.startswith(("h1_", "c13_")) else c]
+        for c in channels
+        if c in QUANTITY_WORDS or c.startswith(("h1_", "c13_"))
+    ]
     return re.compile("|".join(words) or r"(?!)", re.I)
 
 
@@ -79,8 +94,9 @@ def cites_property(response: str, property_text: str | None, components: list[st
     return bool(property_text and _significant_numbers(response) & _significant_numbers(property_text))
 
 
-def response_citations(con: duckdb.DuckDBPyConnection, *, max_peaks: int = DEFAULT_MAX_PEAKS,
-                       channels: list[str] | None = None) -> pl.DataFrame:
+def response_citations(
+    con: duckdb.DuckDBPyConnection, *, max_peaks: int = DEFAULT_MAX_PEAKS, channels: list[str] | None = None
+) -> pl.DataFrame:
     """One row per terminal response with text to a cohort task with properties.
 
     ``max_peaks`` is the IR and Raman peak cap the prompts were exported with: the
@@ -107,16 +123,21 @@ def response_citations(con: duckdb.DuckDBPyConnection, *, max_peaks: int = DEFAU
     tasks = responses["task_id"].unique().to_list()
     tables["tasks"] = tables["tasks"].filter(pl.col("task_id").is_in(tasks))
     shown = dict(render_prompts(tables, max_peaks=max_peaks).select("task_id", "property_text").iter_rows())
-    components = dict(con.sql("SELECT channel, list(component) FROM stg_channel_components GROUP BY channel")
-                      .fetchall())
-    cites = [cites_property(text, shown.get(task_id), components.get(channel, [channel]))
-             for text, task_id, channel in responses.select("response", "task_id", "channel").iter_rows()]
-    return responses.drop("response").with_columns(pl.Series("cites", cites, pl.Boolean),
-                                                   pl.col("persists").fill_null(False))
+    components = dict(
+        con.sql("SELECT channel, list(component) FROM stg_channel_components GROUP BY channel").fetchall()
+    )
+    cites = [
+        cites_property(text, shown.get(task_id), components.get(channel, [channel]))
+        for text, task_id, channel in responses.select("response", "task_id", "channel").iter_rows()
+    ]
+    return responses.drop("response").with_columns(
+        pl.Series("cites", cites, pl.Boolean), pl.col("persists").fill_null(False)
+    )
 
 
-def citation_rates(citations: pl.DataFrame, *, draws: int = DEFAULT_DRAWS, seed: int = 0,
-                   conf_level: float = 0.95) -> pl.DataFrame:
+def citation_rates(
+    citations: pl.DataFrame, *, draws: int = DEFAULT_DRAWS, seed: int = 0, conf_level: float = 0.95
+) -> pl.DataFrame:
     """The citing rates per model × channel × condition with family-bootstrap intervals (in %).
 
     ``citations`` has the columns of :func:`response_citations`. One row per model ×
@@ -126,33 +147,53 @@ def citation_rates(citations: pl.DataFrame, *, draws: int = DEFAULT_DRAWS, seed:
     """
     resample.check_options(draws=draws, conf_level=conf_level)
     per_family = citations.group_by("model", "channel", "condition", "family_id").agg(
-        pl.len().cast(pl.Float64).alias("answers"), pl.col("cites").sum().cast(pl.Float64).alias("cites_property"),
-        (pl.col("cites") & pl.col("persists")).sum().cast(pl.Float64).alias("cites_but_persists"))
+        pl.len().cast(pl.Float64).alias("answers"),
+        pl.col("cites").sum().cast(pl.Float64).alias("cites_property"),
+        (pl.col("cites") & pl.col("persists")).sum().cast(pl.Float64).alias("cites_but_persists"),
+    )
     rows = []
     for (channel,), part in sorted(per_family.group_by("channel"), key=lambda g: g[0]):
         # one column per model × condition on the channel's families: every cell of a
         # channel is resampled on the same replicates
         part = part.with_columns(pl.concat_str("model", "condition", separator="\x1f").alias("cell"))
         keys = sorted(part["cell"].unique().to_list())
-        _, matrices = family_matrices(part.rename({"model": "_model", "cell": "model"}), models=keys,
-                                      columns=["answers", *EXPLANATION_METRICS])
+        _, matrices = family_matrices(
+            part.rename({"model": "_model", "cell": "model"}), models=keys, columns=["answers", *EXPLANATION_METRICS]
+        )
         for metric in EXPLANATION_METRICS:
             chosen = [j for j, key in enumerate(keys) if metric == "cites_property" or key.endswith("\x1fcf")]
             a, b = matrices[metric][:, chosen], matrices["answers"][:, chosen]
             estimate = resample.ratio_of_sums(np.ones((1, a.shape[0])), a, b)[0]
             low, high, undefined, method, used = resample.bootstrap_ratio(
-                a, b, draws=draws, seed=seed, key=f"explanations:{channel}", conf_level=conf_level)
+                a, b, draws=draws, seed=seed, key=f"explanations:{channel}", conf_level=conf_level
+            )
             for i, j in enumerate(chosen):
                 model, condition = keys[j].split("\x1f")
-                rows.append((model, channel, condition, metric, float(estimate[i]), float(low[i]), float(high[i]),
-                             conf_level, int((b[:, i] > 0).sum()), int(b[:, i].sum()), method[i], used,
-                             int(undefined[i]), seed))
+                rows.append(
+                    (
+                        model,
+                        channel,
+                        condition,
+                        metric,
+                        float(estimate[i]),
+                        float(low[i]),
+                        float(high[i]),
+                        conf_level,
+                        int((b[:, i] > 0).sum()),
+                        int(b[:, i].sum()),
+                        method[i],
+                        used,
+                        int(undefined[i]),
+                        seed,
+                    )
+                )
     frame = pl.DataFrame(rows, schema=SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None))
     return units.percent_columns(frame, ESTIMATE_COLUMNS)
 
 
-def explanations_from_db(con: duckdb.DuckDBPyConnection, *, max_peaks: int = DEFAULT_MAX_PEAKS,
-                         channels: list[str] | None = None, **options) -> pl.DataFrame:
+def explanations_from_db(
+    con: duckdb.DuckDBPyConnection, *, max_peaks: int = DEFAULT_MAX_PEAKS, channels: list[str] | None = None, **options
+) -> pl.DataFrame:
     """:func:`citation_rates` of the database's cohort responses (of ``channels``; default
     every channel), channels in display order. Each channel has its own bootstrap
     stream, so a channel's figures do not depend on which others are asked for."""
@@ -160,6 +201,10 @@ def explanations_from_db(con: duckdb.DuckDBPyConnection, *, max_peaks: int = DEF
     order = con.sql("SELECT channel, position FROM stg_channels").pl()
     conditions = pl.DataFrame({"condition": ["source", "shuffled", "cf"], "_c": [0, 1, 2]})
     names = pl.DataFrame({"metric": list(EXPLANATION_METRICS), "_m": list(range(len(EXPLANATION_METRICS)))})
-    return (rates.join(order, on="channel", how="left").join(conditions, on="condition", how="left")
-            .join(names, on="metric", how="left").sort("position", "model", "_c", "_m")
-            .drop("position", "_c", "_m"))
+    return (
+        rates.join(order, on="channel", how="left")
+        .join(conditions, on="condition", how="left")
+        .join(names, on="metric", how="left")
+        .sort("position", "model", "_c", "_m")
+        .drop("position", "_c", "_m")
+    )

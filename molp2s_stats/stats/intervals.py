@@ -85,9 +85,9 @@ def kish_families(b: np.ndarray) -> np.ndarray:
     >>> kish_families(np.array([[1.0], [1.0], [2.0]])).tolist()
     [2.6666666666666665]
     """
-    total, squares = b.sum(axis=0), (b ** 2).sum(axis=0)
+    total, squares = b.sum(axis=0), (b**2).sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(squares > 0, total ** 2 / np.where(squares > 0, squares, 1.0), 0.0)
+        return np.where(squares > 0, total**2 / np.where(squares > 0, squares, 1.0), 0.0)
 
 
 def trial_capacity(b: np.ndarray, trials: np.ndarray | None = None) -> np.ndarray:
@@ -103,12 +103,13 @@ def trial_capacity(b: np.ndarray, trials: np.ndarray | None = None) -> np.ndarra
     """
     m = b if trials is None else trials
     with np.errstate(invalid="ignore", divide="ignore"):
-        spread = np.where((b > 0) & (m > 0), b ** 2 / np.where(m > 0, m, 1.0), 0.0).sum(axis=0)
+        spread = np.where((b > 0) & (m > 0), b**2 / np.where(m > 0, m, 1.0), 0.0).sum(axis=0)
         return np.where(spread > 0, b.sum(axis=0) ** 2 / np.where(spread > 0, spread, 1.0), 0.0)
 
 
-def effective_size(estimate: np.ndarray, variance: np.ndarray, b: np.ndarray,
-                   trials: np.ndarray | None = None) -> np.ndarray:
+def effective_size(
+    estimate: np.ndarray, variance: np.ndarray, b: np.ndarray, trials: np.ndarray | None = None
+) -> np.ndarray:
     """Kish's effective sample size ``R(1 − R) / Var(R)`` per column, at most :func:`trial_capacity` (tasks,
     never the samples averaged within a task).
 
@@ -122,14 +123,18 @@ def effective_size(estimate: np.ndarray, variance: np.ndarray, b: np.ndarray,
     at most R(1 − R), and no smaller n_eff is possible.
     """
     p = np.clip(estimate, 0.0, 1.0)
-    measured = (np.isfinite(variance) & (variance > NEGLIGIBLE) & (p > NEGLIGIBLE) & (p < 1 - NEGLIGIBLE))
+    measured = np.isfinite(variance) & (variance > NEGLIGIBLE) & (p > NEGLIGIBLE) & (p < 1 - NEGLIGIBLE)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(measured, np.minimum(p * (1 - p) / np.where(measured, variance, 1.0),
-                                             trial_capacity(b, trials)), kish_families(b))
+        return np.where(
+            measured,
+            np.minimum(p * (1 - p) / np.where(measured, variance, 1.0), trial_capacity(b, trials)),
+            kish_families(b),
+        )
 
 
-def wilson(estimate: np.ndarray, n_eff: np.ndarray, quantile: float | np.ndarray,
-           conf_level: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def wilson(
+    estimate: np.ndarray, n_eff: np.ndarray, quantile: float | np.ndarray, conf_level: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Wilson's score interval of a rate with ``n_eff`` effective trials (need not be whole), clipped to [0, 1].
 
     With ``conf_level``, Brown, Cai and DasGupta's (2001) modification for a few successes (or
@@ -145,7 +150,7 @@ def wilson(estimate: np.ndarray, n_eff: np.ndarray, quantile: float | np.ndarray
     p = np.clip(np.asarray(estimate, dtype=float), 0.0, 1.0)
     n = np.asarray(n_eff, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
-        k = quantile ** 2 / n
+        k = quantile**2 / n
         centre = (p + k / 2) / (1 + k)
         half = quantile / (1 + k) * np.sqrt(p * (1 - p) / n + k / (4 * n))
         # at a bound the end is the bound itself (centre − half rounds to 7e-18 there)
@@ -191,8 +196,9 @@ def _quantile(b: np.ndarray, conf_level: float) -> np.ndarray:
     return stats.t.ppf(0.5 + conf_level / 2, np.maximum(kish_families(b) - 1, 1.0))
 
 
-def _score(a: np.ndarray, b: np.ndarray, conf_level: float, trials: np.ndarray | None = None
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _score(
+    a: np.ndarray, b: np.ndarray, conf_level: float, trials: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(estimate, variance, minority, low, high) of each rate ``Σ a / Σ b``, the interval Wilson's on the
     effective sample size; the minority, ``n_eff · min(R, 1 − R)``, is the evidence the normal regime needs."""
     total = b.sum(axis=0)
@@ -204,8 +210,9 @@ def _score(a: np.ndarray, b: np.ndarray, conf_level: float, trials: np.ndarray |
     return estimate, variance, n_eff * np.minimum(estimate, 1 - estimate), low, high
 
 
-def near_ceiling(a: np.ndarray, b: np.ndarray, *, min_minority: float = MIN_MINORITY,
-                 trials: np.ndarray | None = None) -> np.ndarray:
+def near_ceiling(
+    a: np.ndarray, b: np.ndarray, *, min_minority: float = MIN_MINORITY, trials: np.ndarray | None = None
+) -> np.ndarray:
     """Per column: the rate ``Σ a / Σ b`` is at 100% or so close that its failures count fewer than
     ``min_minority`` effective families (where its interval is a score interval, not the bootstrap's).
 
@@ -216,9 +223,15 @@ def near_ceiling(a: np.ndarray, b: np.ndarray, *, min_minority: float = MIN_MINO
     return (estimate > 0.5) & (minority < min_minority)
 
 
-def rate_intervals(a: np.ndarray, b: np.ndarray, replicates: np.ndarray, conf_level: float, *,
-                   min_minority: float = MIN_MINORITY, trials: np.ndarray | None = None
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def rate_intervals(
+    a: np.ndarray,
+    b: np.ndarray,
+    replicates: np.ndarray,
+    conf_level: float,
+    *,
+    min_minority: float = MIN_MINORITY,
+    trials: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The interval of each rate ``Σ a / Σ b`` (columns of a and b, shape (families, columns)), given its
     bootstrap ``replicates`` (draws, columns; NaN where undefined): the percentile interval in the
     normal regime, Wilson's score interval on the effective sample size near a bound.
@@ -236,12 +249,19 @@ def rate_intervals(a: np.ndarray, b: np.ndarray, replicates: np.ndarray, conf_le
     estimate, _, minority, low_score, high_score = _score(a, b, conf_level, trials)
     low_pct, high_pct, _ = percentile_interval(replicates, conf_level)
     normal = (minority >= min_minority) & (high_pct > low_pct)
-    return (np.where(normal, low_pct, low_score), np.where(normal, high_pct, high_score),
-            np.where(normal, PERCENTILE, SCORE).astype(object))
+    return (
+        np.where(normal, low_pct, low_score),
+        np.where(normal, high_pct, high_score),
+        np.where(normal, PERCENTILE, SCORE).astype(object),
+    )
 
 
-def mover(estimate: np.ndarray, first: tuple[np.ndarray, np.ndarray, np.ndarray],
-          second: tuple[np.ndarray, np.ndarray, np.ndarray], correlation: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def mover(
+    estimate: np.ndarray,
+    first: tuple[np.ndarray, np.ndarray, np.ndarray],
+    second: tuple[np.ndarray, np.ndarray, np.ndarray],
+    correlation: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """The MOVER interval of ``first − second`` (Zou and Donner 2008) from each rate's (estimate, low, high)
     and the correlation of the two estimates (0 where unknown). Each side takes the distance to the
     bound that moves the difference that way, so a rate near its floor adds little downwards.
@@ -259,9 +279,15 @@ def mover(estimate: np.ndarray, first: tuple[np.ndarray, np.ndarray, np.ndarray]
     return np.maximum(-1.0, estimate - down), np.minimum(1.0, estimate + up)
 
 
-def difference_intervals(gain: np.ndarray, loss: np.ndarray, b: np.ndarray, replicates: np.ndarray,
-                         conf_level: float, *, min_minority: float = MIN_MINORITY
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def difference_intervals(
+    gain: np.ndarray,
+    loss: np.ndarray,
+    b: np.ndarray,
+    replicates: np.ndarray,
+    conf_level: float,
+    *,
+    min_minority: float = MIN_MINORITY,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The interval of each difference ``Σ (gain − loss) / Σ b`` from its two discordant rates, given the
     bootstrap ``replicates`` of the difference. The percentile interval stays while the discordant
     minority (gain's and loss's together, as McNemar's test counts them) holds ``min_minority``
@@ -287,10 +313,14 @@ def difference_intervals(gain: np.ndarray, loss: np.ndarray, b: np.ndarray, repl
     with np.errstate(invalid="ignore", divide="ignore"):
         measured = (v_gain > NEGLIGIBLE) & (v_loss > NEGLIGIBLE)
         correlation = np.minimum(
-            np.where(measured, covariance / np.sqrt(np.where(measured, v_gain * v_loss, 1.0)), 0.0), 0.0)
+            np.where(measured, covariance / np.sqrt(np.where(measured, v_gain * v_loss, 1.0)), 0.0), 0.0
+        )
     estimate = p_gain - p_loss
     low_m, high_m = mover(estimate, (p_gain, l_gain, u_gain), (p_loss, l_loss, u_loss), correlation)
     low_pct, high_pct, _ = percentile_interval(replicates, conf_level)
     normal = (m_gain + m_loss >= min_minority) & (high_pct > low_pct)
-    return (np.where(normal, low_pct, low_m), np.where(normal, high_pct, high_m),
-            np.where(normal, PERCENTILE, MOVER).astype(object))
+    return (
+        np.where(normal, low_pct, low_m),
+        np.where(normal, high_pct, high_m),
+        np.where(normal, PERCENTILE, MOVER).astype(object),
+    )

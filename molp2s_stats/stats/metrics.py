@@ -37,16 +37,26 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from . import intervals, resample
 from .. import units
 from ..defaults import DEFAULT_DRAWS
-from ..glossary import METRICS
 from ..errors import UsageError, require_known
+from ..glossary import METRICS
+from . import intervals, resample
 
 RESULT_SCHEMA = {
-    "model": pl.String, "channel": pl.String, "metric": pl.String, "estimate": pl.Float64,
-    "conf_low": pl.Float64, "conf_high": pl.Float64, "conf_level": pl.Float64, "n": pl.Int64,
-    "method": pl.String, "draws": pl.Int64, "draws_undefined": pl.Int64, "seed": pl.Int64, "invalid": pl.String,
+    "model": pl.String,
+    "channel": pl.String,
+    "metric": pl.String,
+    "estimate": pl.Float64,
+    "conf_low": pl.Float64,
+    "conf_high": pl.Float64,
+    "conf_level": pl.Float64,
+    "n": pl.Int64,
+    "method": pl.String,
+    "draws": pl.Int64,
+    "draws_undefined": pl.Int64,
+    "seed": pl.Int64,
+    "invalid": pl.String,
     "baseline": pl.Float64,
 }
 
@@ -56,8 +66,7 @@ ESTIMATE_COLUMNS = ("estimate", "conf_low", "conf_high")
 
 INVALID_RULES = ("wrong", "exclude")
 # The family_outcomes columns that the "exclude" rule reads from their *_valid twins.
-_VALID_TWINS = ("y_p0", "y_source", "y_shuffled", "cf_tasks", "cf_correct", "cf_flip", "cf_persist",
-                "cf_other")
+_VALID_TWINS = ("y_p0", "y_source", "y_shuffled", "cf_tasks", "cf_correct", "cf_flip", "cf_persist", "cf_other")
 
 
 # earlier versions called a family's share of cf answers that follow the counterfactual
@@ -66,8 +75,9 @@ _RENAMED = {"cf_recovery": "cf_flip", "cf_recovery_valid": "cf_flip_valid"}
 
 
 def _current_names(outcomes: pl.DataFrame) -> pl.DataFrame:
-    return outcomes.rename({old: new for old, new in _RENAMED.items()
-                            if old in outcomes.columns and new not in outcomes.columns})
+    return outcomes.rename(
+        {old: new for old, new in _RENAMED.items() if old in outcomes.columns and new not in outcomes.columns}
+    )
 
 
 def metric_components(metric: str) -> tuple[pl.Expr, pl.Expr]:
@@ -80,8 +90,10 @@ def metric_components(metric: str) -> tuple[pl.Expr, pl.Expr]:
     has_cf = (pl.col("cf_tasks").fill_null(0) > 0).cast(pl.Float64)
     src = pl.col("y_source")
     known = lambda *names: pl.all_horizontal([pl.col(n).is_not_null() for n in names]).cast(pl.Float64)  # noqa: E731
-    weighted = lambda share: (src.fill_null(0.0) * pl.col(share).fill_null(0.0),  # noqa: E731
-                              src.fill_null(0.0) * has_cf)
+    weighted = lambda share: (  # noqa: E731
+        src.fill_null(0.0) * pl.col(share).fill_null(0.0),
+        src.fill_null(0.0) * has_cf,
+    )
     return {
         "acc_p0": (pl.col("y_p0").fill_null(0.0), known("y_p0")),
         "acc_source": (src.fill_null(0.0), known("y_source")),
@@ -109,7 +121,9 @@ def baseline_components(metric: str) -> tuple[pl.Expr, pl.Expr]:
     has_cf = (pl.col("cf_tasks").fill_null(0) > 0).cast(pl.Float64)
     one = pl.lit(1.0)
     return {
-        "acc_p0": (guess, one), "acc_source": (guess, one), "acc_shuffled": (guess, one),
+        "acc_p0": (guess, one),
+        "acc_source": (guess, one),
+        "acc_shuffled": (guess, one),
         "reliance_margin": (pl.lit(0.0), one),
         "cf_accuracy": (guess * pl.col("cf_tasks").fill_null(0), pl.col("cf_tasks").fill_null(0).cast(pl.Float64)),
         "pgr": (has_cf * guess, has_cf),
@@ -125,19 +139,30 @@ def random_baselines(outcomes: pl.DataFrame, metrics: tuple[str, ...] = METRICS)
     """The uniform guesser's value of each metric per channel (``channel, metric, baseline``,
     as proportions), from each cohort family once."""
     # sorted, so the sums (and so the figures, to the last bit) do not depend on row order
-    families = outcomes.sort("channel", "family_id", "model").unique(["channel", "family_id"], keep="first",
-                                                                      maintain_order=True)
-    parts = {f"{metric}:{side}": expr for metric in metrics
-             for side, expr in zip(("a", "b"), baseline_components(metric))}
+    families = outcomes.sort("channel", "family_id", "model").unique(
+        ["channel", "family_id"], keep="first", maintain_order=True
+    )
+    parts = {
+        f"{metric}:{side}": expr for metric in metrics for side, expr in zip(("a", "b"), baseline_components(metric))
+    }
     # columns first: a literal summed inside an aggregation is not broadcast over the rows
-    sums = (families.select("channel", **parts)
-            .group_by("channel", maintain_order=True).agg(pl.col(list(parts)).sum()))
-    return pl.concat([
-        sums.select("channel", pl.lit(metric).alias("metric"),
-                    pl.when(pl.col(f"{metric}:b") > 0).then(pl.col(f"{metric}:a") / pl.col(f"{metric}:b"))
-                    .alias("baseline"))
-        for metric in metrics
-    ]) if sums.height else pl.DataFrame(schema={"channel": pl.String, "metric": pl.String, "baseline": pl.Float64})
+    sums = families.select("channel", **parts).group_by("channel", maintain_order=True).agg(pl.col(list(parts)).sum())
+    return (
+        pl.concat(
+            [
+                sums.select(
+                    "channel",
+                    pl.lit(metric).alias("metric"),
+                    pl.when(pl.col(f"{metric}:b") > 0)
+                    .then(pl.col(f"{metric}:a") / pl.col(f"{metric}:b"))
+                    .alias("baseline"),
+                )
+                for metric in metrics
+            ]
+        )
+        if sums.height
+        else pl.DataFrame(schema={"channel": pl.String, "metric": pl.String, "baseline": pl.Float64})
+    )
 
 
 def apply_invalid_rule(outcomes: pl.DataFrame, invalid: str) -> pl.DataFrame:
@@ -185,8 +210,9 @@ def read_dropped_families(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 def read_channel_groups(con: duckdb.DuckDBPyConnection) -> list[tuple[str, list[str]]]:
     """The channel table's groups (electronic, vibrational, …) in display order, each with
     its channels in display order: how the paper groups a leaderboard's columns."""
-    return con.execute('SELECT "group", list(channel ORDER BY position) FROM stg_channels '
-                       'GROUP BY "group" ORDER BY min(position)').fetchall()
+    return con.execute(
+        'SELECT "group", list(channel ORDER BY position) FROM stg_channels GROUP BY "group" ORDER BY min(position)'
+    ).fetchall()
 
 
 def read_channel_table(con: duckdb.DuckDBPyConnection | None = None) -> pl.DataFrame:
@@ -198,8 +224,9 @@ def read_channel_table(con: duckdb.DuckDBPyConnection | None = None) -> pl.DataF
         return con.sql('SELECT channel, "group", subgroup, column_label, name FROM stg_channels ORDER BY position').pl()
     from ..ingest.benchmark import DEFAULT_CHANNELS, read_table
 
-    return (read_table(DEFAULT_CHANNELS, "channels")
-            .select("channel", "group", "subgroup", pl.coalesce("column_label", "name").alias("column_label"), "name"))
+    return read_table(DEFAULT_CHANNELS, "channels").select(
+        "channel", "group", "subgroup", pl.coalesce("column_label", "name").alias("column_label"), "name"
+    )
 
 
 def channel_names(channel_table: pl.DataFrame | None = None) -> dict[str, str]:
@@ -215,8 +242,10 @@ def read_partial_models(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     on the cohort families it answered in full, which its rows' ``n`` counts.
     """
     try:
-        return con.sql("SELECT model, families_answered, families_total FROM model_coverage "
-                       "WHERE partial AND NOT defines_cohort ORDER BY model").pl()
+        return con.sql(
+            "SELECT model, families_answered, families_total FROM model_coverage "
+            "WHERE partial AND NOT defines_cohort ORDER BY model"
+        ).pl()
     except duckdb.CatalogException:  # a database made before partial models were read
         return pl.DataFrame(schema={"model": pl.String, "families_answered": pl.Int64, "families_total": pl.Int64})
 
@@ -230,8 +259,10 @@ def partial_note(partial: pl.DataFrame) -> str | None:
     if partial.height == 0:
         return None
     listed = ", ".join(f"{m} ({a} of {t} families)" for m, a, t in partial.iter_rows())
-    return ("partial models (run on part of the benchmark, scored on the cohort families they answered in full; "
-            f"n counts them): {listed}")
+    return (
+        "partial models (run on part of the benchmark, scored on the cohort families they answered in full; "
+        f"n counts them): {listed}"
+    )
 
 
 def in_channel_order(frame: pl.DataFrame, channel_table: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -245,8 +276,10 @@ def in_channel_order(frame: pl.DataFrame, channel_table: pl.DataFrame | None = N
     """
     table = channel_table if channel_table is not None else read_channel_table()
     position = {c: i for i, c in enumerate(table["channel"])}
-    unknown = {c: len(position) + i for i, c in enumerate(
-        c for c in frame["channel"].unique(maintain_order=True) if c not in position)}
+    unknown = {
+        c: len(position) + i
+        for i, c in enumerate(c for c in frame["channel"].unique(maintain_order=True) if c not in position)
+    }
     order = pl.col("channel").replace_strict({**position, **unknown}, default=None, return_dtype=pl.Int64)
     return frame.sort(order, maintain_order=True, nulls_last=True)
 
@@ -254,7 +287,7 @@ def in_channel_order(frame: pl.DataFrame, channel_table: pl.DataFrame | None = N
 def read_model_names(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
     """The benchmark's optional models table (``model, display_name, group``); None without one."""
     try:
-        names = con.sql("SELECT model, display_name, \"group\" FROM stg_model_names ORDER BY position").pl()
+        names = con.sql('SELECT model, display_name, "group" FROM stg_model_names ORDER BY position').pl()
     except duckdb.CatalogException:  # a database made before the models table existed
         return None
     return names if names.height else None
@@ -338,23 +371,35 @@ def compute_metrics(
     parts = [
         expr.alias(f"{metric}:{side}")
         for metric in metrics
-        for side, expr in zip(("a", "b", "gain", "loss"), (*metric_components(metric), *DIFFERENCE_PARTS.get(metric, ())))
+        for side, expr in zip(
+            ("a", "b", "gain", "loss"), (*metric_components(metric), *DIFFERENCE_PARTS.get(metric, ()))
+        )
     ] + [trials.alias(f"{metric}:trials") for metric in metrics if (trials := metric_trials(metric)) is not None]
     values = outcomes.select("model", "channel", "family_id", *parts)
     rows = []
     for channel in channels:
-        rows.append(_channel_metrics(values.filter(pl.col("channel") == channel), channel, models,
-                                     metrics, draws, seed, conf_level))
+        rows.append(
+            _channel_metrics(
+                values.filter(pl.col("channel") == channel), channel, models, metrics, draws, seed, conf_level
+            )
+        )
     result = pl.concat(rows) if rows else pl.DataFrame(schema=RESULT_SCHEMA)
-    result = (result.drop("baseline").join(random_baselines(outcomes, metrics), on=["channel", "metric"],
-                                           how="left", maintain_order="left")
-              .select(list(RESULT_SCHEMA)))
+    result = (
+        result.drop("baseline")
+        .join(random_baselines(outcomes, metrics), on=["channel", "metric"], how="left", maintain_order="left")
+        .select(list(RESULT_SCHEMA))
+    )
     return units.percent_columns(result, (*ESTIMATE_COLUMNS, "baseline")).with_columns(pl.lit(invalid).alias("invalid"))
 
 
-def family_matrices(values: pl.DataFrame, *, models: list[str], columns: list[str],
-                    families: list[str] | None = None, missing: float = 0.0
-                    ) -> tuple[list[str], dict[str, np.ndarray]]:
+def family_matrices(
+    values: pl.DataFrame,
+    *,
+    models: list[str],
+    columns: list[str],
+    families: list[str] | None = None,
+    missing: float = 0.0,
+) -> tuple[list[str], dict[str, np.ndarray]]:
     """Per-family values as (families, models) matrices, one per column.
 
     ``values`` has one row per model × family (one channel). Families are sorted by id (or
@@ -366,22 +411,35 @@ def family_matrices(values: pl.DataFrame, *, models: list[str], columns: list[st
     index = pl.DataFrame({"family_id": families}, schema={"family_id": pl.String})
     out = {}
     for column in columns:
-        wide = index.join(values.pivot(on="model", index="family_id", values=column), on="family_id", how="left",
-                          maintain_order="left")
+        wide = index.join(
+            values.pivot(on="model", index="family_id", values=column),
+            on="family_id",
+            how="left",
+            maintain_order="left",
+        )
         for model in models:
             if model not in wide.columns:
                 wide = wide.with_columns(pl.lit(None, pl.Float64).alias(model))
-        out[column] = (wide.select(pl.col(models).cast(pl.Float64)).fill_null(missing).to_numpy()
-                       .astype(float).reshape(len(families), len(models)))
+        out[column] = (
+            wide.select(pl.col(models).cast(pl.Float64))
+            .fill_null(missing)
+            .to_numpy()
+            .astype(float)
+            .reshape(len(families), len(models))
+        )
     return families, out
 
 
 #: Differences of two rates, split into their discordant parts (gain, loss) whose intervals build theirs
 #: near a bound (`intervals.difference_intervals`); RM's: source right and shuffled wrong, and the reverse.
 DIFFERENCE_PARTS = {
-    "reliance_margin": (pl.col("y_source") * (1 - pl.col("y_shuffled")),
-                        pl.col("y_shuffled") * (1 - pl.col("y_source"))),
+    "reliance_margin": (
+        pl.col("y_source") * (1 - pl.col("y_shuffled")),
+        pl.col("y_shuffled") * (1 - pl.col("y_source")),
+    ),
 }
+
+
 def metric_trials(metric: str) -> pl.Expr | None:
     """The independent tasks a family's share of ``metric`` averages over, where it is not ``b_f`` itself
     (`intervals.trial_capacity`): PGR weighs the source task ½ and each of the K' cf tasks ½/K', so
@@ -394,17 +452,29 @@ def metric_trials(metric: str) -> pl.Expr | None:
 DESIGN_FIXED = ("random_baseline",)
 
 
-def _channel_metrics(values: pl.DataFrame, channel: str, models: list[str], metrics: tuple[str, ...],
-                     draws: int, seed: int, conf_level: float) -> pl.DataFrame:
+def _channel_metrics(
+    values: pl.DataFrame,
+    channel: str,
+    models: list[str],
+    metrics: tuple[str, ...],
+    draws: int,
+    seed: int,
+    conf_level: float,
+) -> pl.DataFrame:
     # (families, models) matrices of a_f and b_f per metric, side by side: column
     # j·len(metrics) + k is model j, metric k.
     cells = [(model, metric) for model in models for metric in metrics]
-    columns = [f"{m}:{side}" for m in metrics for side in ("a", "b", "gain", "loss", "trials")
-               if f"{m}:{side}" in values.columns]
+    columns = [
+        f"{m}:{side}"
+        for m in metrics
+        for side in ("a", "b", "gain", "loss", "trials")
+        if f"{m}:{side}" in values.columns
+    ]
     _, matrices = family_matrices(values, models=models, columns=columns)
     # a side a metric lacks: gain and loss only differences have; a family's trials default to its b
     stack = lambda side, default: np.stack(  # noqa: E731
-        [matrices.get(f"{m}:{side}", matrices[f"{m}:{default}"]) for m in metrics], axis=2).reshape(-1, len(cells))
+        [matrices.get(f"{m}:{side}", matrices[f"{m}:{default}"]) for m in metrics], axis=2
+    ).reshape(-1, len(cells))
     a, b = stack("a", "a"), stack("b", "b")
     n_fam = a.shape[0]
     estimate = resample.ratio_of_sums(np.ones((1, n_fam)), a, b)[0]
@@ -423,8 +493,12 @@ def _channel_metrics(values: pl.DataFrame, channel: str, models: list[str], metr
         difference = np.array([metric in DIFFERENCE_PARTS for _, metric in cells])
         if difference.any():
             low[difference], high[difference], method[difference] = intervals.difference_intervals(
-                stack("gain", "a")[:, difference], stack("loss", "a")[:, difference], b[:, difference],
-                replicates[:, difference], conf_level)
+                stack("gain", "a")[:, difference],
+                stack("loss", "a")[:, difference],
+                b[:, difference],
+                replicates[:, difference],
+                conf_level,
+            )
         fixed = np.array([metric in DESIGN_FIXED for _, metric in cells])
         if fixed.any():
             low[fixed], high[fixed], _ = intervals.percentile_interval(replicates[:, fixed], conf_level)
@@ -468,10 +542,14 @@ def with_random_baseline(result: pl.DataFrame, metric: str) -> pl.DataFrame:
     part = result.filter(pl.col("metric") == metric)
     if metric == "random_baseline" or "baseline" not in part.columns or not part.height:
         return part
-    baseline = (part.unique("channel", keep="first", maintain_order=True)
-                .with_columns(pl.lit(BASELINE).alias("model"), pl.col("baseline").alias("estimate"),
-                              pl.lit(None, pl.Float64).alias("conf_low"), pl.lit(None, pl.Float64).alias("conf_high"),
-                              pl.lit("point").alias("method"), pl.lit(0, pl.Int64).alias("draws")))
+    baseline = part.unique("channel", keep="first", maintain_order=True).with_columns(
+        pl.lit(BASELINE).alias("model"),
+        pl.col("baseline").alias("estimate"),
+        pl.lit(None, pl.Float64).alias("conf_low"),
+        pl.lit(None, pl.Float64).alias("conf_high"),
+        pl.lit("point").alias("method"),
+        pl.lit(0, pl.Int64).alias("draws"),
+    )
     return pl.concat([part, baseline.select(part.columns)])
 
 
@@ -484,15 +562,25 @@ def p0_accuracy(outcomes: pl.DataFrame, **options) -> pl.DataFrame:
     compute_metrics (``metrics`` and ``channels`` are fixed).
     """
     families = outcomes.unique(["model", "family_id"], keep="first", maintain_order=True)
-    return compute_metrics(families.with_columns(pl.lit("none").alias("channel")), channels=["none"],
-                           metrics=("acc_p0",), **options)
+    return compute_metrics(
+        families.with_columns(pl.lit("none").alias("channel")), channels=["none"], metrics=("acc_p0",), **options
+    )
 
 
 PROPORTIONS = ("acc_p0", "acc_source", "acc_shuffled", "cf_accuracy")
 COMPANION_SCHEMA = {
-    "model": pl.String, "channel": pl.String, "metric": pl.String, "estimate": pl.Float64, "n": pl.Int64,
-    "tasks": pl.Int64, "wilson_low": pl.Float64, "wilson_high": pl.Float64, "se_independent": pl.Float64,
-    "se_clustered": pl.Float64, "design_effect": pl.Float64, "conf_level": pl.Float64,
+    "model": pl.String,
+    "channel": pl.String,
+    "metric": pl.String,
+    "estimate": pl.Float64,
+    "n": pl.Int64,
+    "tasks": pl.Int64,
+    "wilson_low": pl.Float64,
+    "wilson_high": pl.Float64,
+    "se_independent": pl.Float64,
+    "se_clustered": pl.Float64,
+    "design_effect": pl.Float64,
+    "conf_level": pl.Float64,
 }
 
 
@@ -544,7 +632,7 @@ def _companion(model, channel, metric, a, b, part, conf_level):
     used = b > 0
     f = used.sum()
     residual = (a - ratio * b)[used]
-    se_clustered = math.sqrt(f / (f - 1) * (residual ** 2).sum()) / total if f > 1 else nan
+    se_clustered = math.sqrt(f / (f - 1) * (residual**2).sum()) / total if f > 1 else nan
     tasks = int(round(total)) if metric in PROPORTIONS else families
     wilson_low = wilson_high = se_independent = nan
     if metric in PROPORTIONS:
@@ -555,5 +643,17 @@ def _companion(model, channel, metric, a, b, part, conf_level):
         p_source, p_shuffled = part["y_source"].mean(), part["y_shuffled"].mean()
         se_independent = math.sqrt((p_source * (1 - p_source) + p_shuffled * (1 - p_shuffled)) / families)
     design_effect = (se_clustered / se_independent) ** 2 if se_independent and se_independent > 0 else nan
-    return (model, channel, metric, ratio, families, tasks, wilson_low, wilson_high,
-            se_independent, se_clustered, design_effect, conf_level)
+    return (
+        model,
+        channel,
+        metric,
+        ratio,
+        families,
+        tasks,
+        wilson_low,
+        wilson_high,
+        se_independent,
+        se_clustered,
+        design_effect,
+        conf_level,
+    )

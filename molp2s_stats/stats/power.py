@@ -33,12 +33,21 @@ from ..errors import UsageError
 
 POWER_METRICS = ("reliance_margin", "pgr")  # the metrics whose power between two models is computed
 POWER_SCHEMA = {
-    "channel": pl.String, "metric": pl.String, "families": pl.Int64, "alpha": pl.Float64, "power": pl.Float64,
-    "icc": pl.Float64, "design_effect": pl.Float64, "sd_family": pl.Float64, "mde": pl.Float64,
+    "channel": pl.String,
+    "metric": pl.String,
+    "families": pl.Int64,
+    "alpha": pl.Float64,
+    "power": pl.Float64,
+    "icc": pl.Float64,
+    "design_effect": pl.Float64,
+    "sd_family": pl.Float64,
+    "mde": pl.Float64,
 }
 
 
-def contrast(metric: str, p_a: dict[str, float], p_b: dict[str, float], cf_tasks: float) -> tuple[np.ndarray, np.ndarray]:
+def contrast(
+    metric: str, p_a: dict[str, float], p_b: dict[str, float], cf_tasks: float
+) -> tuple[np.ndarray, np.ndarray]:
     """(weights, success probabilities) of the per-family outcomes behind a model difference.
 
     ``p_a`` and ``p_b`` give each model's accuracy by condition (``source``, ``shuffled``,
@@ -56,8 +65,9 @@ def contrast(metric: str, p_a: dict[str, float], p_b: dict[str, float], cf_tasks
     return np.array(weights), np.clip(np.array(probabilities), 0.0, 1.0)
 
 
-def contrast_variance(weights: np.ndarray, probabilities: np.ndarray, icc: float | None = None, *,
-                      covariance: np.ndarray | None = None) -> tuple[float, float]:
+def contrast_variance(
+    weights: np.ndarray, probabilities: np.ndarray, icc: float | None = None, *, covariance: np.ndarray | None = None
+) -> tuple[float, float]:
     """(Var(d_f), design effect) for outcomes with a common intra-cluster correlation,
     or with a given covariance matrix of the outcomes."""
     sd = np.sqrt(probabilities * (1 - probabilities))
@@ -65,9 +75,9 @@ def contrast_variance(weights: np.ndarray, probabilities: np.ndarray, icc: float
         if icc is None:
             raise ValueError("give icc or covariance")
         covariance = icc * np.outer(sd, sd)
-        np.fill_diagonal(covariance, sd ** 2)
+        np.fill_diagonal(covariance, sd**2)
     variance = float(weights @ covariance @ weights)
-    independent = float((weights ** 2 * sd ** 2).sum())
+    independent = float((weights**2 * sd**2).sum())
     return variance, (variance / independent if independent > 0 else float("nan"))
 
 
@@ -105,20 +115,32 @@ def family_icc(outcomes: pl.DataFrame, channel: str) -> float:
     recovery. Read off the ``family_outcomes`` view of one channel's cohort.
     """
     part = outcomes.filter(pl.col("channel") == channel)
-    long = part.unpivot(index=["model", "family_id"], on=["y_p0", "y_source", "y_shuffled", "cf_flip"],
-                        variable_name="condition", value_name="y").drop_nulls("y")
+    long = part.unpivot(
+        index=["model", "family_id"],
+        on=["y_p0", "y_source", "y_shuffled", "cf_flip"],
+        variable_name="condition",
+        value_name="y",
+    ).drop_nulls("y")
     long = long.with_columns(pl.format("{}:{}", "model", "condition").alias("cell"))
     if long["family_id"].n_unique() < 3:
         raise UsageError(f"channel {channel!r}: too few families for an intra-cluster correlation")
-    table = pg.intraclass_corr(data=long.to_pandas(), targets="family_id", raters="cell", ratings="y",
-                               nan_policy="omit")
+    table = pg.intraclass_corr(
+        data=long.to_pandas(), targets="family_id", raters="cell", ratings="y", nan_policy="omit"
+    )
     by_type = table.set_index("Type")["ICC"]
     # one-way random effects, single rater: "ICC(1,1)" in pingouin 0.7, "ICC1" before
     return float(by_type["ICC(1,1)"] if "ICC(1,1)" in by_type.index else by_type["ICC1"])
 
 
-def power_table(outcomes: pl.DataFrame, *, channels: list[str], families: int | None = None, alpha: float = 0.05,
-                power: float = 0.8, difference: float | None = None) -> pl.DataFrame:
+def power_table(
+    outcomes: pl.DataFrame,
+    *,
+    channels: list[str],
+    families: int | None = None,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    difference: float | None = None,
+) -> pl.DataFrame:
     """Minimum detectable RM and PGR difference between two typical models, per channel.
 
     "Typical" takes each condition's accuracy averaged over the models in the cohort,
@@ -137,18 +159,33 @@ def power_table(outcomes: pl.DataFrame, *, channels: list[str], families: int | 
         if part.height == 0:
             continue
         icc = family_icc(outcomes, channel)
-        p = {"source": part["y_source"].mean(), "shuffled": part["y_shuffled"].mean(),
-             "cf": part["cf_flip"].mean() or 0.0}
+        p = {
+            "source": part["y_source"].mean(),
+            "shuffled": part["y_shuffled"].mean(),
+            "cf": part["cf_flip"].mean() or 0.0,
+        }
         cf_tasks = float(part["cf_tasks"].mean())
         n = families if families is not None else part["family_id"].n_unique()
         for metric in POWER_METRICS:
             variance, deff = contrast_variance(*contrast(metric, p, p, cf_tasks), icc)
-            rows.append((channel, metric, n, alpha, power, icc, deff, units.percent(math.sqrt(variance)),
-                         minimum_detectable_effect(variance, n, alpha=alpha, power=power)))
+            rows.append(
+                (
+                    channel,
+                    metric,
+                    n,
+                    alpha,
+                    power,
+                    icc,
+                    deff,
+                    units.percent(math.sqrt(variance)),
+                    minimum_detectable_effect(variance, n, alpha=alpha, power=power),
+                )
+            )
             if difference is not None:
                 needed.append(families_needed(variance, difference, alpha=alpha, power=power))
     table = pl.DataFrame(rows, schema=POWER_SCHEMA, orient="row")
     if difference is not None:
-        table = table.with_columns(pl.lit(difference, pl.Float64).alias("difference"),
-                                   pl.Series("families_needed", needed, pl.Int64))
+        table = table.with_columns(
+            pl.lit(difference, pl.Float64).alias("difference"), pl.Series("families_needed", needed, pl.Int64)
+        )
     return table

@@ -16,8 +16,8 @@ import zlib
 
 import numpy as np
 
-from . import intervals
 from ..errors import UsageError
+from . import intervals
 
 
 def stream_seed(seed: int, key: str) -> np.random.SeedSequence:
@@ -83,8 +83,9 @@ def no_interval(columns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     return nan, nan.copy(), np.zeros(columns, dtype=np.int64), np.full(columns, "point", dtype=object), 0
 
 
-def bootstrap_ratio(numerators: np.ndarray, denominators: np.ndarray, **options
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+def bootstrap_ratio(
+    numerators: np.ndarray, denominators: np.ndarray, **options
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """Family-bootstrap interval of the rate ``Σ a / Σ b`` for every column: the percentile interval in
     the middle of the range, a score interval near 0% and 100% (`intervals.rate_intervals`).
 
@@ -100,8 +101,9 @@ def bootstrap_ratio(numerators: np.ndarray, denominators: np.ndarray, **options
     return low, high, np.isnan(replicates).sum(axis=0).astype(np.int64), method, len(weights)
 
 
-def bootstrap_difference(gain: np.ndarray, loss: np.ndarray, denominators: np.ndarray, **options
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+def bootstrap_difference(
+    gain: np.ndarray, loss: np.ndarray, denominators: np.ndarray, **options
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """Family-bootstrap interval of the difference ``Σ (gain − loss) / Σ b`` for every column, gain and
     loss being its two discordant parts (right under one side only): the percentile interval in the
     middle of the range, the MOVER interval from the parts' score intervals near a bound

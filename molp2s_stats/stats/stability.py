@@ -14,30 +14,40 @@ import pingouin as pg
 import polars as pl
 from scipy import stats
 
-from . import intervals, resample
 from .. import units
-from .metrics import family_matrices, metric_components, metric_trials
 from ..errors import UsageError
+from . import intervals, resample
+from .metrics import family_matrices, metric_components, metric_trials
 
 SCORES = ("reliance_margin", "cfr", "pgr")
 DEFAULT_SIZES = (25, 50, 75, 100, 125)
 MACRO = "macro"
 
 STABILITY_SCHEMA = {
-    "metric": pl.String, "channel": pl.String, "size": pl.Int64, "draws": pl.Int64, "seed": pl.Int64,
-    "spearman_rho": pl.Float64, "exact": pl.Float64, "mad": pl.Float64, "draws_undefined": pl.Int64,
+    "metric": pl.String,
+    "channel": pl.String,
+    "size": pl.Int64,
+    "draws": pl.Int64,
+    "seed": pl.Int64,
+    "spearman_rho": pl.Float64,
+    "exact": pl.Float64,
+    "mad": pl.Float64,
+    "draws_undefined": pl.Int64,
 }
 
 
-def _family_matrices(outcomes: pl.DataFrame, channel: str, models: list[str], score: str, *,
-                     trials: bool = False):
+def _family_matrices(outcomes: pl.DataFrame, channel: str, models: list[str], score: str, *, trials: bool = False):
     """(a, b) of shape (families, models) for one channel, families sorted by id; with ``trials``, also
     each family's independent tasks (`metrics.metric_trials`, b where the metric has none)."""
     a_expr, b_expr = metric_components(score)
     trials_expr = metric_trials(score) if trials else None
     part = outcomes.filter(pl.col("channel") == channel).select(
-        "model", "family_id", a_expr.alias("a"), b_expr.alias("b"),
-        (trials_expr if trials_expr is not None else b_expr).alias("trials"))
+        "model",
+        "family_id",
+        a_expr.alias("a"),
+        b_expr.alias("b"),
+        (trials_expr if trials_expr is not None else b_expr).alias("trials"),
+    )
     _, matrices = family_matrices(part, models=models, columns=["a", "b", "trials"] if trials else ["a", "b"])
     return (matrices["a"], matrices["b"], matrices["trials"]) if trials else (matrices["a"], matrices["b"])
 
@@ -75,8 +85,10 @@ def ranked_models(models: list[str], partial: pl.DataFrame) -> tuple[list[str], 
     if left_out.height == 0:
         return models, None
     listed = ", ".join(f"{m} ({a} of {t} families answered)" for m, a, t in left_out.iter_rows())
-    return ([m for m in models if m not in set(left_out["model"])],
-            f"left out of the ranking: {listed}; for an estimated row: molp2s estimate")
+    return (
+        [m for m in models if m not in set(left_out["model"])],
+        f"left out of the ranking: {listed}; for an estimated row: molp2s estimate",
+    )
 
 
 def ranking_stability(
@@ -120,16 +132,24 @@ def ranking_stability(
     groups = [(MACRO, channels)] if macro else [(c, [c]) for c in channels]
     rows = []
     for label, members in groups:
-        full = np.mean([resample.ratio_of_sums(np.ones((1, len(matrices[c][0]))), *matrices[c])[0]
-                        for c in members], axis=0)
+        full = np.mean(
+            [resample.ratio_of_sums(np.ones((1, len(matrices[c][0]))), *matrices[c])[0] for c in members], axis=0
+        )
         smallest = min(len(matrices[c][0]) for c in members)
         for size in sizes:
             n = min(size, smallest)  # in a macro mean, every channel draws the same number of families
-            draw_scores = np.mean([
-                resample.ratio_of_sums(subsample_weights(len(matrices[c][0]), n, draws,
-                                                         resample.rng_for(seed, f"stability:{score}:{c}:{n}")),
-                                       *matrices[c])
-                for c in members], axis=0)  # (draws, models)
+            draw_scores = np.mean(
+                [
+                    resample.ratio_of_sums(
+                        subsample_weights(
+                            len(matrices[c][0]), n, draws, resample.rng_for(seed, f"stability:{score}:{c}:{n}")
+                        ),
+                        *matrices[c],
+                    )
+                    for c in members
+                ],
+                axis=0,
+            )  # (draws, models)
             rows.append(_compare(score, label, n, draws, seed, full, draw_scores))
             if progress is not None:
                 progress(1)
@@ -147,20 +167,39 @@ def _compare(score, channel, size, draws, seed, full: np.ndarray, draw_scores: n
         # Spearman ρ is the Pearson correlation of the ranks, row by row.
         centred = ranks - ranks.mean(axis=1, keepdims=True)
         target = full_ranks - full_ranks.mean()
-        denominator = np.sqrt((centred ** 2).sum(axis=1) * (target ** 2).sum())
+        denominator = np.sqrt((centred**2).sum(axis=1) * (target**2).sum())
         with np.errstate(invalid="ignore", divide="ignore"):
             rho_per_draw = (centred @ target) / denominator
         rho = float(np.nanmean(rho_per_draw)) if np.isfinite(rho_per_draw).any() else float("nan")
         exact = float((ranks == full_ranks).all(axis=1).mean())
         mad = float(np.abs(usable - full).mean())
-    return {"metric": score, "channel": channel, "size": size, "draws": draws, "seed": seed,
-            "spearman_rho": rho, "exact": exact, "mad": mad, "draws_undefined": int((~defined).sum())}
+    return {
+        "metric": score,
+        "channel": channel,
+        "size": size,
+        "draws": draws,
+        "seed": seed,
+        "spearman_rho": rho,
+        "exact": exact,
+        "mad": mad,
+        "draws_undefined": int((~defined).sum()),
+    }
 
 
 RANK_SCHEMA = {
-    "model": pl.String, "channel": pl.String, "metric": pl.String, "estimate": pl.Float64, "rank": pl.Float64,
-    "rank_low": pl.Float64, "rank_high": pl.Float64, "tier": pl.Int64, "saturated": pl.Boolean,
-    "conf_level": pl.Float64, "draws": pl.Int64, "draws_undefined": pl.Int64, "seed": pl.Int64,
+    "model": pl.String,
+    "channel": pl.String,
+    "metric": pl.String,
+    "estimate": pl.Float64,
+    "rank": pl.Float64,
+    "rank_low": pl.Float64,
+    "rank_high": pl.Float64,
+    "tier": pl.Int64,
+    "saturated": pl.Boolean,
+    "conf_level": pl.Float64,
+    "draws": pl.Int64,
+    "draws_undefined": pl.Int64,
+    "seed": pl.Int64,
     "adjustment": pl.String,
 }
 ADJUSTMENT = "holm"
@@ -261,9 +300,24 @@ def rank_intervals(
         saturated = bool(top.sum() >= 2 and intervals.near_ceiling(a, b, trials=trials)[top].all())
         for j in np.argsort(full_ranks, kind="stable"):  # a leaderboard: best first
             model = models[j]
-            rows.append((model, channel, score, float(estimates[j]), float(full_ranks[j]), float(low[j]),
-                         float(high[j]), int(tier[j]), saturated, conf_level, draws, int((~defined).sum()), seed,
-                         ADJUSTMENT))
+            rows.append(
+                (
+                    model,
+                    channel,
+                    score,
+                    float(estimates[j]),
+                    float(full_ranks[j]),
+                    float(low[j]),
+                    float(high[j]),
+                    int(tier[j]),
+                    saturated,
+                    conf_level,
+                    draws,
+                    int((~defined).sum()),
+                    seed,
+                    ADJUSTMENT,
+                )
+            )
         for j, model in enumerate(models):
             values, counts = np.unique(ranks[:, j], return_counts=True)
             for value, count in zip(values, counts):
@@ -271,8 +325,17 @@ def rank_intervals(
     frame = pl.DataFrame(rows, schema=RANK_SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None))
     return (
         units.percent_columns(frame, ("estimate",)),
-        pl.DataFrame(distribution, schema={"model": pl.String, "channel": pl.String, "metric": pl.String,
-                                           "rank": pl.Float64, "probability": pl.Float64}, orient="row"),
+        pl.DataFrame(
+            distribution,
+            schema={
+                "model": pl.String,
+                "channel": pl.String,
+                "metric": pl.String,
+                "rank": pl.Float64,
+                "probability": pl.Float64,
+            },
+            orient="row",
+        ),
     )
 
 

@@ -36,30 +36,118 @@ The design function itself is ``subsample.design.design``: the name ``design`` h
 
 from __future__ import annotations
 
-from .data import PREDICTORS, ChannelData, channel_data, design_matrix, others_mean, pooled_difficulty, \
-    weighted_least_squares
-from .database import ESTIMATED_METHODS, OTHER_FRACTIONS, Plan, complete_models, estimate_from_db, find_plan, \
-    plan_from_db, read_family_list, save_plan, tasks_per_family, with_estimates
-from .design import FAMILIES_PER_STRATUM, MAX_STRATA, MIN_PER_STRATUM, NEYMAN_SHARE, PLAN_METRICS, SAFETY, Design, \
-    Predictability, allocate, choose_strata, leave_one_model_out, make_plan, predictability, predicted_half_widths, \
-    select, strata_count, universe
-from .estimate import DIFFERENCES, KNOWN_DENOMINATORS, METHOD, METHOD_WITHOUT_PREDICTION, NEGLIGIBLE, SELECTION_Z, \
-    Estimate, aipw_ratio, bootstrap_se, difference_interval, estimate_model, regression_pays, score_interval, \
-    selection_check, strata_of
+from .data import (
+    PREDICTORS,
+    ChannelData,
+    channel_data,
+    design_matrix,
+    others_mean,
+    pooled_difficulty,
+    weighted_least_squares,
+)
+from .database import (
+    ESTIMATED_METHODS,
+    OTHER_FRACTIONS,
+    Plan,
+    complete_models,
+    estimate_from_db,
+    find_plan,
+    plan_from_db,
+    read_family_list,
+    save_plan,
+    tasks_per_family,
+    with_estimates,
+)
+from .design import (
+    FAMILIES_PER_STRATUM,
+    MAX_STRATA,
+    MIN_PER_STRATUM,
+    NEYMAN_SHARE,
+    PLAN_METRICS,
+    SAFETY,
+    Design,
+    Predictability,
+    allocate,
+    choose_strata,
+    leave_one_model_out,
+    make_plan,
+    predictability,
+    predicted_half_widths,
+    select,
+    strata_count,
+    universe,
+)
+from .estimate import (
+    DIFFERENCES,
+    KNOWN_DENOMINATORS,
+    METHOD,
+    METHOD_WITHOUT_PREDICTION,
+    NEGLIGIBLE,
+    SELECTION_Z,
+    Estimate,
+    aipw_ratio,
+    bootstrap_se,
+    difference_interval,
+    estimate_model,
+    regression_pays,
+    score_interval,
+    selection_check,
+    strata_of,
+)
 
 __all__ = [
     # data
-    "PREDICTORS", "ChannelData", "channel_data", "design_matrix", "others_mean", "pooled_difficulty",
+    "PREDICTORS",
+    "ChannelData",
+    "channel_data",
+    "design_matrix",
+    "others_mean",
+    "pooled_difficulty",
     "weighted_least_squares",
     # design
-    "FAMILIES_PER_STRATUM", "MAX_STRATA", "MIN_PER_STRATUM", "NEYMAN_SHARE", "PLAN_METRICS", "SAFETY", "Design",
-    "Predictability", "allocate", "choose_strata", "leave_one_model_out", "make_plan", "predictability",
-    "predicted_half_widths", "select", "strata_count", "universe",
+    "FAMILIES_PER_STRATUM",
+    "MAX_STRATA",
+    "MIN_PER_STRATUM",
+    "NEYMAN_SHARE",
+    "PLAN_METRICS",
+    "SAFETY",
+    "Design",
+    "Predictability",
+    "allocate",
+    "choose_strata",
+    "leave_one_model_out",
+    "make_plan",
+    "predictability",
+    "predicted_half_widths",
+    "select",
+    "strata_count",
+    "universe",
     # estimate
-    "DIFFERENCES", "KNOWN_DENOMINATORS", "METHOD", "METHOD_WITHOUT_PREDICTION", "NEGLIGIBLE", "SELECTION_Z",
-    "Estimate", "aipw_ratio", "bootstrap_se", "difference_interval", "estimate_model", "regression_pays",
-    "score_interval", "selection_check", "strata_of",
+    "DIFFERENCES",
+    "KNOWN_DENOMINATORS",
+    "METHOD",
+    "METHOD_WITHOUT_PREDICTION",
+    "NEGLIGIBLE",
+    "SELECTION_Z",
+    "Estimate",
+    "aipw_ratio",
+    "bootstrap_se",
+    "difference_interval",
+    "estimate_model",
+    "regression_pays",
+    "score_interval",
+    "selection_check",
+    "strata_of",
     # database
-    "ESTIMATED_METHODS", "OTHER_FRACTIONS", "Plan", "complete_models", "estimate_from_db", "find_plan",
-    "plan_from_db", "read_family_list", "save_plan", "tasks_per_family", "with_estimates",
+    "ESTIMATED_METHODS",
+    "OTHER_FRACTIONS",
+    "Plan",
+    "complete_models",
+    "estimate_from_db",
+    "find_plan",
+    "plan_from_db",
+    "read_family_list",
+    "save_plan",
+    "tasks_per_family",
+    "with_estimates",
 ]

@@ -23,17 +23,22 @@ class ChannelData:
     b: dict[str, np.ndarray]
 
 
-def channel_data(outcomes: pl.DataFrame, channel: str, models: list[str], metrics: tuple[str, ...],
-                 families: list[str] | None = None) -> ChannelData:
+def channel_data(
+    outcomes: pl.DataFrame, channel: str, models: list[str], metrics: tuple[str, ...], families: list[str] | None = None
+) -> ChannelData:
     """a_f and b_f of each metric for these models on the channel's families (default: every family
     with a row); a model without a row for a family gets NaN there."""
     part = outcomes.filter(pl.col("channel") == channel)
     if families is None:
         families = sorted(part["family_id"].unique().to_list())
     exprs = [e.alias(f"{m}:{side}") for m in metrics for side, e in zip(("a", "b"), metric_components(m))]
-    _, matrices = family_matrices(part.select("model", "family_id", *exprs), models=list(models),
-                                  columns=[f"{m}:{side}" for m in metrics for side in "ab"], families=families,
-                                  missing=np.nan)
+    _, matrices = family_matrices(
+        part.select("model", "family_id", *exprs),
+        models=list(models),
+        columns=[f"{m}:{side}" for m in metrics for side in "ab"],
+        families=families,
+        missing=np.nan,
+    )
     a = {m: matrices[f"{m}:a"] for m in metrics}
     b = {m: matrices[f"{m}:b"] for m in metrics}
     return ChannelData(channel, families, list(models), a, b)
@@ -43,12 +48,15 @@ def pooled_difficulty(outcomes: pl.DataFrame, models: list[str], families: list[
     """(families, models): each model's mean correctness on the family over every channel and
     condition (P0, source, shuffled, cf), a less noisy reading of how hard the family is than any
     one channel's. NaN where a model has no row for the family."""
-    frame = (outcomes.filter(pl.col("model").is_in(models))
-             .with_columns((pl.col("cf_correct") / pl.col("cf_tasks").cast(pl.Float64)).alias("y_cf"))
-             .group_by("family_id", "model")
-             .agg(pl.mean_horizontal("y_p0", "y_source", "y_shuffled", "y_cf").mean().alias("difficulty")))
-    return family_matrices(frame, models=list(models), columns=["difficulty"], families=families,
-                           missing=np.nan)[1]["difficulty"]
+    frame = (
+        outcomes.filter(pl.col("model").is_in(models))
+        .with_columns((pl.col("cf_correct") / pl.col("cf_tasks").cast(pl.Float64)).alias("y_cf"))
+        .group_by("family_id", "model")
+        .agg(pl.mean_horizontal("y_p0", "y_source", "y_shuffled", "y_cf").mean().alias("difficulty"))
+    )
+    return family_matrices(frame, models=list(models), columns=["difficulty"], families=families, missing=np.nan)[1][
+        "difficulty"
+    ]
 
 
 def others_mean(values: np.ndarray, others: list[int]) -> np.ndarray:

@@ -34,7 +34,9 @@ def tasks_per_family(con, families: list[str], channels: list[str]) -> dict[str,
     rows = con.execute(
         """SELECT family_id, count(*) FROM stg_tasks
            WHERE list_contains($families, family_id) AND (channel = 'none' OR list_contains($channels, channel))
-           GROUP BY family_id""", {"families": families, "channels": channels}).fetchall()
+           GROUP BY family_id""",
+        {"families": families, "channels": channels},
+    ).fetchall()
     return dict(rows)
 
 
@@ -53,8 +55,9 @@ class Plan:
     budgets: pl.DataFrame  # families, fraction, requests, strata, channel, half_width (_low, _high)
 
 
-def plan_from_db(con, *, fraction: float | None = None, families: int | None = None,
-                 channels: list[str] | None = None, seed: int = 0) -> Plan:
+def plan_from_db(
+    con, *, fraction: float | None = None, families: int | None = None, channels: list[str] | None = None, seed: int = 0
+) -> Plan:
     """Choose the families a new model answers, from the complete models in the database, and
     predict each channel's PGR half-width at that budget and at a few others."""
     if (fraction is None) == (families is None):
@@ -83,12 +86,23 @@ def plan_from_db(con, *, fraction: float | None = None, families: int | None = N
     budgets = [b for b in budgets if b <= len(members)]
     widths = predicted_half_widths(known, members, frame["spread"].to_numpy(), budgets).with_columns(
         (pl.col("families") / len(members)).alias("fraction"),
-        pl.when(pl.col("families") == families).then(sum(cost.get(f, 0) for f in chosen))
-        .otherwise((pl.col("families") * per_family).round().cast(pl.Int64)).alias("requests"))
+        pl.when(pl.col("families") == families)
+        .then(sum(cost.get(f, 0) for f in chosen))
+        .otherwise((pl.col("families") * per_family).round().cast(pl.Int64))
+        .alias("requests"),
+    )
     plan_id = f"plan-{seed}-{families}-" + _digest(chosen, channels, models)
-    return Plan(plan_id, frame, channels, models, seed, sum(cost.get(f, 0) for f in chosen),
-                widths.select("families", "fraction", "requests", "strata", "channel", "half_width",
-                              "half_width_low", "half_width_high"))
+    return Plan(
+        plan_id,
+        frame,
+        channels,
+        models,
+        seed,
+        sum(cost.get(f, 0) for f in chosen),
+        widths.select(
+            "families", "fraction", "requests", "strata", "channel", "half_width", "half_width_low", "half_width_high"
+        ),
+    )
 
 
 def _digest(*parts) -> str:
@@ -105,12 +119,27 @@ def save_plan(con, plan: Plan) -> None:
     with transaction(con):
         con.execute("DELETE FROM plan_families WHERE plan_id = $id", {"id": plan.plan_id})
         con.execute("DELETE FROM plans WHERE plan_id = $id", {"id": plan.plan_id})
-        con.execute("INSERT INTO plans VALUES ($id, now(), $seed, $n, $channels, $models, $share)",
-                    {"id": plan.plan_id, "seed": plan.seed, "n": int(plan.families["selected"].sum()),
-                     "channels": plan.channels, "models": plan.models, "share": NEYMAN_SHARE})
+        con.execute(
+            "INSERT INTO plans VALUES ($id, now(), $seed, $n, $channels, $models, $share)",
+            {
+                "id": plan.plan_id,
+                "seed": plan.seed,
+                "n": int(plan.families["selected"].sum()),
+                "channels": plan.channels,
+                "models": plan.models,
+                "share": NEYMAN_SHARE,
+            },
+        )
         rows = plan.families.with_columns(pl.lit(plan.plan_id).alias("plan_id")).select(
-            "plan_id", "family_id", "stratum", "stratum_families", "stratum_sampled", "inclusion_probability",
-            "selected", "spread")
+            "plan_id",
+            "family_id",
+            "stratum",
+            "stratum_families",
+            "stratum_sampled",
+            "inclusion_probability",
+            "selected",
+            "spread",
+        )
         con.register("new_plan_families", rows.to_arrow())
         con.execute("INSERT INTO plan_families SELECT * FROM new_plan_families")
         con.unregister("new_plan_families")
@@ -131,17 +160,30 @@ def find_plan(con, model: str, plan_id: str | None = None) -> tuple[str | None, 
            LEFT JOIN answered AS a ON a.family_id = f.family_id AND f.selected
            WHERE $id IS NULL OR f.plan_id = $id
            GROUP BY f.plan_id, p.created_at ORDER BY overlap DESC, p.created_at DESC LIMIT 1""",
-        {"m": model, "id": plan_id}).fetchall()
-    answered = {row[0] for row in con.execute(
-        "SELECT DISTINCT family_id FROM family_coverage WHERE model = $m AND answered_tasks > 0", {"m": model}
-    ).fetchall()}
+        {"m": model, "id": plan_id},
+    ).fetchall()
+    answered = {
+        row[0]
+        for row in con.execute(
+            "SELECT DISTINCT family_id FROM family_coverage WHERE model = $m AND answered_tasks > 0", {"m": model}
+        ).fetchall()
+    }
     # a plan that holds only a few of them is a coincidence, not the model's plan (another model's run
     # of a first-N subset shares families with any plan); one named with --plan is taken as given
     if not found or found[0][1] == 0 or (plan_id is None and 2 * found[0][1] <= len(answered)):
-        closest = (f" (the closest, {found[0][0]}, holds {found[0][1]} of its {len(answered)})"
-                   if found and found[0][1] else "")
-        return None, None, (f"no recorded plan covers {model}'s families{closest}: they are read as a simple random "
-                            "sample of the cohort (run `molp2s plan` before the model, to weigh its families by design)")
+        closest = (
+            f" (the closest, {found[0][0]}, holds {found[0][1]} of its {len(answered)})"
+            if found and found[0][1]
+            else ""
+        )
+        return (
+            None,
+            None,
+            (
+                f"no recorded plan covers {model}'s families{closest}: they are read as a simple random "
+                "sample of the cohort (run `molp2s plan` before the model, to weigh its families by design)"
+            ),
+        )
     best = found[0][0]
     frame = con.sql("SELECT * FROM plan_families WHERE plan_id = $id", params={"id": best}).pl()
     chosen = set(frame.filter("selected")["family_id"])
@@ -149,13 +191,22 @@ def find_plan(con, model: str, plan_id: str | None = None) -> tuple[str | None, 
     if extra := len(answered - chosen):
         notes.append(f"{extra} answered families are outside plan {best} and are left out")
     if missing := len(chosen - answered):
-        notes.append(f"{missing} planned families have no answer from {model}: read as missing at random "
-                     "within their stratum")
+        notes.append(
+            f"{missing} planned families have no answer from {model}: read as missing at random within their stratum"
+        )
     return best, frame, "; ".join(notes) or None
 
 
-def estimate_from_db(con, model: str, *, plan_id: str | None = None, metrics: tuple[str, ...] = METRICS,
-                     conf_level: float = 0.95, seed: int = 0, draws: int = 0) -> tuple[pl.DataFrame, str | None]:
+def estimate_from_db(
+    con,
+    model: str,
+    *,
+    plan_id: str | None = None,
+    metrics: tuple[str, ...] = METRICS,
+    conf_level: float = 0.95,
+    seed: int = 0,
+    draws: int = 0,
+) -> tuple[pl.DataFrame, str | None]:
     """Every metric of a partial model over the complete cohort (`estimate_model`), with the plan
     it was run on found in the database; returns the rows and a note for the user (or None)."""
     coverage = con.sql("SELECT * FROM model_coverage").pl()
@@ -178,11 +229,21 @@ def estimate_from_db(con, model: str, *, plan_id: str | None = None, metrics: tu
             notes.append(f"plan {found} covers {', '.join(planned)}: {len(left)} other channel(s) not estimated")
         channels = [c for c in channels if c in planned]
     outcomes = outcomes.filter(pl.col("model").is_in([*complete, model]))
-    result = estimate_model(outcomes, plan, model=model, complete=complete, channels=channels, metrics=metrics,
-                            conf_level=conf_level, seed=seed, draws=draws)
+    result = estimate_model(
+        outcomes,
+        plan,
+        model=model,
+        complete=complete,
+        channels=channels,
+        metrics=metrics,
+        conf_level=conf_level,
+        seed=seed,
+        draws=draws,
+    )
     if silent := [c for c in channels if c not in set(outcomes.filter(pl.col("model") == model)["channel"])]:
-        notes.append(f"{model} answered no cohort family in {len(silent)} channel(s) ({', '.join(silent)}): "
-                     "no estimate there")
+        notes.append(
+            f"{model} answered no cohort family in {len(silent)} channel(s) ({', '.join(silent)}): no estimate there"
+        )
     check = selection_check(outcomes, plan, model=model, complete=complete, channels=channels)
     if check is not None and abs(check[2]) > SELECTION_Z:
         drawn, cohort, z = check
@@ -191,7 +252,8 @@ def estimate_from_db(con, model: str, *, plan_id: str | None = None, metrics: tu
             f"{'plan ' + found if plan is not None else 'the cohort'}: the complete models are right on "
             f"{drawn:.0%} of their tasks there and on {cohort:.0%} over the cohort (z = {z:.1f}); the estimate "
             "corrects for what the complete models' outcomes predict, but its interval assumes a random draw, so "
-            "read it with care (`molp2s plan` draws the families at random)")
+            "read it with care (`molp2s plan` draws the families at random)"
+        )
     return result, "; ".join(filter(None, notes)) or None
 
 
@@ -233,6 +295,10 @@ def with_estimates(con, result: pl.DataFrame, metrics: tuple[str, ...]) -> tuple
             continue
         if note:
             notes.append(f"{model}: {note}")
-        result = pl.concat([result.filter(pl.col("model") != model),
-                            estimate.select(result.columns).filter(pl.col("metric").is_in(list(metrics)))])
+        result = pl.concat(
+            [
+                result.filter(pl.col("model") != model),
+                estimate.select(result.columns).filter(pl.col("metric").is_in(list(metrics))),
+            ]
+        )
     return result, notes

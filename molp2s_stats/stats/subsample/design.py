@@ -10,9 +10,9 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from .. import resample
 from ... import units
 from ...errors import UsageError
+from .. import resample
 from .data import channel_data, design_matrix, others_mean, pooled_difficulty, weighted_least_squares
 
 #: The metrics whose predictability decides the strata: the paper's headline figures.
@@ -61,17 +61,18 @@ def predictability(outcomes: pl.DataFrame, models: list[str], channels: list[str
             if metric == "pgr":
                 residuals[channel] = (data.families, residual)
                 totals[channel] = np.nansum(data.b[metric], axis=0)
-            scale = np.nanmean(residual ** 2) if np.isfinite(residual).any() else np.nan
+            scale = np.nanmean(residual**2) if np.isfinite(residual).any() else np.nan
             if len(models) < 2 or not np.isfinite(scale) or scale <= 0:
                 continue
-            per_family = np.nanmean(residual ** 2, axis=1) / scale
+            per_family = np.nanmean(residual**2, axis=1) / scale
             for family, value in zip(data.families, per_family):
                 if np.isfinite(value):
                     sums[family] = sums.get(family, 0.0) + value
                     counts[family] = counts.get(family, 0) + 1
     families = universe(outcomes, channels)
-    return Predictability(families, np.array([sums[f] / counts[f] if counts.get(f) else 1.0 for f in families]),
-                          residuals, totals)
+    return Predictability(
+        families, np.array([sums[f] / counts[f] if counts.get(f) else 1.0 for f in families]), residuals, totals
+    )
 
 
 def leave_one_model_out(a: np.ndarray, b: np.ndarray, pooled: np.ndarray) -> np.ndarray:
@@ -112,7 +113,9 @@ def allocate(sizes: np.ndarray, spreads: np.ndarray, n: int, *, neyman_share: fl
         raise UsageError(f"cannot sample {n} families from {sizes.sum()}")
     neyman = sizes * spreads
     weights = (1 - neyman_share) * sizes / sizes.sum()
-    weights = weights + (neyman_share * neyman / neyman.sum() if neyman.sum() > 0 else neyman_share * sizes / sizes.sum())
+    weights = weights + (
+        neyman_share * neyman / neyman.sum() if neyman.sum() > 0 else neyman_share * sizes / sizes.sum()
+    )
     floor = np.minimum(sizes, MIN_PER_STRATUM)
     # the ideal shares, with strata held at their bounds where the shares overstep them and the
     # rest of the budget spread over the others in proportion (a stratum of N_h < n_h is all taken)
@@ -153,12 +156,18 @@ class Design:
     counts: np.ndarray  # n_h
 
     def frame(self, selected: np.ndarray, spread: np.ndarray) -> pl.DataFrame:
-        return pl.DataFrame({
-            "family_id": self.families, "stratum": self.stratum,
-            "stratum_families": self.sizes[self.stratum - 1], "stratum_sampled": self.counts[self.stratum - 1],
-            "inclusion_probability": self.counts[self.stratum - 1] / self.sizes[self.stratum - 1],
-            "selected": selected, "spread": spread,
-        }, schema_overrides={"stratum": pl.Int32, "stratum_families": pl.Int32, "stratum_sampled": pl.Int32})
+        return pl.DataFrame(
+            {
+                "family_id": self.families,
+                "stratum": self.stratum,
+                "stratum_families": self.sizes[self.stratum - 1],
+                "stratum_sampled": self.counts[self.stratum - 1],
+                "inclusion_probability": self.counts[self.stratum - 1] / self.sizes[self.stratum - 1],
+                "selected": selected,
+                "spread": spread,
+            },
+            schema_overrides={"stratum": pl.Int32, "stratum_families": pl.Int32, "stratum_sampled": pl.Int32},
+        )
 
 
 def design(families: list[str], spread: np.ndarray, n: int, strata: int | None = None) -> Design:
@@ -190,8 +199,15 @@ def universe(outcomes: pl.DataFrame, channels: list[str]) -> list[str]:
     return sorted(outcomes.filter(pl.col("channel").is_in(channels))["family_id"].unique().to_list())
 
 
-def make_plan(outcomes: pl.DataFrame, *, models: list[str], channels: list[str], families: int,
-              seed: int = 0, known: Predictability | None = None) -> pl.DataFrame:
+def make_plan(
+    outcomes: pl.DataFrame,
+    *,
+    models: list[str],
+    channels: list[str],
+    families: int,
+    seed: int = 0,
+    known: Predictability | None = None,
+) -> pl.DataFrame:
     """The stratified design and its sample: one row per family of the channels' cohorts, ``family_id,
     stratum, stratum_families, stratum_sampled, inclusion_probability, selected, spread``."""
     known = known or predictability(outcomes, models, channels)
@@ -215,9 +231,14 @@ def choose_strata(known: Predictability, members: list[str], spread: np.ndarray,
     return h if variance.get(h, np.inf) < variance.get(1, np.inf) * (1 - SAFETY * h / n) else 1
 
 
-def predicted_half_widths(known: Predictability, members: list[str], spread: np.ndarray, budgets: list[int],
-                          conf_level: float = 0.95, strata_options: tuple[int | None, ...] | None = None
-                          ) -> pl.DataFrame:
+def predicted_half_widths(
+    known: Predictability,
+    members: list[str],
+    spread: np.ndarray,
+    budgets: list[int],
+    conf_level: float = 0.95,
+    strata_options: tuple[int | None, ...] | None = None,
+) -> pl.DataFrame:
     """The 95% half-width (pp) of each channel's PGR that the estimate should have at each budget.
 
     For each complete model, its residuals when predicted from the others (`predictability`) under
@@ -229,8 +250,7 @@ def predicted_half_widths(known: Predictability, members: list[str], spread: np.
     than the typical one and lands near the low end, or below it if it is steadier than all of them.
     """
     rows = []
-    for n, strata in ((n, h) for n in budgets
-                      for h in (strata_options or (choose_strata(known, members, spread, n),))):
+    for n, strata in ((b, h) for b in budgets for h in (strata_options or (choose_strata(known, members, spread, b),))):
         plan = design(members, spread, n, strata)
         stratum_of = dict(zip(plan.families, plan.stratum))
         for channel, (families, residual) in known.residuals.items():
@@ -247,14 +267,26 @@ def predicted_half_widths(known: Predictability, members: list[str], spread: np.
                     expected = plan.counts[s - 1] * big_n / plan.sizes[s - 1]
                     if big_n >= 2 and expected > 0:
                         n_h = max(expected, 1.0)
-                        variance += big_n ** 2 * max(0.0, 1 - n_h / big_n) * u.var(ddof=1) / n_h
-                variances.append(variance / total ** 2)
+                        variance += big_n**2 * max(0.0, 1 - n_h / big_n) * u.var(ddof=1) / n_h
+                variances.append(variance / total**2)
             sampled = n * len(families) / len(members)
             df = max(1, round(sampled) - len(plan.sizes) - 3)
             quantile = stats.t.ppf(0.5 + conf_level / 2, df)
-            errors = [np.sqrt(np.mean(variances)), np.sqrt(np.min(variances)), np.sqrt(np.max(variances))] \
-                if variances else [np.nan] * 3  # standard errors: typical, steadiest, noisiest model
+            errors = (
+                [np.sqrt(np.mean(variances)), np.sqrt(np.min(variances)), np.sqrt(np.max(variances))]
+                if variances
+                else [np.nan] * 3
+            )  # standard errors: typical, steadiest, noisiest model
             rows.append((n, len(plan.sizes), channel, *(units.percent(quantile * e) for e in errors)))
-    return pl.DataFrame(rows, schema={"families": pl.Int64, "strata": pl.Int64, "channel": pl.String,
-                                      "half_width": pl.Float64, "half_width_low": pl.Float64,
-                                      "half_width_high": pl.Float64}, orient="row")
+    return pl.DataFrame(
+        rows,
+        schema={
+            "families": pl.Int64,
+            "strata": pl.Int64,
+            "channel": pl.String,
+            "half_width": pl.Float64,
+            "half_width_low": pl.Float64,
+            "half_width_high": pl.Float64,
+        },
+        orient="row",
+    )

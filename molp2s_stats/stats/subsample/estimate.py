@@ -11,9 +11,9 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from .. import intervals, resample
 from ... import units
 from ...errors import require_known
+from .. import intervals, resample
 from ..metrics import METRICS, RESULT_SCHEMA, random_baselines
 from .data import PREDICTORS, channel_data, design_matrix, pooled_difficulty, weighted_least_squares
 from .design import MIN_PER_STRATUM, SAFETY, leave_one_model_out, universe
@@ -71,9 +71,12 @@ def regression_pays(a: np.ndarray, b: np.ndarray, pooled: np.ndarray, sampled: i
     if a.shape[1] < 2 or sampled < 8:
         return False
     regressed = leave_one_model_out(a, b, pooled)
-    plain = np.column_stack([
-        a[:, j] - (np.nansum(a[:, j]) / np.nansum(b[:, j]) if np.nansum(b[:, j]) > 0 else 0.0) * b[:, j]
-        for j in range(a.shape[1])])
+    plain = np.column_stack(
+        [
+            a[:, j] - (np.nansum(a[:, j]) / np.nansum(b[:, j]) if np.nansum(b[:, j]) > 0 else 0.0) * b[:, j]
+            for j in range(a.shape[1])
+        ]
+    )
     ok = np.isfinite(regressed) & np.isfinite(plain)
     if ok.sum() < 8:
         return False
@@ -84,9 +87,17 @@ def regression_pays(a: np.ndarray, b: np.ndarray, pooled: np.ndarray, sampled: i
     return bool(gain > SAFETY * extra / sampled)
 
 
-def aipw_ratio(a: np.ndarray, b: np.ndarray, sampled: np.ndarray, stratum: np.ndarray,
-               predict_a: np.ndarray, predict_b: np.ndarray | None, pooled: np.ndarray,
-               regress: bool = True, multiplicity: np.ndarray | None = None) -> Estimate:
+def aipw_ratio(
+    a: np.ndarray,
+    b: np.ndarray,
+    sampled: np.ndarray,
+    stratum: np.ndarray,
+    predict_a: np.ndarray,
+    predict_b: np.ndarray | None,
+    pooled: np.ndarray,
+    regress: bool = True,
+    multiplicity: np.ndarray | None = None,
+) -> Estimate:
     """The AIPW (regression) estimate of Σ a / Σ b over every family and its standard error.
 
     ``a`` and ``b`` hold the new model's values where ``sampled``; ``predict_*`` the complete models'
@@ -167,8 +178,9 @@ def bootstrap_se(args: tuple, *, draws: int, rng: np.random.Generator) -> tuple[
 NEGLIGIBLE = 1e-9
 
 
-def score_interval(estimate: float, se: float, df: int, *, families: int, sampling_fraction: float,
-                   conf_level: float) -> tuple[float, float]:
+def score_interval(
+    estimate: float, se: float, df: int, *, families: int, sampling_fraction: float, conf_level: float
+) -> tuple[float, float]:
     """Wilson's score interval of a rate on the design's effective sample size.
 
     ``estimate ± t · se`` fails at the bounds, where a model near the ceiling (or near zero) lives:
@@ -193,7 +205,7 @@ def score_interval(estimate: float, se: float, df: int, *, families: int, sampli
         return np.nan, np.nan
     p = min(max(estimate, 0.0), 1.0)
     if np.isfinite(se) and se > NEGLIGIBLE and NEGLIGIBLE < p < 1 - NEGLIGIBLE:
-        n_eff = p * (1 - p) / se ** 2
+        n_eff = p * (1 - p) / se**2
     elif sampling_fraction < 1 and families > 0:
         n_eff = families / (1 - sampling_fraction)
     elif sampling_fraction >= 1:  # every family answered: the value itself, no uncertainty left
@@ -204,8 +216,9 @@ def score_interval(estimate: float, se: float, df: int, *, families: int, sampli
     return float(low[0]), float(high[0])
 
 
-def difference_interval(estimate: float, first: tuple[float, float, float], second: tuple[float, float, float],
-                        correlation: float) -> tuple[float, float]:
+def difference_interval(
+    estimate: float, first: tuple[float, float, float], second: tuple[float, float, float], correlation: float
+) -> tuple[float, float]:
     """Interval of a difference of two rates from each rate's own interval: the method of variance
     estimates recovery (MOVER, Zou and Donner 2008; Newcombe 1998's square-and-add for paired rates),
     ``first`` and ``second`` as (estimate, low, high) and ``correlation`` between the two estimates.
@@ -218,15 +231,20 @@ def difference_interval(estimate: float, first: tuple[float, float, float], seco
     >>> [round(x, 3) for x in difference_interval(0.0, (1.0, 0.9, 1.0), (1.0, 0.9, 1.0), 0.0)]
     [-0.1, 0.1]
     """
-    low, high = intervals.mover(np.array([estimate]), tuple(np.array([x]) for x in first),
-                                tuple(np.array([x]) for x in second), np.array([correlation]))
+    low, high = intervals.mover(
+        np.array([estimate]),
+        tuple(np.array([x]) for x in first),
+        tuple(np.array([x]) for x in second),
+        np.array([correlation]),
+    )
     return float(low[0]), float(high[0])
 
 
 #: Metrics whose b_f does not depend on the answers (1, "has a cf task", the number of cf
 #: tasks): known for every cohort family, so the estimate divides by the true Σ b.
-KNOWN_DENOMINATORS = frozenset({"acc_p0", "acc_source", "acc_shuffled", "reliance_margin", "cf_accuracy", "pgr",
-                                "random_baseline"})
+KNOWN_DENOMINATORS = frozenset(
+    {"acc_p0", "acc_source", "acc_shuffled", "reliance_margin", "cf_accuracy", "pgr", "random_baseline"}
+)
 
 
 def strata_of(plan: pl.DataFrame | None, families: list[str]) -> np.ndarray:
@@ -243,9 +261,18 @@ def strata_of(plan: pl.DataFrame | None, families: list[str]) -> np.ndarray:
 DIFFERENCES = {"reliance_margin": ("acc_source", "acc_shuffled")}
 
 
-def estimate_model(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: str, complete: list[str],
-                   channels: list[str], metrics: tuple[str, ...] = METRICS, conf_level: float = 0.95,
-                   seed: int = 0, draws: int = 0) -> pl.DataFrame:
+def estimate_model(
+    outcomes: pl.DataFrame,
+    plan: pl.DataFrame | None,
+    *,
+    model: str,
+    complete: list[str],
+    channels: list[str],
+    metrics: tuple[str, ...] = METRICS,
+    conf_level: float = 0.95,
+    seed: int = 0,
+    draws: int = 0,
+) -> pl.DataFrame:
     """Every metric of a partial model over the complete cohort, as the rows of ``metrics``.
 
     ``plan`` is the design (`make_plan`'s frame, every cohort family with its stratum); None reads
@@ -261,8 +288,11 @@ def estimate_model(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: 
     rows = []
     baselines = random_baselines(outcomes.filter(pl.col("model").is_in(complete)), metrics)
     for channel in channels:
-        families = sorted(outcomes.filter((pl.col("channel") == channel) & pl.col("model").is_in(complete))
-                          ["family_id"].unique().to_list())
+        families = sorted(
+            outcomes.filter((pl.col("channel") == channel) & pl.col("model").is_in(complete))["family_id"]
+            .unique()
+            .to_list()
+        )
         data = channel_data(outcomes, channel, [*complete, model], needed, families)
         stratum = strata_of(plan, families)
         pooled = pooled_difficulty(outcomes, complete, families)
@@ -276,19 +306,38 @@ def estimate_model(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: 
             known = metric in KNOWN_DENOMINATORS
             b_use = b_all[:, 0] if known else np.where(sampled, b, 0.0)
             regress = regression_pays(a_all[:, :-1], b_all[:, :-1], pooled, int(sampled.sum()), known)
-            args = (np.where(sampled, a, 0.0), b_use, sampled, stratum, np.nanmean(a_all[:, :-1], axis=1),
-                    None if known else np.nanmean(b_all[:, :-1], axis=1), pool, regress)
+            args = (
+                np.where(sampled, a, 0.0),
+                b_use,
+                sampled,
+                stratum,
+                np.nanmean(a_all[:, :-1], axis=1),
+                None if known else np.nanmean(b_all[:, :-1], axis=1),
+                pool,
+                regress,
+            )
             result = aipw_ratio(*args) if sampled.sum() >= 2 else Estimate(np.nan, np.nan, 0, int(sampled.sum()))
             se, undefined = result.se, 0
             if draws and np.isfinite(result.estimate):
-                se, undefined = bootstrap_se(args, draws=draws, rng=resample.rng_for(seed, f"{model}:{channel}:{metric}"))
+                se, undefined = bootstrap_se(
+                    args, draws=draws, rng=resample.rng_for(seed, f"{model}:{channel}:{metric}")
+                )
             # the answered families that enter the rate (b > 0), and the share of the cohort answered
             # (for CFR and its kin, only initially right sources count: a chance-level model has few, and
             # its degrees of freedom are theirs, not every answered family's)
             counted = int((sampled & (b_use > 0)).sum())
-            ends = (np.nan, np.nan) if metric in DIFFERENCES else score_interval(
-                result.estimate, se, min(result.df, counted - 1), families=counted,
-                sampling_fraction=sampled.sum() / max(len(sampled), 1), conf_level=conf_level)
+            ends = (
+                (np.nan, np.nan)
+                if metric in DIFFERENCES
+                else score_interval(
+                    result.estimate,
+                    se,
+                    min(result.df, counted - 1),
+                    families=counted,
+                    sampling_fraction=sampled.sum() / max(len(sampled), 1),
+                    conf_level=conf_level,
+                )
+            )
             fitted[metric] = (result, se, undefined, ends)
         for metric in metrics:
             result, se, undefined, (low, high) = fitted[metric]
@@ -296,16 +345,34 @@ def estimate_model(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: 
                 parts = [fitted[part] for part in DIFFERENCES[metric]]
                 (first, se1, _, ends1), (second, se2, _, ends2) = parts
                 # from var(RM) = var₁ + var₂ − 2 cov; no spread on a side: taken as uncorrelated
-                correlation = ((se1 ** 2 + se2 ** 2 - se ** 2) / (2 * se1 * se2)
-                               if min(se1, se2) > NEGLIGIBLE else 0.0)
-                low, high = difference_interval(result.estimate, (first.estimate, *ends1),
-                                                (second.estimate, *ends2), correlation) \
-                    if np.isfinite(result.estimate) else (np.nan, np.nan)
+                correlation = (se1**2 + se2**2 - se**2) / (2 * se1 * se2) if min(se1, se2) > NEGLIGIBLE else 0.0
+                low, high = (
+                    difference_interval(
+                        result.estimate, (first.estimate, *ends1), (second.estimate, *ends2), correlation
+                    )
+                    if np.isfinite(result.estimate)
+                    else (np.nan, np.nan)
+                )
             method = METHOD if result.predicted else METHOD_WITHOUT_PREDICTION
             booted = bool(draws) and np.isfinite(result.estimate)
-            rows.append((model, channel, metric, result.estimate, low, high, conf_level, result.n,
-                         f"{method}_bootstrap" if booted else method, draws if booted else 0, undefined, seed,
-                         "wrong", None))
+            rows.append(
+                (
+                    model,
+                    channel,
+                    metric,
+                    result.estimate,
+                    low,
+                    high,
+                    conf_level,
+                    result.n,
+                    f"{method}_bootstrap" if booted else method,
+                    draws if booted else 0,
+                    undefined,
+                    seed,
+                    "wrong",
+                    None,
+                )
+            )
     frame = pl.DataFrame(rows, schema=RESULT_SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None))
     frame = frame.drop("baseline").join(baselines, on=["channel", "metric"], how="left", maintain_order="left")
     return units.percent_columns(frame.select(list(RESULT_SCHEMA)), ("estimate", "conf_low", "conf_high", "baseline"))
@@ -318,8 +385,9 @@ def estimate_model(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: 
 SELECTION_Z = 4.0
 
 
-def selection_check(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: str, complete: list[str],
-                    channels: list[str]) -> tuple[float, float, float] | None:
+def selection_check(
+    outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model: str, complete: list[str], channels: list[str]
+) -> tuple[float, float, float] | None:
     """Are the families the model answered the random draw the estimate assumes? The complete models'
     correctness on them (pooled over channels, conditions and models), weighed as the design weighs
     them, against the same over every family of the channels' cohorts, which is known: (answered,
@@ -336,8 +404,16 @@ def selection_check(outcomes: pl.DataFrame, plan: pl.DataFrame | None, *, model:
     if sampled.sum() < 2 or sampled.all():
         return None
     zeros = np.zeros(len(members))
-    result = aipw_ratio(np.where(sampled, difficulty, 0.0), np.ones(len(members)), sampled, strata_of(plan, members),
-                        zeros, None, zeros, regress=False)
+    result = aipw_ratio(
+        np.where(sampled, difficulty, 0.0),
+        np.ones(len(members)),
+        sampled,
+        strata_of(plan, members),
+        zeros,
+        None,
+        zeros,
+        regress=False,
+    )
     if not result.se > NEGLIGIBLE:
         return None
     cohort = float(difficulty.mean())

@@ -91,7 +91,7 @@ def trusted(result: pl.DataFrame) -> bool:
     return not result.filter(pl.col("check").is_in(["readable", "rows"]) & (pl.col("status") != "ok")).height
 
 
-def rebuild_command(con: duckdb.DuckDBPyConnection | None, result: pl.DataFrame, db: str) -> str:
+def rebuild_command(result: pl.DataFrame, db: str) -> str:
     """The `molp2s load` that rebuilds the database from what it recorded (the files it names must still exist)."""
     benchmark = result.filter(pl.col("check") == "benchmark")["subject"].to_list()
     files = result.filter(pl.col("check") == "file")["subject"].to_list()

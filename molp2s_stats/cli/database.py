@@ -40,7 +40,7 @@ def check_command(
     if not checking.trusted(result):
         files = result.filter(pl.col("check") == "file").height
         how = (
-            checking.rebuild_command(None, result, str(db))
+            checking.rebuild_command(result, str(db))
             if files
             else "molp2s load --benchmark BENCHMARK --responses FILES --db NEW.duckdb (its file list cannot be read)"
         )

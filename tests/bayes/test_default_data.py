@@ -15,7 +15,6 @@ family cluster bootstrap of the raw shares. The tolerance says what "agree" mean
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -24,18 +23,15 @@ from molp2s_stats import simulate, store
 from molp2s_stats.bayes import data as bayes_data
 from molp2s_stats.bayes import fit as bayes_fit
 from molp2s_stats.bayes import posterior
-from molp2s_stats.ingest import load
 from molp2s_stats.stats.metrics import metrics_from_db
 
-from tests.support import DATA
 CHANNELS = ["dipole_norm", "ir"]
 TOLERANCE_PP = 3.0
 
 
 @pytest.fixture(scope="module")
-def both(tmp_path_factory):
-    con = store.connect(tmp_path_factory.mktemp("default") / "data.duckdb")
-    load(con, benchmark=DATA / "benchmark", responses=sorted((DATA / "responses").glob("*.parquet")))
+def both(default_database):
+    con = store.connect(default_database, read_only=True)
     idata = bayes_fit.fit(bayes_data.read_model_data(con, channels=CHANNELS), draws=300, tune=300, chains=2,
                           seed=1, loo=False, budget=0)
     bayes = posterior.quantities(idata, "reliance")

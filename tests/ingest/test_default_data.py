@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -11,7 +10,7 @@ from rdkit.Chem import rdMolDescriptors
 
 from molp2s_stats import chem, simulate, store
 from molp2s_stats.stats import metrics
-from molp2s_stats.ingest import load, read_benchmark
+from molp2s_stats.ingest import read_benchmark
 
 from tests.support import DATA
 PAPER_COHORT = 136
@@ -27,9 +26,8 @@ def tables():
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory):
-    con = store.connect(tmp_path_factory.mktemp("data") / "data.duckdb")
-    load(con, benchmark=DATA / "benchmark", responses=sorted((DATA / "responses").glob("*.parquet")))
+def db(default_database):
+    con = store.connect(default_database, read_only=True)
     yield con
     con.close()
 

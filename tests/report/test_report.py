@@ -13,13 +13,11 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from molp2s_stats import simulate, store
 from molp2s_stats.bayes import provenance
 from molp2s_stats.cli import app
 from molp2s_stats.defaults import REPORTS
 from molp2s_stats.report import render, tables
 
-from tests.support.simulated_benchmark import write_simulated
 from tests.support.html import element_ids
 
 PAGES = ("posterior", "reliance", "stability", "leaderboard", "comparisons", "index", "health", "data")  # render order, slowest first
@@ -159,24 +157,11 @@ def test_cf_split_table_has_a_spanner_per_channel():
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    """All seven pages rendered on 40 families × 2 channels, 3 models, with a short (failing) fit."""
-    from molp2s_stats.bayes import data as bayes_data
-    from molp2s_stats.bayes import fit as bayes_fit
-
-    root = tmp_path_factory.mktemp("report")
-    models = simulate.DEFAULT_MODELS[:3]
-    db, _ = write_simulated(root, families=40, channels=("dipole_norm", "ir"), models=models, seed=4)
-    con = store.connect(db, read_only=True)
-    idata = bayes_fit.fit(bayes_data.read_model_data(con), draws=100, tune=100, chains=2, seed=1, loo=False,
-                          budget=0)
-    provenance.record(idata, con)
-    con.close()
-    fit_file = root / "fit.nc"
-    idata.to_netcdf(str(fit_file))
-    (root / "env.json").write_text(json.dumps({"MOLP2S_DB": str(db), "MOLP2S_FIT": str(fit_file),
-                                               "MOLP2S_BOOTSTRAP": "200", "MOLP2S_SEED": "3"}))
-    out = root / "site"
+def site(tmp_path_factory, small_fit):
+    """All seven pages rendered on the suite's small fit (40 families × 2 channels, 3 models; a short,
+    failing fit)."""
+    db, fit_file = small_fit
+    out = tmp_path_factory.mktemp("report") / "site"
     result = CliRunner().invoke(app, ["report", "--db", str(db), "--fit", str(fit_file), "--out", str(out),
                                       "--engine", "jupyter", "--bootstrap", "200", "--seed", "3"])
     assert result.exit_code == 0, result.output
@@ -234,12 +219,13 @@ def test_pages_hold_what_they_promise(site):
         assert "\\begin" in (site / "tables" / f"{name}.tex").read_text()
 
 
-def test_a_fit_of_other_data_is_flagged_at_the_top_of_the_posterior_page(site, tmp_path):
+def test_a_fit_of_other_data_is_flagged_at_the_top_of_the_posterior_page(site, small_fit, tmp_path):
     """The site's fit, its record changed to a database without the last model: rendered alone,
     the Posterior page opens with the mismatch, naming the model the fit has not seen."""
     import arviz as az
 
-    env = json.loads((site.parent / "env.json").read_text())
+    db, fit_file = small_fit
+    env = {"MOLP2S_DB": str(db), "MOLP2S_FIT": str(fit_file), "MOLP2S_BOOTSTRAP": "200", "MOLP2S_SEED": "3"}
     idata = az.from_netcdf(env["MOLP2S_FIT"])
     record = provenance.recorded(idata)
     idata.posterior.attrs[provenance.ATTRIBUTE] = json.dumps({**record, "models": record["models"][:-1]})

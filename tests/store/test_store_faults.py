@@ -106,14 +106,6 @@ def _counts(db) -> tuple[int, int]:
         con.close()
 
 
-def _full_counts(tmp_path) -> tuple[int, int]:
-    db = tmp_path / "complete.duckdb"
-    process = _load_process(db)
-    process.communicate(timeout=300)
-    assert process.returncode == 0
-    return _counts(db)
-
-
 @pytest.mark.parametrize("after", [0.2, 1.5])
 def test_ctrl_c_stops_a_load_and_leaves_nothing(tmp_path, after):
     db = tmp_path / "interrupted.duckdb"
@@ -132,8 +124,8 @@ def test_ctrl_c_stops_a_load_and_leaves_nothing(tmp_path, after):
     assert not db.exists()  # a database the load was making is not left behind, half made or empty
 
 
-def test_a_load_killed_at_any_point_is_all_or_nothing(tmp_path):
-    full = _full_counts(tmp_path)
+def test_a_load_killed_at_any_point_is_all_or_nothing(tmp_path, default_database):
+    full = _counts(default_database)  # what the whole load makes (the suite's default database)
     for trial, after in enumerate((0.8, 2.0, 3.5, 5.0)):
         db = tmp_path / f"killed-{trial}.duckdb"
         process = _load_process(db)
@@ -224,7 +216,7 @@ def test_a_full_disk_during_a_load_is_a_message_and_leaves_nothing(tmp_path):
     assert not db.exists()  # the database the load was making is not left behind
 
 
-def test_a_reader_during_a_load_is_told_to_wait_and_two_loads_both_land(tmp_path):
+def test_a_reader_during_a_load_is_told_to_wait_and_two_loads_both_land(tmp_path, default_database):
     db = tmp_path / "busy.duckdb"
     first = _load_process(db)
     deadline = time.monotonic() + 60
@@ -238,4 +230,4 @@ def test_a_reader_during_a_load_is_told_to_wait_and_two_loads_both_land(tmp_path
     assert first.returncode == 0 and second.returncode == 0, second_err
     if reader.returncode:  # it came while a load held the file: a message, not a traceback
         assert "another process has the database open" in reader.stderr and "Traceback" not in reader.stderr
-    assert _counts(db) == _full_counts(tmp_path)
+    assert _counts(db) == _counts(default_database)

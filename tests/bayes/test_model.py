@@ -9,17 +9,16 @@ from molp2s_stats import store
 from molp2s_stats.bayes import data as bayes_data
 from molp2s_stats.bayes import density
 from molp2s_stats.bayes import model as bayes_model
-from molp2s_stats.ingest import load
 
-from tests.support.tiny_benchmark import write_benchmark, write_responses
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    root = tmp_path_factory.mktemp("bayes")
-    con = store.connect(root / "db.duckdb")
-    load(con, benchmark=write_benchmark(root / "bench"), responses=write_responses(root / "responses"))
-    return bayes_data.read_model_data(con)
+def tiny(tiny_database):
+    con = store.connect(tiny_database, read_only=True)
+    try:
+        return bayes_data.read_model_data(con)
+    finally:
+        con.close()
 
 
 def test_cells_pool_cf_tasks_and_cover_the_cohort(tiny):

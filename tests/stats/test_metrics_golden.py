@@ -20,9 +20,7 @@ import pytest
 
 from molp2s_stats.stats import compare, metrics
 from molp2s_stats import store
-from molp2s_stats.ingest import load
 
-from tests.support.tiny_benchmark import write_benchmark, write_responses
 
 GOLDEN = {
     # m1
@@ -52,12 +50,8 @@ N = {m: {"m1": 2, "m2": 2} for m in ("cfr", "persist", "other")}  # families wit
 
 
 @pytest.fixture(scope="module")
-def tiny_db(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tiny")
-    bench = write_benchmark(root / "bench")
-    files = write_responses(root / "responses")
-    con = store.connect(root / "tiny.duckdb")
-    load(con, benchmark=bench, responses=files)
+def tiny_db(tiny_database):
+    con = store.connect(tiny_database, read_only=True)
     yield con
     con.close()
 

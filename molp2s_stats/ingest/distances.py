@@ -65,6 +65,15 @@ def _array(raw: object, what: str) -> np.ndarray:
         raise PropertyValueError(f"{what}: expected a list of numbers, got {_type_name(raw)}")
     if len(raw) == 0:
         raise PropertyValueError(f"{what}: empty list")
+    # Plain JSON numbers (the common case) convert in one step; anything else, or a number that
+    # is not finite, goes element by element so the error names the first bad one.
+    if all(type(x) is float or type(x) is int for x in raw):
+        try:
+            values = np.array(raw, dtype=float)
+        except OverflowError:  # an integer beyond float range: said below
+            values = None
+        if values is not None and np.isfinite(values).all():
+            return values
     return np.array([_number(x, f"{what}[{i}]") for i, x in enumerate(raw)], dtype=float)
 
 

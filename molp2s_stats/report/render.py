@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -292,6 +293,32 @@ def _quarto_ids(body: str, labels: dict[str, str]) -> str:
     return _CELL_ID.sub(lambda m: f' id="{html.escape(labels[m.group(1)])}"' if m.group(1) in labels else "", body)
 
 
+def _fresh_page_cell(folder: Path) -> nbformat.NotebookNode:
+    """The cell run before each page's own on a kernel that may have run another page: the
+    namespace emptied (``%reset -f``: no variable of the last page is left, the imported modules
+    are), the working folder the page's own, and warnings that were shown once shown again
+    (``warnings``' registries stale). It defines no name, and its output is never on a page."""
+    return nbformat.v4.new_code_cell(
+        "get_ipython().run_line_magic('reset', '-f')\n"
+        f"__import__('os').chdir({str(folder)!r})\n"
+        "getattr(__import__('warnings'), '_filters_mutated', lambda: None)()"
+    )
+
+
+def _stop_kernel(kernel) -> None:
+    """Shut a worker's kernel down (nbclient's own clean-up, for a kernel it does not own)."""
+    from jupyter_core.utils import ensure_async, run_sync
+
+    async def stop() -> None:
+        try:
+            if await ensure_async(kernel.is_alive()):
+                await ensure_async(kernel.shutdown_kernel(now=False))
+        finally:
+            await ensure_async(kernel.cleanup_resources())
+
+    run_sync(stop)()
+
+
 def render_with_jupyter(
     project: Path,
     out: Path,
@@ -306,13 +333,17 @@ def render_with_jupyter(
 
     The pages are ``project.render``'s; each runs with the options Quarto would give it (the
     project's and the page's ``execute``, each cell's own), in the project folder, on this
-    Python. ``workers`` pages at a time (default: one per CPU core, at most two).
+    Python. ``workers`` pages at a time (default: one per CPU core, at most two), each worker
+    with one kernel for all of its pages: a page starts on an empty namespace in its own folder
+    (``_fresh_page_cell``), but finds the modules the worker's earlier pages imported (and
+    ``report.context``'s caches, which are kept per path) where a fresh kernel would import
+    them again. The kernels are shut down with the render.
     """
+    from jupyter_client import AsyncKernelManager
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
     from nbconvert import HTMLExporter
     from nbconvert.preprocessors import TagRemovePreprocessor
-    from traitlets.config import Config
 
     config, all_pages = read_project(project)
     chosen = [p for p in all_pages if pages is None or p.source in pages]
@@ -336,30 +367,31 @@ def render_with_jupyter(
     out.mkdir(parents=True, exist_ok=True)
     run_pre_render(project, config, env, [page.source for page in chosen], log=log)
 
-    def render_page(page: Page, sockets: Path) -> Path:
+    def render_page(page: Page, kernel) -> Path:
         started = time.perf_counter()
         notebook = read_qmd(project / page.source, execute=config.get("execute"))
         code = [c for c in notebook.cells if c.cell_type == "code"]
-        # `eval: false` cells are shown (if echoed) but not run: the kernel sees only the others
+        folder = (project / page.source).parent
+        # `eval: false` cells are shown (if echoed) but not run: the kernel sees only the others,
+        # after the cell that gives it a fresh namespace in the page's folder
         runnable = nbformat.v4.new_notebook(
-            cells=[c for c in code if c.metadata["molp2s"]["eval"]], metadata=notebook.metadata
+            cells=[_fresh_page_cell(folder.resolve())] + [c for c in code if c.metadata["molp2s"]["eval"]],
+            metadata=notebook.metadata,
+        )
+        client = NotebookClient(
+            runnable,
+            km=kernel,  # the worker's: nbclient starts it for the worker's first page and leaves it running
+            timeout=timeout,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(folder)}},
         )
         try:
-            # IPC sockets, not TCP: the kernel is local, and ipykernel warns about plain TCP. The
-            # socket path is absolute: the kernel runs in the page's folder (as under Quarto), not in ours.
-            # nbclient keeps owning the kernel manager (so it shuts the kernel down after the page)
-            kernel_config = Config()
-            kernel_config.KernelManager.transport = "ipc"
-            kernel_config.KernelManager.ip = str(sockets / "kernel")
-            NotebookClient(
-                runnable,
-                config=kernel_config,
-                timeout=timeout,
-                kernel_name="python3",
-                resources={"metadata": {"path": str((project / page.source).parent)}},
-            ).execute()
+            client.execute()
         except CellExecutionError as exc:
             raise RenderError(f"{project / page.source}: a cell failed: {exc.ename}: {exc.evalue}") from exc
+        finally:
+            if client.kc is not None:
+                client.kc.stop_channels()
         labels = {}
         for cell in code:
             if not cell.metadata["molp2s"]["warning"]:  # Quarto's `warning: false`: stderr text stays out of the page
@@ -374,15 +406,50 @@ def render_with_jupyter(
         log(f"rendered {page.source} → {target} ({time.perf_counter() - started:.0f} s)")
         return target
 
-    # Pages run side by side, one kernel each (they only read the database and the fit):
+    # Pages run side by side, one kernel per worker (they only read the database and the fit):
     # most of a page's time is one core's Python, so two at a time on two cores took the
-    # default site's pages from 91 s to 45–50 s (`make report`).
+    # default site's pages from 91 s to 45–50 s (`make report`). Each worker takes the next page
+    # in project.render's order when it is done with one (slowest first) and runs it on its
+    # kernel: of a small site's page, the kernel's start and the imports (SciPy, Altair,
+    # great-tables, ArviZ) and Vega's first chart were most of the time, paid once per worker now.
+    results: dict[int, Path] = {}
+    errors: dict[int, BaseException] = {}
+    pending = iter(enumerate(chosen))
+    taking = threading.Lock()
+
+    def work(sockets: Path) -> None:
+        kernel = None
+        try:
+            while True:
+                with taking:
+                    index, page = next(pending, (None, None))
+                if page is None:
+                    return
+                if kernel is None:
+                    # IPC sockets, not TCP: the kernel is local, and ipykernel warns about plain TCP. The
+                    # socket path is absolute: the kernel runs in the page's folder (as under Quarto), not in ours.
+                    kernel = AsyncKernelManager(kernel_name="python3", transport="ipc", ip=str(sockets / "kernel"))
+                try:
+                    results[index] = render_page(page, kernel)
+                except BaseException as exc:  # raised once every page has had its turn, as a pool's map would
+                    errors[index] = exc
+                    if not isinstance(exc, RenderError):  # a dead or timed-out kernel: the next page gets a new one
+                        _stop_kernel(kernel)
+                        kernel = None
+        finally:
+            if kernel is not None:
+                _stop_kernel(kernel)
+
     with environment(env), tempfile.TemporaryDirectory(prefix="molp2s-kernel-") as socket_folder:
-        folders = [Path(socket_folder) / str(i) for i in range(len(chosen))]
+        count = max(1, min(workers, len(chosen)))
+        folders = [Path(socket_folder) / str(i) for i in range(count)]
         for folder in folders:
             folder.mkdir()
-        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(chosen)))) as pool:
-            return list(pool.map(render_page, chosen, folders))
+        with ThreadPoolExecutor(max_workers=count) as pool:
+            list(pool.map(work, folders))
+    if errors:
+        raise errors[min(errors)]
+    return [results[index] for index in range(len(chosen))]
 
 
 def run_pre_render(project: Path, config: dict, env: dict[str, str], pages: list[str], *, log=print) -> None:

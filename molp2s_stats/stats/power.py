@@ -76,7 +76,10 @@ def contrast_variance(
             raise ValueError("give icc or covariance")
         covariance = icc * np.outer(sd, sd)
         np.fill_diagonal(covariance, sd**2)
-    variance = float(weights @ covariance @ weights)
+    # w'Σw summed term by term, correctly rounded (math.fsum): BLAS's small dot products round
+    # differently with the arrays' alignment in memory, so the same call gave either of two
+    # last digits depending on what the process had allocated before (a report page's kernel)
+    variance = math.fsum((np.outer(weights, weights) * covariance).ravel().tolist())
     independent = float((weights**2 * sd**2).sum())
     return variance, (variance / independent if independent > 0 else float("nan"))
 

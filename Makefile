@@ -39,7 +39,11 @@ chromium:
 # One worker a core (at most 4), each taking whole test files, so that a module's fixture (a
 # fit, a loaded database) is built once: much of the suite waits on subprocesses and I/O.
 # No test compares wall times (those are benchmarks/ scripts), so nothing runs apart.
+# ruff first (lint, then the formatter's check; settings in pyproject.toml): seconds, and a
+# formatting slip fails before the 10-minute run rather than after it.
 test: $(STAMP) chromium
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile
 
 # Each script's printout is saved in benchmarks/results/ with the command, date and machine beside it

@@ -77,14 +77,15 @@ def small_fit(tmp_path_factory) -> tuple[Path, Path]:
         from molp2s_stats.bayes import data as bayes_data
         from molp2s_stats.bayes import fit as bayes_fit
         from molp2s_stats.bayes import provenance
-
         from tests.support.simulated_benchmark import write_simulated
 
-        db, _ = write_simulated(folder, families=40, channels=("dipole_norm", "ir"),
-                                models=simulate.DEFAULT_MODELS[:3], seed=4)
+        db, _ = write_simulated(
+            folder, families=40, channels=("dipole_norm", "ir"), models=simulate.DEFAULT_MODELS[:3], seed=4
+        )
         con = store.connect(db, read_only=True)
-        idata = bayes_fit.fit(bayes_data.read_model_data(con), draws=100, tune=100, chains=2, seed=1, loo=False,
-                              budget=0)
+        idata = bayes_fit.fit(
+            bayes_data.read_model_data(con), draws=100, tune=100, chains=2, seed=1, loo=False, budget=0
+        )
         provenance.record(idata, con)
         con.close()
         idata.to_netcdf(str(folder / "fit.nc"))

@@ -6,9 +6,8 @@ import arviz as az
 import numpy as np
 import pytest
 
-from molp2s_stats.bayes import attempts
+from molp2s_stats.bayes import attempts, health, sampler
 from molp2s_stats.bayes import fit as bayes_fit
-from molp2s_stats.bayes import health, sampler
 from molp2s_stats.bayes.synthetic import Shape, simulate_cells
 from molp2s_stats.glossary import check_columns
 
@@ -26,42 +25,50 @@ def test_divergences_restart_with_smaller_steps_then_the_low_rank_mass_matrix():
     action, settings, pool = attempts.next_attempt(HEALTHY, SETTINGS, chains_kept=4, diverged=3)
     assert (settings["target_accept"], settings["tune"], pool) == (0.9, 500, False)
     assert action.startswith("divergences")
-    _, settings, _ = attempts.next_attempt(HEALTHY, {**SETTINGS, "target_accept": 0.99, "tune": 1000},
-                                           chains_kept=4, diverged=1)
+    _, settings, _ = attempts.next_attempt(
+        HEALTHY, {**SETTINGS, "target_accept": 0.99, "tune": 1000}, chains_kept=4, diverged=1
+    )
     assert settings["low_rank"] is True and settings["target_accept"] == 0.99
-    assert attempts.next_attempt(HEALTHY, {**SETTINGS, "target_accept": 0.99, "low_rank": True},
-                                 chains_kept=4, diverged=1) is None
+    assert (
+        attempts.next_attempt(HEALTHY, {**SETTINGS, "target_accept": 0.99, "low_rank": True}, chains_kept=4, diverged=1)
+        is None
+    )
 
 
 def test_too_few_effective_draws_add_chains_sized_from_the_ess():
     # slowest ESS 200 over 4 chains: 1.25 × 400 / 200 = 2.5 times the draws, so 4 × 1.5 = 6 more
     # chains (a multiple of the 2 cores), pooled with the first 4
-    action, settings, pool = attempts.next_attempt({**HEALTHY, "ess_tail_min": 200.0}, SETTINGS, chains_kept=4,
-                                                   diverged=0)
+    action, settings, pool = attempts.next_attempt(
+        {**HEALTHY, "ess_tail_min": 200.0}, SETTINGS, chains_kept=4, diverged=0
+    )
     assert (settings["chains"], pool) == (6, True) and settings["target_accept"] == 0.8
     assert action == "more chains (6): ESS 200"
     # ESS 120 over 4 chains of 1,200 draws: 30 effective draws a chain is too few to pool; the chains
     # are made 500 / 120 = 4.17 times longer instead (5,000 draws), not pooled
-    action, settings, pool = attempts.next_attempt({**HEALTHY, "ess_bulk_min": 120.0}, SETTINGS, chains_kept=4,
-                                                   diverged=0)
+    action, settings, pool = attempts.next_attempt(
+        {**HEALTHY, "ess_bulk_min": 120.0}, SETTINGS, chains_kept=4, diverged=0
+    )
     assert (settings["chains"], settings["draws"], pool) == (4, 5000, False)
     assert action == "longer chains: ESS 120 over 4 chains"
     # ESS 450 of 8 chains: 500 / 450 = 1.11, 8 × 0.11 = 0.9 → 1, rounded up to 2
-    assert attempts.next_attempt({**HEALTHY, "ess_bulk_min": 450.0}, SETTINGS, chains_kept=8, diverged=0)[1]["chains"] == 2
+    assert (
+        attempts.next_attempt({**HEALTHY, "ess_bulk_min": 450.0}, SETTINGS, chains_kept=8, diverged=0)[1]["chains"] == 2
+    )
     # enough ESS but R-hat 1.02: at least double the chains, pooled
-    action, settings, pool = attempts.next_attempt({**HEALTHY, "r_hat_max": 1.02}, SETTINGS, chains_kept=4,
-                                                   diverged=0)
+    action, settings, pool = attempts.next_attempt({**HEALTHY, "r_hat_max": 1.02}, SETTINGS, chains_kept=4, diverged=0)
     assert (action, settings["chains"], pool) == ("more chains (4): R-hat 1.020", 4, True)
     # still high after that: the chains were too short; start again with twice the warm-up and draws
-    action, settings, pool = attempts.next_attempt({**HEALTHY, "r_hat_max": 1.02}, settings, chains_kept=8,
-                                                   diverged=0, previous=action, first_chains=4)
+    action, settings, pool = attempts.next_attempt(
+        {**HEALTHY, "r_hat_max": 1.02}, settings, chains_kept=8, diverged=0, previous=action, first_chains=4
+    )
     assert (settings["chains"], settings["tune"], settings["draws"], pool) == (4, 600, 2400, False)
     assert action == "R-hat still high: longer chains"
 
 
 def _posterior(chains, draws, value):
-    return az.from_dict(posterior={"x": np.full((chains, draws), value)},
-                        sample_stats={"diverging": np.zeros((chains, draws), bool)})
+    return az.from_dict(
+        posterior={"x": np.full((chains, draws), value)}, sample_stats={"diverging": np.zeros((chains, draws), bool)}
+    )
 
 
 def test_pooled_chains_are_renumbered():
@@ -122,15 +129,33 @@ def test_a_fit_keeps_the_attempt_that_passed_over_an_earlier_one_with_more_effec
     # ESS 1,159; a fresh start with longer chains passed, with ESS 476. The fit saved the second
     # attempt's draws, which had the most effective draws, and so reported a failure.
     def row(r_hat, bulk, tail, passed):
-        return {"r_hat_max": r_hat, "ess_bulk_min": bulk, "ess_bulk_min_parameter": "family_channel_sd",
-                "ess_tail_min": tail, "divergences": 0, "bfmi_min": 0.8, "passed": passed}
+        return {
+            "r_hat_max": r_hat,
+            "ess_bulk_min": bulk,
+            "ess_bulk_min_parameter": "family_channel_sd",
+            "ess_tail_min": tail,
+            "divergences": 0,
+            "bfmi_min": 0.8,
+            "passed": passed,
+        }
 
-    first, pooled, fresh = row(1.0128, 599.4, 1046.6, False), row(1.0107, 1159.2, 2048.2, False), \
-        row(1.0059, 475.9, 1067.8, True)
+    first, pooled, fresh = (
+        row(1.0128, 599.4, 1046.6, False),
+        row(1.0107, 1159.2, 2048.2, False),
+        row(1.0059, 475.9, 1067.8, True),
+    )
     # each attempt's draws are its number, so the saved draws say which attempt they came from
-    monkeypatch.setattr(bayes_fit, "sample_until_passed", lambda data, *, attempt, chains, **_: (
-        _posterior(chains, 10, float(attempt)), first if attempt == 1 else fresh))
-    monkeypatch.setattr(bayes_fit, "sample", lambda data, *, attempt, chains, **_: _posterior(chains, 10, float(attempt)))
+    monkeypatch.setattr(
+        bayes_fit,
+        "sample_until_passed",
+        lambda data, *, attempt, chains, **_: (
+            _posterior(chains, 10, float(attempt)),
+            first if attempt == 1 else fresh,
+        ),
+    )
+    monkeypatch.setattr(
+        bayes_fit, "sample", lambda data, *, attempt, chains, **_: _posterior(chains, 10, float(attempt))
+    )
     monkeypatch.setattr(health, "gate", lambda idata, *_: pooled)  # read only on the pooled chains
     idata = bayes_fit.fit(tiny_data, seed=6, budget=600)
     table = health.attempts(idata)
@@ -141,6 +166,7 @@ def test_a_fit_keeps_the_attempt_that_passed_over_an_earlier_one_with_more_effec
 
 
 # --- sampling until the gate passes (the default: no --draws) --------------------------------------
+
 
 def test_the_next_reading_is_sized_from_the_slowest_ess():
     # ESS 300 at 400 draws a chain: 440 / 300 = 1.467, × 1.05 = 1.54, × 400 = 616 → 650 (a multiple of 50)
@@ -180,7 +206,7 @@ class _Background:
         ahead = min(self.drawn + 1, self.total)
         post = self.trace.posterior.isel(draw=slice(0, ahead)).copy(deep=True)
         if ahead > self.drawn:
-            post["condition_mean"][0, self.drawn:] = np.nan
+            post["condition_mean"][0, self.drawn :] = np.nan
         return az.InferenceData(posterior=post, sample_stats=self.trace.sample_stats.isel(draw=slice(0, ahead)))
 
     def wait(self, timeout=None):
@@ -211,13 +237,15 @@ def long_trace(tiny_data):
 
 
 @pytest.mark.parametrize("pace", [37, 160, 5000])
-def test_sampling_stops_at_the_first_reading_that_passes_however_fast_the_chains_run(long_trace, tiny_data,
-                                                                                    monkeypatch, pace):
+def test_sampling_stops_at_the_first_reading_that_passes_however_fast_the_chains_run(
+    long_trace, tiny_data, monkeypatch, pace
+):
     import nutpie
 
     backgrounds = []
-    monkeypatch.setattr(nutpie, "sample", lambda *a, **k: backgrounds.append(_Background(long_trace, pace))
-                        or backgrounds[-1])
+    monkeypatch.setattr(
+        nutpie, "sample", lambda *a, **k: backgrounds.append(_Background(long_trace, pace)) or backgrounds[-1]
+    )
     kept, row = sampler.sample_until_passed(tiny_data, max_draws=1500, tune=300, chains=4, seed=9)
     drawn = kept.posterior.sizes["draw"]
     # read on the first 400 draws of each chain, then as many more as the ESS asked for
@@ -230,8 +258,9 @@ def test_sampling_stops_at_the_first_reading_that_passes_however_fast_the_chains
     assert sampler.MIN_DRAWS < drawn == expected < 1500 and row == health.gate(kept) == reading
     assert row["passed"] and min(row["ess_bulk_min"], row["ess_tail_min"]) >= 440
     # the kept draws are the first ones of every chain, none padded
-    np.testing.assert_array_equal(kept.posterior["condition_mean"].values,
-                                  long_trace.posterior["condition_mean"].values[:, :drawn])
+    np.testing.assert_array_equal(
+        kept.posterior["condition_mean"].values, long_trace.posterior["condition_mean"].values[:, :drawn]
+    )
     # chains still running are stopped; at a pace of 5,000 they had finished before the first look
     assert backgrounds[0].cancelled == (backgrounds[0].drawn < 1500) == (pace < 5000)
 
@@ -242,8 +271,9 @@ def test_a_divergence_ends_the_run_at_the_first_look_that_sees_it(long_trace, ti
     diverged = long_trace.copy()
     diverged.sample_stats["diverging"][1, 100] = True  # chain 1 runs a draw ahead: not among the first look's 100
     backgrounds = []
-    monkeypatch.setattr(nutpie, "sample", lambda *a, **k: backgrounds.append(_Background(diverged, 100))
-                        or backgrounds[-1])
+    monkeypatch.setattr(
+        nutpie, "sample", lambda *a, **k: backgrounds.append(_Background(diverged, 100)) or backgrounds[-1]
+    )
     kept, row = sampler.sample_until_passed(tiny_data, max_draws=1500, tune=300, chains=4, seed=9)
     # 100 draws a look: the first look sees 100 common draws (the divergence, at chain 1's 101st, beyond them), the
     # second 200 with it; the run stops there, keeping the draws up to it, not at its first gate reading (400)

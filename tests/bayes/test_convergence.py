@@ -32,9 +32,11 @@ def test_rhat_and_ess_equal_arviz(seed):
     x = _chains(seed)
     ours = {"rhat": convergence.rhat(x), "bulk": convergence.ess_bulk(x), "tail": convergence.ess_tail(x)}
     with np.errstate(divide="ignore", invalid="ignore"):
-        theirs = {"rhat": np.array([az.rhat(a, method="rank") for a in x]),
-                  "bulk": np.array([az.ess(a, method="bulk") for a in x]),
-                  "tail": np.array([az.ess(a, method="tail") for a in x])}
+        theirs = {
+            "rhat": np.array([az.rhat(a, method="rank") for a in x]),
+            "bulk": np.array([az.ess(a, method="bulk") for a in x]),
+            "tail": np.array([az.ess(a, method="tail") for a in x]),
+        }
     for name in ours:
         np.testing.assert_allclose(ours[name], theirs[name], rtol=1e-8, equal_nan=True, err_msg=name)
     # the shared computation gives the same three figures
@@ -68,12 +70,15 @@ def test_short_and_single_chains_as_arviz_has_them(chains, draws):
     # one chain: no R-hat (NaN); fewer than 4 draws: NaN; 4–9 draws: one autocorrelation pair
     x = _chains(4, parameters=6, chains=chains, draws=draws)
     with np.errstate(divide="ignore", invalid="ignore"):
-        np.testing.assert_allclose(convergence.rhat(x), [az.rhat(a, method="rank") for a in x], rtol=1e-8,
-                                   equal_nan=True)
-        np.testing.assert_allclose(convergence.ess_bulk(x), [az.ess(a, method="bulk") for a in x], rtol=1e-8,
-                                   equal_nan=True)
-        np.testing.assert_allclose(convergence.ess_tail(x), [az.ess(a, method="tail") for a in x], rtol=1e-8,
-                                   equal_nan=True)
+        np.testing.assert_allclose(
+            convergence.rhat(x), [az.rhat(a, method="rank") for a in x], rtol=1e-8, equal_nan=True
+        )
+        np.testing.assert_allclose(
+            convergence.ess_bulk(x), [az.ess(a, method="bulk") for a in x], rtol=1e-8, equal_nan=True
+        )
+        np.testing.assert_allclose(
+            convergence.ess_tail(x), [az.ess(a, method="tail") for a in x], rtol=1e-8, equal_nan=True
+        )
 
 
 def test_a_nan_draw_gives_nan():

@@ -15,7 +15,6 @@ family cluster bootstrap of the raw shares. The tolerance says what "agree" mean
 
 from __future__ import annotations
 
-
 import polars as pl
 import pytest
 
@@ -32,8 +31,9 @@ TOLERANCE_PP = 3.0
 @pytest.fixture(scope="module")
 def both(default_database):
     con = store.connect(default_database, read_only=True)
-    idata = bayes_fit.fit(bayes_data.read_model_data(con, channels=CHANNELS), draws=300, tune=300, chains=2,
-                          seed=1, loo=False, budget=0)
+    idata = bayes_fit.fit(
+        bayes_data.read_model_data(con, channels=CHANNELS), draws=300, tune=300, chains=2, seed=1, loo=False, budget=0
+    )
     bayes = posterior.quantities(idata, "reliance")
     boot = metrics_from_db(con, metrics=("reliance_margin",), channels=CHANNELS, draws=1000, seed=1)
     con.close()

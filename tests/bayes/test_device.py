@@ -57,9 +57,8 @@ def test_fit_on_a_missing_gpu_says_so(tmp_path):
         pytest.skip("this machine has a GPU JAX can use")
     except RuntimeError:
         pass
-    from tests.support.simulated_benchmark import write_simulated
-
     from molp2s_stats import simulate
+    from tests.support.simulated_benchmark import write_simulated
 
     db, _ = write_simulated(tmp_path, families=12, channels=("gap",), models=simulate.DEFAULT_MODELS[:2], seed=3)
     result = CliRunner().invoke(app, ["fit", "--db", str(db), "--device", "gpu", "--out", str(tmp_path / "f.nc")])

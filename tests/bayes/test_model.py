@@ -11,7 +11,6 @@ from molp2s_stats.bayes import density
 from molp2s_stats.bayes import model as bayes_model
 
 
-
 @pytest.fixture(scope="module")
 def tiny(tiny_database):
     con = store.connect(tiny_database, read_only=True)
@@ -49,14 +48,16 @@ def test_model_builds_with_finite_log_density(tiny, family_effects):
 
 # ---------------------------------------------------------------- a small real fit
 
+
 def _small_simulated_db(root):
     """40 families × 2 channels, 2 simulated models: one relies on the properties, one does not."""
     from molp2s_stats import simulate
-
     from tests.support.simulated_benchmark import write_simulated
 
-    models = (simulate.SimulatedModel("sim-relies", 0.0, {"*": 2.5}, {"*": 0.7}, invalid=0.0, raw_text_share=0.0),
-              simulate.SimulatedModel("sim-ignores", 0.0, {"*": 0.0}, {"*": 0.05}, invalid=0.0, raw_text_share=0.0))
+    models = (
+        simulate.SimulatedModel("sim-relies", 0.0, {"*": 2.5}, {"*": 0.7}, invalid=0.0, raw_text_share=0.0),
+        simulate.SimulatedModel("sim-ignores", 0.0, {"*": 0.0}, {"*": 0.05}, invalid=0.0, raw_text_share=0.0),
+    )
     return write_simulated(root, families=40, channels=("dipole_norm", "gap"), models=models, seed=5)
 
 
@@ -69,7 +70,9 @@ def small_fit(tmp_path_factory):
     con = store.connect(db, read_only=True)
     data = bayes_data.read_model_data(con)
     con.close()
-    idata = bayes_fit.fit(data, draws=250, tune=250, chains=2, seed=3, loo=True, budget=0)  # one attempt: made to miss the gate
+    idata = bayes_fit.fit(
+        data, draws=250, tune=250, chains=2, seed=3, loo=True, budget=0
+    )  # one attempt: made to miss the gate
     path = root / "fit.nc"
     idata.to_netcdf(str(path))
     return idata, truth, path, db
@@ -104,16 +107,18 @@ def test_posterior_separates_a_reliant_model_from_an_ignoring_one(small_fit):
     by = {(r["model"], r["channel"]): r for r in reliance.iter_rows(named=True)}
     for channel in ("dipole_norm", "gap"):
         strong, none = by[("sim-relies", channel)], by[("sim-ignores", channel)]
-        true_strong = truth.filter((pl.col("model") == "sim-relies") & (pl.col("channel") == channel)
-                                   & (pl.col("quantity") == "reliance"))["value"][0]
+        true_strong = truth.filter(
+            (pl.col("model") == "sim-relies") & (pl.col("channel") == channel) & (pl.col("quantity") == "reliance")
+        )["value"][0]
         assert strong["conf_low"] > none["conf_high"] - 10  # clearly apart, given 40 families
         assert strong["conf_low"] <= true_strong <= strong["conf_high"] + 5
     contrasts = posterior.contrasts(idata)
     p = contrasts.filter((pl.col("model_a") == "sim-relies") & (pl.col("model_b") == "sim-ignores"))
     assert (p["probability"] > 0.95).all()
     ranks = posterior.ranks(idata)
-    assert ranks.group_by("model", "channel").agg(pl.col("probability").sum())["probability"].to_list() == \
-        pytest.approx([1.0] * 4)
+    assert ranks.group_by("model", "channel").agg(pl.col("probability").sum())[
+        "probability"
+    ].to_list() == pytest.approx([1.0] * 4)
 
 
 def test_health_gate_reports_loo_and_fails_loudly(small_fit):
@@ -128,8 +133,14 @@ def test_health_gate_reports_loo_and_fails_loudly(small_fit):
     assert "HEALTH GATE" in health.failure_message(row)
     assert health.failure_message({**row, "passed": True}) is None
     # the tail ESS is part of the gate: enough bulk ESS does not hide too few tail draws
-    tail_only = {**row, "passed": False, "r_hat_max": 1.0, "ess_bulk_min": 900.0, "ess_tail_min": 350.0,
-                 "divergences": 0}
+    tail_only = {
+        **row,
+        "passed": False,
+        "r_hat_max": 1.0,
+        "ess_bulk_min": 900.0,
+        "ess_tail_min": 350.0,
+        "divergences": 0,
+    }
     assert health.failure_message(tail_only).startswith("THE FIT FAILED ITS HEALTH GATE: min tail ESS 350 < 400. ")
 
 
@@ -170,16 +181,52 @@ def test_fit_and_posterior_commands(small_fit, tmp_path):
         result = runner.invoke(app, ["posterior", str(path), "--what", what, "--format", "csv"])
         assert result.exit_code == 0, (what, result.output)
         check_columns(pl.read_csv(result.stdout.encode()).columns)
-    result = runner.invoke(app, ["fit", "--db", str(db), "--draws", "50", "--tune", "50", "--chains", "2", "--budget", "0",
-                                 "--no-loo", "--out", str(tmp_path / "quick.nc")])
+    result = runner.invoke(
+        app,
+        [
+            "fit",
+            "--db",
+            str(db),
+            "--draws",
+            "50",
+            "--tune",
+            "50",
+            "--chains",
+            "2",
+            "--budget",
+            "0",
+            "--no-loo",
+            "--out",
+            str(tmp_path / "quick.nc"),
+        ],
+    )
     assert result.exit_code == 3  # unconverged: non-zero unless --allow-unconverged
     assert (tmp_path / "quick.nc").exists()
     # before sampling: the size and the estimate; after: what the budget did not leave time for
     assert "binomial cells," in result.output and " parameters; a leapfrog step takes " in result.output
     assert "The next attempt (" in result.output and "would have taken about" in result.output
     # a warm start from a saved fit of the same cells says what it saved
-    result = runner.invoke(app, ["fit", "--db", str(db), "--draws", "50", "--tune", "50", "--chains", "2", "--budget", "0",
-                                 "--warm-start", str(path), "--out", str(tmp_path / "warm.nc"), "--allow-unconverged"])
+    result = runner.invoke(
+        app,
+        [
+            "fit",
+            "--db",
+            str(db),
+            "--draws",
+            "50",
+            "--tune",
+            "50",
+            "--chains",
+            "2",
+            "--budget",
+            "0",
+            "--warm-start",
+            str(path),
+            "--out",
+            str(tmp_path / "warm.nc"),
+            "--allow-unconverged",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "warm start: the fit took " in result.output and " s saved" in result.output
     result = runner.invoke(app, ["fit", "--db", str(db), "--warm-start", str(tmp_path / "missing.nc")])
@@ -190,8 +237,14 @@ def _grid(successes, trials):
     """One model × one condition × channels × one family."""
     s = np.array(successes, dtype=np.int64).reshape(1, 1, -1, 1)
     t = np.array(trials, dtype=np.int64).reshape(1, 1, -1, 1)
-    return bayes_model.Grid(s, t, np.zeros((1, 1), np.int64), np.zeros((1, 1), np.int64), np.arange(len(successes)),
-                            np.zeros(len(successes), np.int64))
+    return bayes_model.Grid(
+        s,
+        t,
+        np.zeros((1, 1), np.int64),
+        np.zeros((1, 1), np.int64),
+        np.arange(len(successes)),
+        np.zeros(len(successes), np.int64),
+    )
 
 
 def test_centredness_follows_spread_against_noise():
@@ -212,6 +265,7 @@ def test_centredness_follows_spread_against_noise():
 
 
 # ---------------------------------------------------------------- the JAX density nutpie samples
+
 
 def _pymc_point(model, point):
     """The PyMC model's value variables for a point of the JAX density, and the log-Jacobian between them.
@@ -258,8 +312,9 @@ def _family_lam(kind: str, pairs: int):
 
 @pytest.mark.parametrize("layout", ["grid", "pairs"])
 @pytest.mark.parametrize("family_effects, family_kind", [(True, "signed"), (True, "centred"), (False, "signed")])
-def test_jax_density_equals_the_pymc_model_up_to_a_constant(two_channels, family_effects, family_kind, layout,
-                                                            monkeypatch):
+def test_jax_density_equals_the_pymc_model_up_to_a_constant(
+    two_channels, family_effects, family_kind, layout, monkeypatch
+):
     """The density nutpie samples against PyMC's, at random points, both signed and log-scale spreads.
 
     λ is set by hand so that every branch is taken: one model × condition's channel effects
@@ -312,8 +367,11 @@ def test_a_mirrored_point_has_the_same_density_and_draws(two_channels, family_ki
     for spread, deviation in density.DEVIATIONS.items():  # mirror every signed spread and its deviations
         mask = np.asarray(model.signed[spread])
         mirrored[spread] = np.where(mask, -mirrored[spread], mirrored[spread])
-        mirrored[deviation] = np.where(mask.reshape(mask.shape + (1,) * (mirrored[deviation].ndim - mask.ndim)),
-                                       -mirrored[deviation], mirrored[deviation])
+        mirrored[deviation] = np.where(
+            mask.reshape(mask.shape + (1,) * (mirrored[deviation].ndim - mask.ndim)),
+            -mirrored[deviation],
+            mirrored[deviation],
+        )
     y = np.concatenate([mirrored[name].ravel() for name in model.free_shapes])
     evaluate = density.log_density_function(model)
     assert evaluate(y)[0] == pytest.approx(evaluate(x)[0], rel=1e-6)
@@ -338,7 +396,10 @@ def test_centring_pairs_on_their_family_moves_the_coordinates_not_the_density(tw
     unshifted = density.density(two_channels)
     assert shifted.pair_shift.any() and not unshifted.pair_shift.any()
     rng = np.random.default_rng(4)
-    evaluate_shifted, evaluate_unshifted = density.log_density_function(shifted), density.log_density_function(unshifted)
+    evaluate_shifted, evaluate_unshifted = (
+        density.log_density_function(shifted),
+        density.log_density_function(unshifted),
+    )
     for seed in range(3):
         x = density.initial_point(shifted, seed) + rng.normal(0, 0.4, shifted.ndim)
         reported = shifted.reported(x)

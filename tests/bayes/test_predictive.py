@@ -18,12 +18,23 @@ def _hand_cells() -> predictive.Cells:
     """1 model, 1 channel, families F1 and F2; source, shuffled, cf (2 tasks) and P0 per family."""
     # rows: F1 source, shuffled, cf; F2 source, shuffled, cf (condition indices 0, 1, 2)
     return predictive.Cells(
-        models=["m"], channels=["c"], families=["F1", "F2"], n_pairs=2, n_candidates=4.0,
-        successes=np.array([1, 0, 2, 0, 0, 1]), trials=np.array([1, 1, 2, 1, 1, 2]),
-        model=np.zeros(6, int), condition=np.array([0, 1, 2, 0, 1, 2]), channel=np.zeros(6, int),
-        family=np.array([0, 0, 0, 1, 1, 1]), pair=np.array([0, 0, 0, 1, 1, 1]),
-        p0_successes=np.array([1, 0]), p0_trials=np.array([1, 1]), p0_model=np.zeros(2, int),
-        p0_family=np.array([0, 1]))
+        models=["m"],
+        channels=["c"],
+        families=["F1", "F2"],
+        n_pairs=2,
+        n_candidates=4.0,
+        successes=np.array([1, 0, 2, 0, 0, 1]),
+        trials=np.array([1, 1, 2, 1, 1, 2]),
+        model=np.zeros(6, int),
+        condition=np.array([0, 1, 2, 0, 1, 2]),
+        channel=np.zeros(6, int),
+        family=np.array([0, 0, 0, 1, 1, 1]),
+        pair=np.array([0, 0, 0, 1, 1, 1]),
+        p0_successes=np.array([1, 0]),
+        p0_trials=np.array([1, 1]),
+        p0_model=np.zeros(2, int),
+        p0_family=np.array([0, 1]),
+    )
 
 
 def test_statistics_by_hand():
@@ -66,8 +77,9 @@ def fitted():
 @pytest.fixture(scope="module")
 def misfit():
     # each model its own family effects (sd 2.0 and 0.1): a family × model interaction the model lacks
-    return _fit(Shape("misfit", models=2, channels=2, families=100, family_channel_sd=0.2,
-                      family_sd_by_model=(2.0, 0.1)), 3)
+    return _fit(
+        Shape("misfit", models=2, channels=2, families=100, family_channel_sd=0.2, family_sd_by_model=(2.0, 0.1)), 3
+    )
 
 
 def test_posterior_predictive_stays_quiet_on_a_fit(fitted):
@@ -85,8 +97,12 @@ def test_posterior_predictive_stays_quiet_on_a_fit(fitted):
 
 def test_posterior_predictive_flags_a_family_by_model_interaction(misfit):
     checks = predictive.posterior_predictive(misfit, seed=1)
-    overall = {r["model"]: r for r in checks.filter((pl.col("statistic") == "family_spread")
-                                                    & (pl.col("channel") == "all")).iter_rows(named=True)}
+    overall = {
+        r["model"]: r
+        for r in checks.filter((pl.col("statistic") == "family_spread") & (pl.col("channel") == "all")).iter_rows(
+            named=True
+        )
+    }
     # the model shares one family effect: the first model's families spread more than it predicts, the second's less
     assert overall["m00"]["p_value"] < 0.025 and overall["m00"]["outside"]
     assert overall["m01"]["p_value"] > 0.975 and overall["m01"]["outside"]

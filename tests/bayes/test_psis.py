@@ -4,8 +4,7 @@ import arviz as az
 import numpy as np
 import pytest
 
-from molp2s_stats.bayes import loo
-from molp2s_stats.bayes import psis
+from molp2s_stats.bayes import loo, psis
 
 pytestmark = pytest.mark.filterwarnings("ignore:Estimated shape parameter of Pareto")  # high k on purpose
 
@@ -42,7 +41,9 @@ def test_rows_arviz_treats_apart_are_still_arviz():
     log_lik = rng.normal(-1.0, 0.3, size=(chains, draws, 6))
     log_lik[..., 0] = -0.5  # every weight equal
     log_lik[..., 1] = np.where(rng.random((chains, draws)) < 0.5, -0.2, -3.0)  # two values: ties across the cut
-    log_lik[..., 2] = np.where(rng.random((chains, draws)) < 0.95, -1.0, -2000.0)  # most weights below the smallest float
+    log_lik[..., 2] = np.where(
+        rng.random((chains, draws)) < 0.95, -1.0, -2000.0
+    )  # most weights below the smallest float
     posterior = {"mu": rng.normal(size=(chains, draws))}
     expected_i, expected_k = _arviz(log_lik, posterior)
     loo_i, pareto_k = _ours(log_lik, posterior)

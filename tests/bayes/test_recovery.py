@@ -15,17 +15,24 @@ from molp2s_stats import simulate, store
 from molp2s_stats.bayes import data as bayes_data
 from molp2s_stats.bayes import fit as bayes_fit
 from molp2s_stats.bayes import posterior
-
 from tests.support.simulated_benchmark import write_simulated
 
 CHANNELS = ("dipole_norm", "gap", "ir")
 MODELS = (
-    simulate.SimulatedModel("sim-a", 0.0, {"dipole_norm": 2.0, "gap": 0.3, "ir": 1.0, "*": 0.0}, {"*": 0.5},
-                            invalid=0.0, raw_text_share=0.0),
-    simulate.SimulatedModel("sim-b", 0.5, {"dipole_norm": 0.2, "gap": 1.5, "ir": 0.0, "*": 0.0}, {"*": 0.3},
-                            invalid=0.0, raw_text_share=0.0),
-    simulate.SimulatedModel("sim-c", -0.5, {"dipole_norm": 1.0, "gap": 1.0, "ir": 2.5, "*": 0.0}, {"*": 0.6},
-                            invalid=0.0, raw_text_share=0.0),
+    simulate.SimulatedModel(
+        "sim-a", 0.0, {"dipole_norm": 2.0, "gap": 0.3, "ir": 1.0, "*": 0.0}, {"*": 0.5}, invalid=0.0, raw_text_share=0.0
+    ),
+    simulate.SimulatedModel(
+        "sim-b", 0.5, {"dipole_norm": 0.2, "gap": 1.5, "ir": 0.0, "*": 0.0}, {"*": 0.3}, invalid=0.0, raw_text_share=0.0
+    ),
+    simulate.SimulatedModel(
+        "sim-c",
+        -0.5,
+        {"dipole_norm": 1.0, "gap": 1.0, "ir": 2.5, "*": 0.0},
+        {"*": 0.6},
+        invalid=0.0,
+        raw_text_share=0.0,
+    ),
     simulate.SimulatedModel("sim-d", 0.2, {"*": 0.0}, {"*": 0.05}, invalid=0.0, raw_text_share=0.0),
 )
 

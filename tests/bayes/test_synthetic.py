@@ -25,8 +25,18 @@ def test_agreeing_samples_cluster_far_beyond_binomial_noise():
     # one task a cell (shuffled), 4 samples; a model's own take on a task with sd 6 on the logit makes its
     # 4 samples nearly all right or all wrong: the cells pile up at 0 and 4, where independent samples
     # at the same mean share would put about (1 - p)^4 + p^4 of them (p near 0.5: about 1/8)
-    agreeing = Shape("agreeing", models=2, channels=2, families=300, samples=4, model_task_sd=6.0,
-                     family_sd=0.0, family_channel_sd=0.0, channel_sd=0.0, ability=(0.0, 0.0))
+    agreeing = Shape(
+        "agreeing",
+        models=2,
+        channels=2,
+        families=300,
+        samples=4,
+        model_task_sd=6.0,
+        family_sd=0.0,
+        family_channel_sd=0.0,
+        channel_sd=0.0,
+        ability=(0.0, 0.0),
+    )
     data, _ = simulate_cells(agreeing, seed=1)
     shuffled = data.cells.filter(pl.col("condition") == "shuffled")
     assert set(shuffled["trials"].unique()) == {4}

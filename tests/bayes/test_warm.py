@@ -6,12 +6,9 @@ import arviz as az
 import numpy as np
 import pytest
 
+from molp2s_stats.bayes import attempts, density, health, sampler
 from molp2s_stats.bayes import data as bayes_data
-from molp2s_stats.bayes import density
-from molp2s_stats.bayes import attempts
 from molp2s_stats.bayes import fit as bayes_fit
-from molp2s_stats.bayes import sampler
-from molp2s_stats.bayes import health
 from molp2s_stats.bayes.synthetic import Shape, simulate_cells
 from molp2s_stats.errors import UsageError
 
@@ -80,8 +77,9 @@ def test_a_warm_fit_has_the_cold_fits_posterior_within_monte_carlo_error(fits):
     for name in ("cell", "family_sd", "family_channel_sd"):
         a, b = cold.posterior[name], warm.posterior[name]
         difference = np.abs(a.mean(("chain", "draw")).values - b.mean(("chain", "draw")).values)
-        error = np.sqrt(az.mcse(cold.posterior[[name]])[name].values ** 2
-                        + az.mcse(warm.posterior[[name]])[name].values ** 2)
+        error = np.sqrt(
+            az.mcse(cold.posterior[[name]])[name].values ** 2 + az.mcse(warm.posterior[[name]])[name].values ** 2
+        )
         assert (difference <= 4.5 * error).all(), (name, difference / error)
     # and it says what it saved against a cold fit's time scaled from the saved one
     assert attempts.warm_start_note(warm, saved).startswith("warm start: the fit took ")
@@ -90,8 +88,12 @@ def test_a_warm_fit_has_the_cold_fits_posterior_within_monte_carlo_error(fits):
 def test_a_warm_start_needs_the_same_channels(leaderboard, fits):
     saved, _, _ = fits
     other = bayes_data.only_models(leaderboard, leaderboard.models)
-    other = bayes_data.index(other.cells.filter(other.cells["channel"] == other.channels[0]).select(
-        "model", "channel", "condition", "family_id", "successes", "trials"),
-        other.p0.select("model", "family_id", "successes", "trials"), n_candidates=other.n_candidates)
+    other = bayes_data.index(
+        other.cells.filter(other.cells["channel"] == other.channels[0]).select(
+            "model", "channel", "condition", "family_id", "successes", "trials"
+        ),
+        other.p0.select("model", "family_id", "successes", "trials"),
+        n_candidates=other.n_candidates,
+    )
     with pytest.raises(UsageError, match="other channels"):
         sampler.WarmStart.from_fit(saved, density.compile_density(other))

@@ -14,7 +14,6 @@ from molp2s_stats.build import qm9
 from molp2s_stats.build.benchmark import derangement
 
 
-
 def canonical(smiles: str) -> str:
     return Chem.MolToSmiles(Chem.MolFromSmiles(smiles))
 
@@ -27,7 +26,9 @@ def test_cuts_of_pentanamide():
     #   (the reverse sides, and C|CCCC(N)=O, CC|CCC(N)=O, C(=O)|N, leave a side too small)
     cuts = qm9.cuts("CCCCC(N)=O", 7)
     assert {(c.scaffold, c.fragment, c.formula) for c in cuts} == {
-        ("[*]CC(N)=O", "[*]CCC", "C3H7*"), ("[*]CCCC", "[*]C(N)=O", "CH2*NO")}
+        ("[*]CC(N)=O", "[*]CCC", "C3H7*"),
+        ("[*]CCCC", "[*]C(N)=O", "CH2*NO"),
+    }
     for cut in cuts:
         assert canonical(chem.complete(cut.scaffold, cut.fragment)) == canonical("CCCCC(N)=O")
         assert cut.qm9_index == 7
@@ -55,8 +56,15 @@ def test_pools_group_isomeric_fragments_on_one_scaffold():
 def test_one_molecule_is_never_two_candidates():
     # Ethers and alcohols of one formula on symmetric and asymmetric scaffolds: a molecule
     # reached through two fragment spellings must still count once in its pool.
-    smiles = ["CCOCCC(N)=O", "COCCCC(N)=O", "CCCOCC(N)=O", "CC(C)OCC(N)=O", "COC(C)CC(N)=O",
-              "OCCCCC(N)=O", "CC(O)CCC(N)=O"]
+    smiles = [
+        "CCOCCC(N)=O",
+        "COCCCC(N)=O",
+        "CCCOCC(N)=O",
+        "CC(C)OCC(N)=O",
+        "COC(C)CC(N)=O",
+        "OCCCCC(N)=O",
+        "CC(O)CCC(N)=O",
+    ]
     molecules = pl.DataFrame({"SMILES": smiles, "Index": list(range(1, len(smiles) + 1))})
     pools = qm9.family_pools(molecules, processes=1)
     assert pools.height > 0

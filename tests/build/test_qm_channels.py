@@ -4,7 +4,6 @@ and the invariants over every molecule in the committed cache (and the benchmark
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -13,8 +12,8 @@ from rdkit import Chem
 
 from molp2s_stats.build import qm
 from molp2s_stats.defaults import DEFAULT_BENCHMARK
-
 from tests.support import DATA
+
 CACHE = DATA / "qm-cache"
 
 
@@ -32,8 +31,11 @@ def cached_candidates(cache):
     molecules = pl.read_parquet(DEFAULT_BENCHMARK / "molecules.parquet")
     candidates = pl.read_parquet(DEFAULT_BENCHMARK / "candidates.parquet")
     families = pl.read_parquet(DEFAULT_BENCHMARK / "families.parquet")
-    rows = (molecules.join(candidates, on=["family_id", "label"]).join(families, on="family_id")
-            .filter(pl.col("qm9_index").is_in(list(cache))))
+    rows = (
+        molecules.join(candidates, on=["family_id", "label"])
+        .join(families, on="family_id")
+        .filter(pl.col("qm9_index").is_in(list(cache)))
+    )
     return rows.select("scaffold", "fragment", "qm9_index").rows()
 
 
@@ -84,7 +86,7 @@ def test_invariants_over_every_cached_candidate(cache, cached_candidates):
                 continue
             atomwise = values[f"{nucleus}_atomwise"]
             assert len(atomwise["shieldings"]) == len(atomwise["atoms"]) == count  # one value per scaffold nucleus
-            assert sum(values[key]["counts"]) == count                          # the peaks hold them all
+            assert sum(values[key]["counts"]) == count  # the peaks hold them all
             assert values[key]["shieldings"] == sorted(values[key]["shieldings"])
             assert values[f"{nucleus}_peaks"]["shieldings"] == values[key]["shieldings"]
         # every atom-indexed H sits, in the geometry, next to the heavy atom its index names
@@ -94,8 +96,11 @@ def test_invariants_over_every_cached_candidate(cache, cached_candidates):
                 heavy = atom.GetNeighbors()[0].GetIdx()
                 assert _nearest_heavy_atom(entry, order[atom.GetIdx()]) == order[heavy]
         # a methyl's three H are one peak: each methyl saves at least two peaks
-        methyls = sum(mol.GetAtomWithIdx(i).GetAtomicNum() == 6
-                      and mol.GetAtomWithIdx(i).GetTotalNumHs(includeNeighbors=True) == 3 for i in position.values())
+        methyls = sum(
+            mol.GetAtomWithIdx(i).GetAtomicNum() == 6
+            and mol.GetAtomWithIdx(i).GetTotalNumHs(includeNeighbors=True) == 3
+            for i in position.values()
+        )
         if n_h:
             assert len(values["h1_peaks"]["shieldings"]) <= n_h - 2 * methyls
 
@@ -119,21 +124,29 @@ def test_assembled_benchmark_from_the_cache(cache, tmp_path):
     assert properties.height > 0
     for channel, value in properties.select("channel", "value").iter_rows():
         parsed = json.loads(value)
-        keys = {"counts"} if channel.endswith(("_int", "_deg")) else {"atoms"} if channel.endswith("atomwise") else set()
+        keys = (
+            {"counts"} if channel.endswith(("_int", "_deg")) else {"atoms"} if channel.endswith("atomwise") else set()
+        )
         assert set(parsed) == {"shieldings"} | keys
         assert all(len(parsed[k]) == len(parsed["shieldings"]) for k in keys)
     tasks = extended["tasks"]
     has = {(f, c) for f, c in extended["properties"].select("family_id", "channel").unique().iter_rows()}
-    for f, channel, condition, shown in tasks.filter(pl.col("channel").is_in(list(new))).select(
-            "family_id", "channel", "condition", "shown_family").iter_rows():
+    for f, channel, _condition, shown in (
+        tasks.filter(pl.col("channel").is_in(list(new)))
+        .select("family_id", "channel", "condition", "shown_family")
+        .iter_rows()
+    ):
         components = qm.NMR_CHANNELS if channel == "nmr_bundle" else (channel,)
         assert all((f, c) in has and (shown, c) in has for c in components)  # tasks only where values are
     # the all bundle's shuffled task shows a family with the same channels
     channels_of = {}
     for f, c in has:
         channels_of.setdefault(f, set()).add(c)
-    for f, shown in tasks.filter((pl.col("channel") == "all") & (pl.col("condition") == "shuffled")).select(
-            "family_id", "shown_family").iter_rows():
+    for f, shown in (
+        tasks.filter((pl.col("channel") == "all") & (pl.col("condition") == "shuffled"))
+        .select("family_id", "shown_family")
+        .iter_rows()
+    ):
         assert shown != f and channels_of[f] == channels_of[shown]
     # the other channels' tasks are as they were
     old = tables["tasks"].filter(~pl.col("channel").is_in(list(new | {"all"}))).sort("task_id")
@@ -145,11 +158,15 @@ def test_assembled_benchmark_from_the_cache(cache, tmp_path):
     # may have grown since: the families in the order come first, so compare those)
     shipped = read_benchmark(DEFAULT_BENCHMARK)["properties"].filter(pl.col("channel").is_in(list(qm.QM_CHANNELS)))
     if shipped.height:
-        rebuilt = extended["properties"].filter(pl.col("channel").is_in(list(qm.QM_CHANNELS))
-                                                & pl.col("family_id").is_in(shipped["family_id"].implode()))
+        rebuilt = extended["properties"].filter(
+            pl.col("channel").is_in(list(qm.QM_CHANNELS)) & pl.col("family_id").is_in(shipped["family_id"].implode())
+        )
         columns = [c for c in shipped.columns if not c.startswith("_")]  # not the reader's row labels
-        assert shipped.sort("family_id", "label", "channel").select(columns).equals(
-            rebuilt.sort("family_id", "label", "channel").select(columns))
+        assert (
+            shipped.sort("family_id", "label", "channel")
+            .select(columns)
+            .equals(rebuilt.sort("family_id", "label", "channel").select(columns))
+        )
 
 
 def test_geometry_with_tiny_coordinates_and_a_zwitterion_map():
@@ -188,11 +205,21 @@ def test_the_assembly_does_not_depend_on_the_hash_seed():
     import subprocess
     import sys
 
-    script = ("import hashlib; from molp2s_stats.build import qm; "
-              "from molp2s_stats.build.benchmark import add_qm_channels, read_built; "
-              "from molp2s_stats.defaults import DEFAULT_BENCHMARK; "
-              "t, _ = add_qm_channels(read_built(DEFAULT_BENCHMARK), qm.read_cache(qm.CACHE)); "
-              "print(hashlib.sha256(t['tasks'].write_csv().encode() + t['properties'].write_csv().encode()).hexdigest())")
-    digests = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                              env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    script = (
+        "import hashlib; from molp2s_stats.build import qm; "
+        "from molp2s_stats.build.benchmark import add_qm_channels, read_built; "
+        "from molp2s_stats.defaults import DEFAULT_BENCHMARK; "
+        "t, _ = add_qm_channels(read_built(DEFAULT_BENCHMARK), qm.read_cache(qm.CACHE)); "
+        "print(hashlib.sha256(t['tasks'].write_csv().encode() + t['properties'].write_csv().encode()).hexdigest())"
+    )
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2")
+    }
     assert len(digests) == 1

@@ -9,7 +9,6 @@ import pytest
 from typer.testing import CliRunner
 
 from molp2s_stats.cli import app
-
 from tests.support.tiny_benchmark import write_benchmark, write_responses
 
 runner = CliRunner()
@@ -33,12 +32,25 @@ def db(tmp_path_factory):
 
 
 def test_metrics_csv_and_json(db, tmp_path):
-    result = runner.invoke(app, ["metrics", "--db", str(db), "--metric", "pgr", "--bootstrap", "50",
-                                 "--format", "csv"])
+    result = runner.invoke(app, ["metrics", "--db", str(db), "--metric", "pgr", "--bootstrap", "50", "--format", "csv"])
     assert result.exit_code == 0, result.output
     frame = pl.read_csv(result.stdout.encode())
-    assert frame.columns == ["model", "channel", "metric", "estimate", "conf_low", "conf_high", "conf_level",
-                             "n", "method", "draws", "draws_undefined", "seed", "invalid", "baseline"]
+    assert frame.columns == [
+        "model",
+        "channel",
+        "metric",
+        "estimate",
+        "conf_low",
+        "conf_high",
+        "conf_level",
+        "n",
+        "method",
+        "draws",
+        "draws_undefined",
+        "seed",
+        "invalid",
+        "baseline",
+    ]
     assert frame["estimate"].to_list() == pytest.approx([50.0, 200 / 3])
     out = tmp_path / "m.json"
     result = runner.invoke(app, ["metrics", "--db", str(db), "--bootstrap", "0", "--format", "json", "--out", str(out)])
@@ -48,8 +60,12 @@ def test_metrics_csv_and_json(db, tmp_path):
 
 def test_metrics_parquet_needs_out_file(db, tmp_path):
     out = tmp_path / "m.parquet"
-    assert runner.invoke(app, ["metrics", "--db", str(db), "--bootstrap", "0", "--format", "parquet",
-                               "--out", str(out)]).exit_code == 0
+    assert (
+        runner.invoke(
+            app, ["metrics", "--db", str(db), "--bootstrap", "0", "--format", "parquet", "--out", str(out)]
+        ).exit_code
+        == 0
+    )
     assert pl.read_parquet(out).height == 20
 
 
@@ -68,13 +84,43 @@ def test_cohort_dropped_lists_reasons(db):
 
 
 def test_compare_inputs_and_transitions(db):
-    result = runner.invoke(app, ["compare-inputs", "--db", str(db), "--from", "dipole_norm", "--to", "dipole_norm",
-                                 "--model", "m2", "--bootstrap", "100", "--format", "csv"])
+    result = runner.invoke(
+        app,
+        [
+            "compare-inputs",
+            "--db",
+            str(db),
+            "--from",
+            "dipole_norm",
+            "--to",
+            "dipole_norm",
+            "--model",
+            "m2",
+            "--bootstrap",
+            "100",
+            "--format",
+            "csv",
+        ],
+    )
     assert result.exit_code == 0, result.output
     row = pl.read_csv(result.stdout.encode()).row(0, named=True)
     assert (row["model"], row["n"], row["delta"]) == ("m2", 3, 0.0)
-    result = runner.invoke(app, ["transitions", "--db", str(db), "--channel", "dipole_norm", "--condition", "cf",
-                                 "--bootstrap", "0", "--format", "csv"])
+    result = runner.invoke(
+        app,
+        [
+            "transitions",
+            "--db",
+            str(db),
+            "--channel",
+            "dipole_norm",
+            "--condition",
+            "cf",
+            "--bootstrap",
+            "0",
+            "--format",
+            "csv",
+        ],
+    )
     assert result.exit_code == 0, result.output
     row = pl.read_csv(result.stdout.encode()).row(0, named=True)
     assert (row["a_only"], row["b_only"], row["net"]) == (40.0, 60.0, 20.0)
@@ -98,8 +144,24 @@ def test_table_output_shows_intervals(db):
     assert "acc_source" in result.output and "66.67" in result.output
 
 
-@pytest.mark.parametrize("command", ["load", "metrics", "compare-inputs", "transitions", "cohort", "sql", "demo",
-                                     "separability", "simulate", "stability", "ranks", "power", "frequentist"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "load",
+        "metrics",
+        "compare-inputs",
+        "transitions",
+        "cohort",
+        "sql",
+        "demo",
+        "separability",
+        "simulate",
+        "stability",
+        "ranks",
+        "power",
+        "frequentist",
+    ],
+)
 def test_every_command_has_help_with_an_example(command):
     result = runner.invoke(app, [command, "--help"])
     assert result.exit_code == 0
@@ -113,20 +175,29 @@ def test_demo_prints_the_pgr_leaderboard(tmp_path):
     assert "sim-generalist" in result.output and "random baseline" in result.output
 
 
-@pytest.mark.parametrize("args", [
-    ["metrics", "--bootstrap", "20"],
-    ["cohort"], ["cohort", "--dropped"], ["separability"],
-    ["compare-inputs", "--from", "dipole_norm", "--to", "dipole_norm", "--bootstrap", "20"],
-    ["transitions", "--channel", "dipole_norm", "--bootstrap", "20"],
-    ["stability", "--sizes", "2,3", "--draws", "50"],
-    ["stability", "--score", "cfr", "--macro", "--sizes", "2", "--draws", "50"],
-    ["ranks", "--bootstrap", "50"], ["ranks", "--bootstrap", "50", "--distribution"],
-    ["power"], ["power", "--difference", "10", "--families", "136"],
-    ["frequentist"],
-    ["explanations", "--bootstrap", "20"], ["explanations", "--bootstrap", "0", "--per-response"],
-    ["sql", "SELECT * FROM benchmark_summary"], ["sql", "SELECT * FROM invalid_rates"],
-    ["sql", "SELECT * FROM binomial_cells"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["metrics", "--bootstrap", "20"],
+        ["cohort"],
+        ["cohort", "--dropped"],
+        ["separability"],
+        ["compare-inputs", "--from", "dipole_norm", "--to", "dipole_norm", "--bootstrap", "20"],
+        ["transitions", "--channel", "dipole_norm", "--bootstrap", "20"],
+        ["stability", "--sizes", "2,3", "--draws", "50"],
+        ["stability", "--score", "cfr", "--macro", "--sizes", "2", "--draws", "50"],
+        ["ranks", "--bootstrap", "50"],
+        ["ranks", "--bootstrap", "50", "--distribution"],
+        ["power"],
+        ["power", "--difference", "10", "--families", "136"],
+        ["frequentist"],
+        ["explanations", "--bootstrap", "20"],
+        ["explanations", "--bootstrap", "0", "--per-response"],
+        ["sql", "SELECT * FROM benchmark_summary"],
+        ["sql", "SELECT * FROM invalid_rates"],
+        ["sql", "SELECT * FROM binomial_cells"],
+    ],
+)
 def test_every_output_column_is_in_the_glossary(db, args):
     from molp2s_stats.glossary import check_columns
 
@@ -138,16 +209,34 @@ def test_every_output_column_is_in_the_glossary(db, args):
 
 
 def test_transitions_report_mcnemar_with_holm(db):
-    result = runner.invoke(app, ["transitions", "--db", str(db), "--channel", "dipole_norm", "--condition", "cf",
-                                 "--bootstrap", "0", "--format", "csv"])
+    result = runner.invoke(
+        app,
+        [
+            "transitions",
+            "--db",
+            str(db),
+            "--channel",
+            "dipole_norm",
+            "--condition",
+            "cf",
+            "--bootstrap",
+            "0",
+            "--format",
+            "csv",
+        ],
+    )
     row = pl.read_csv(result.stdout.encode()).row(0, named=True)
     # cf tasks: m1 only right on 2, m2 only on 3 → binomial test of 2 of 5: p = 1.0; one pair, Holm = raw
     assert (row["p_value"], row["p_adjusted"], row["adjustment"]) == (1.0, 1.0, "holm")
 
 
 def test_bad_option_values_are_one_line_errors(db):
-    for args in (["metrics", "--conf-level", "95"], ["metrics", "--format", "parquet"],
-                 ["stability", "--score", "accuracy"], ["ranks", "--channel", "ir"]):
+    for args in (
+        ["metrics", "--conf-level", "95"],
+        ["metrics", "--format", "parquet"],
+        ["stability", "--score", "accuracy"],
+        ["ranks", "--channel", "ir"],
+    ):
         result = runner.invoke(app, [*args, "--db", str(db)])
         assert result.exit_code == 2, (args, result.output)
         assert result.output.startswith("error: "), result.output
@@ -156,25 +245,36 @@ def test_bad_option_values_are_one_line_errors(db):
 def test_out_suffix_chooses_the_format(db, tmp_path):
     for suffix, read in ((".csv", pl.read_csv), (".json", pl.read_json), (".parquet", pl.read_parquet)):
         out = tmp_path / f"m{suffix}"
-        result = runner.invoke(app, ["metrics", "--db", str(db), "--metric", "pgr", "--bootstrap", "0", "--out", str(out)])
+        result = runner.invoke(
+            app, ["metrics", "--db", str(db), "--metric", "pgr", "--bootstrap", "0", "--out", str(out)]
+        )
         assert result.exit_code == 0, result.output
         assert read(out)["metric"].to_list() == ["pgr", "pgr"], suffix
     # an explicit --format wins over the suffix; an unknown suffix is a terminal table
     out = tmp_path / "m.csv"
-    runner.invoke(app, ["metrics", "--db", str(db), "--metric", "pgr", "--bootstrap", "0", "--format", "json",
-                        "--out", str(out)])
+    runner.invoke(
+        app, ["metrics", "--db", str(db), "--metric", "pgr", "--bootstrap", "0", "--format", "json", "--out", str(out)]
+    )
     assert json.loads(out.read_text())[0]["metric"] == "pgr"
     out = tmp_path / "m.txt"
     runner.invoke(app, ["metrics", "--db", str(db), "--metric", "pgr", "--bootstrap", "0", "--out", str(out)])
     assert "Metrics" in out.read_text()
 
 
-@pytest.mark.parametrize(("old", "new"), [
-    (["stability", "--score", "cfr", "--sizes", "2", "--draws", "30"],
-     ["stability", "--metric", "cfr", "--sizes", "2", "--subsets", "30"]),
-    (["ranks", "--score", "cfr", "--bootstrap", "30"], ["ranks", "--metric", "cfr", "--bootstrap", "30"]),
-    (["metrics", "--channels", "dipole_norm", "--bootstrap", "0"], ["metrics", "--channel", "dipole_norm", "--bootstrap", "0"]),
-])
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (
+            ["stability", "--score", "cfr", "--sizes", "2", "--draws", "30"],
+            ["stability", "--metric", "cfr", "--sizes", "2", "--subsets", "30"],
+        ),
+        (["ranks", "--score", "cfr", "--bootstrap", "30"], ["ranks", "--metric", "cfr", "--bootstrap", "30"]),
+        (
+            ["metrics", "--channels", "dipole_norm", "--bootstrap", "0"],
+            ["metrics", "--channel", "dipole_norm", "--bootstrap", "0"],
+        ),
+    ],
+)
 def test_renamed_flags_keep_their_old_names(db, old, new):
     """One word per idea (--metric, --channel, --subsets); scripts written with the old flags still run."""
     frames = []
@@ -187,8 +287,8 @@ def test_renamed_flags_keep_their_old_names(db, old, new):
 
 def test_a_bug_keeps_its_traceback_while_a_user_error_is_one_line(db, monkeypatch):
     """Only errors a user can fix become `error: …` lines; a ValueError from a bug is not hidden."""
-    from molp2s_stats.stats import metrics
     from molp2s_stats.errors import UsageError
+    from molp2s_stats.stats import metrics
 
     def broken(*args, **kwargs):
         raise ValueError("operands could not be broadcast together")  # what a bug looks like
@@ -206,12 +306,19 @@ def test_a_bug_keeps_its_traceback_while_a_user_error_is_one_line(db, monkeypatc
     assert result.exit_code == 2 and result.output.startswith("error: unknown metric(s)")
 
 
-@pytest.mark.parametrize("args", [
-    ["metrics", "--bootstrap", "20"], ["frequentist"], ["separability"], ["power"],
-    ["transitions", "--channel", "dipole_norm", "--bootstrap", "20"],
-    ["compare-inputs", "--from", "dipole_norm", "--to", "dipole_norm", "--bootstrap", "20"],
-    ["stability", "--sizes", "2,3", "--draws", "50"], ["ranks", "--bootstrap", "50"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["metrics", "--bootstrap", "20"],
+        ["frequentist"],
+        ["separability"],
+        ["power"],
+        ["transitions", "--channel", "dipole_norm", "--bootstrap", "20"],
+        ["compare-inputs", "--from", "dipole_norm", "--to", "dipole_norm", "--bootstrap", "20"],
+        ["stability", "--sizes", "2,3", "--draws", "50"],
+        ["ranks", "--bootstrap", "50"],
+    ],
+)
 def test_exported_parquet_is_tidy_numbers(db, tmp_path, args):
     """Numbers leave as numbers: every estimate, interval, share and count of an exported
     Parquet file is numeric, and no text column holds a formatted figure ("61.2 [48.0, 73.1]")."""
@@ -223,8 +330,25 @@ def test_exported_parquet_is_tidy_numbers(db, tmp_path, args):
     for column, dtype in frame.schema.items():
         if dtype == pl.String:
             assert not frame[column].drop_nulls().str.contains(r"^-?[\d.,]+( \[|%)").any(), column
-    numeric = {"estimate", "conf_low", "conf_high", "n", "tasks", "net", "delta", "mde", "separated", "exact",
-               "mad", "spearman_rho", "rank", "rank_low", "rank_high", "p_value", "both_correct"}
+    numeric = {
+        "estimate",
+        "conf_low",
+        "conf_high",
+        "n",
+        "tasks",
+        "net",
+        "delta",
+        "mde",
+        "separated",
+        "exact",
+        "mad",
+        "spearman_rho",
+        "rank",
+        "rank_low",
+        "rank_high",
+        "p_value",
+        "both_correct",
+    }
     for column in numeric & set(frame.columns):
         assert frame.schema[column].is_numeric(), column
 
@@ -241,9 +365,14 @@ def test_audit_refuses_an_unknown_metric_before_running_the_audit(db, monkeypatc
     assert result.output.startswith("error: unknown metric 'pgrr'; did you mean --metric pgr?"), result.output
 
 
-@pytest.mark.parametrize("args", [["compare-inputs", "--from", "dipole_norm", "--to", "dipole_norm"],
-                                  ["transitions", "--channel", "dipole_norm"],
-                                  ["prompts", "--out", "never.jsonl"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["compare-inputs", "--from", "dipole_norm", "--to", "dipole_norm"],
+        ["transitions", "--channel", "dipole_norm"],
+        ["prompts", "--out", "never.jsonl"],
+    ],
+)
 def test_one_check_for_condition(db, args):
     result = runner.invoke(app, [*args, "--db", str(db), "--condition", "sauce"])
     assert result.exit_code == 2, result.output

@@ -20,17 +20,38 @@ import typer
 from typer.testing import CliRunner
 
 from molp2s_stats.cli import app
-
 from tests.support import DATA
+
 MOLP2S = Path(sys.executable).parent / "molp2s"
 COMMANDS = typer.main.get_command(app).commands
 
 # Every command, in the order its example can run: load first; a command after the one whose
 # output it reads (posterior and report read fit's fit.nc, estimate reads plan's plan). estimate
 # runs last: the partial model it loads would otherwise be in every later example's database.
-ORDER = ["load", "prompts", "metrics", "plan", "explanations", "compare-inputs", "transitions", "cohort",
-         "stability", "ranks", "power", "frequentist", "separability", "audit", "check", "simulate", "sql",
-         "demo", "fit", "posterior", "report", "estimate"]
+ORDER = [
+    "load",
+    "prompts",
+    "metrics",
+    "plan",
+    "explanations",
+    "compare-inputs",
+    "transitions",
+    "cohort",
+    "stability",
+    "ranks",
+    "power",
+    "frequentist",
+    "separability",
+    "audit",
+    "check",
+    "simulate",
+    "sql",
+    "demo",
+    "fit",
+    "posterior",
+    "report",
+    "estimate",
+]
 NEEDS = {"posterior": ["fit"], "report": ["fit"], "estimate": ["plan"]}
 # measured on 2 busy cores: fit 20 s (one channel), report 80 s; posterior needs fit's file
 SLOW = {"fit", "posterior", "report"}
@@ -76,8 +97,9 @@ class Folder:
     def run(self, line: str) -> subprocess.CompletedProcess:
         args = shlex.split(line)
         assert args[0] == "molp2s"
-        result = subprocess.run([str(MOLP2S), *args[1:]], cwd=self.path, env=_environment(), capture_output=True,
-                                text=True, timeout=600)
+        result = subprocess.run(
+            [str(MOLP2S), *args[1:]], cwd=self.path, env=_environment(), capture_output=True, text=True, timeout=600
+        )
         assert result.returncode == 0, f"{line}\nexit {result.returncode}\n{result.stderr[-4000:]}"
         return result
 
@@ -123,6 +145,7 @@ def test_the_examples_write_what_the_next_ones_read(folder):
 
 # --- common mistakes: one line, what to type instead ------------------------------------------
 
+
 def _one_error_line(result) -> str:
     assert result.exit_code != 0, result.output
     text = result.output.strip()
@@ -142,9 +165,11 @@ def here(folder, monkeypatch):
 
 def test_a_database_that_is_not_there_says_how_to_build_it(here):
     line = _one_error_line(runner.invoke(app, ["metrics", "--db", "runs.duckdb"]))
-    assert line == ("error: runs.duckdb: no such database; build it from the default data with `molp2s load "
-                    "--benchmark data/benchmark --responses data/responses --db runs.duckdb`, or leave out --db to use "
-                    "the default molp2s.duckdb")
+    assert line == (
+        "error: runs.duckdb: no such database; build it from the default data with `molp2s load "
+        "--benchmark data/benchmark --responses data/responses --db runs.duckdb`, or leave out --db to use "
+        "the default molp2s.duckdb"
+    )
     # a command that writes (plan records its plan) does not create it either
     line = _one_error_line(runner.invoke(app, ["plan", "--db", "runs.duckdb", "--fraction", "0.1", "--out", "p.csv"]))
     assert "runs.duckdb: no such database" in line
@@ -158,21 +183,39 @@ def test_the_default_database_not_built_yet_says_the_load_to_type(tmp_path, monk
     monkeypatch.delenv("MOLP2S_DB", raising=False)
     (tmp_path / "data").symlink_to(DATA, target_is_directory=True)
     line = _one_error_line(runner.invoke(app, ["cohort"]))
-    assert line == ("error: molp2s.duckdb: no such database; build it from the default data with "
-                    "`molp2s load --benchmark data/benchmark --responses data/responses`")
+    assert line == (
+        "error: molp2s.duckdb: no such database; build it from the default data with "
+        "`molp2s load --benchmark data/benchmark --responses data/responses`"
+    )
 
 
 def test_a_wrong_benchmark_or_response_path_names_the_one_meant(here):
     line = _one_error_line(runner.invoke(app, ["load", "--benchmark", "data/benchmrk", "--db", "new.duckdb"]))
     assert line == "error: data/benchmrk: no such folder; did you mean --benchmark data/benchmark? nothing was loaded"
-    line = _one_error_line(runner.invoke(app, ["load", "--benchmark", "data/benchmark", "--responses",
-                                               "data/responses/sim-weak.jsonl", "--db", "new.duckdb"]))
-    assert line.startswith("error: data/responses/sim-weak.jsonl: no such file or folder; did you mean "
-                           "--responses data/responses/sim-weak.parquet")
+    line = _one_error_line(
+        runner.invoke(
+            app,
+            [
+                "load",
+                "--benchmark",
+                "data/benchmark",
+                "--responses",
+                "data/responses/sim-weak.jsonl",
+                "--db",
+                "new.duckdb",
+            ],
+        )
+    )
+    assert line.startswith(
+        "error: data/responses/sim-weak.jsonl: no such file or folder; did you mean "
+        "--responses data/responses/sim-weak.parquet"
+    )
     assert line.endswith("nothing was loaded")
     line = _one_error_line(runner.invoke(app, ["load", "--responses", "elsewhere/answers.jsonl"]))
-    assert line == ("error: elsewhere/answers.jsonl: no such file or folder; the package's default data is "
-                    "--responses data/responses; nothing was loaded")
+    assert line == (
+        "error: elsewhere/answers.jsonl: no such file or folder; the package's default data is "
+        "--responses data/responses; nothing was loaded"
+    )
     assert not (here / "new.duckdb").exists()
 
 
@@ -181,32 +224,45 @@ def test_a_database_without_responses_says_the_load_to_type(here):
     assert result.exit_code == 0, result.output
     for command in (["metrics"], ["ranks"], ["power"], ["transitions", "--channel", "ir"]):
         line = _one_error_line(runner.invoke(app, [*command, "--db", "bare.duckdb"]))
-        assert line == ("error: bare.duckdb: a benchmark but no responses loaded; load them with "
-                        "`molp2s load --responses data/responses --db bare.duckdb`"), command
+        assert line == (
+            "error: bare.duckdb: a benchmark but no responses loaded; load them with "
+            "`molp2s load --responses data/responses --db bare.duckdb`"
+        ), command
 
 
-@pytest.mark.parametrize("args, option", [
-    (["metrics", "--channel", "dipol"], "--channel"),
-    (["ranks", "--channel", "dipol"], "--channel"),
-    (["transitions", "--channel", "dipol"], "--channel"),
-    (["fit", "--channel", "dipol"], "--channel"),
-    (["prompts", "--channel", "dipol", "--out", "x.jsonl"], "--channel"),
-    (["compare-inputs", "--from", "dipol", "--to", "all"], "--from"),
-])
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (["metrics", "--channel", "dipol"], "--channel"),
+        (["ranks", "--channel", "dipol"], "--channel"),
+        (["transitions", "--channel", "dipol"], "--channel"),
+        (["fit", "--channel", "dipol"], "--channel"),
+        (["prompts", "--channel", "dipol", "--out", "x.jsonl"], "--channel"),
+        (["compare-inputs", "--from", "dipol", "--to", "all"], "--from"),
+    ],
+)
 def test_an_unknown_channel_names_the_closest(here, args, option):
     line = _one_error_line(runner.invoke(app, args))
-    assert line.startswith(f"error: unknown channel 'dipol'; did you mean {option} dipole_norm or "
-                           f"{option} dipole_vector? known: "), line
+    assert line.startswith(
+        f"error: unknown channel 'dipol'; did you mean {option} dipole_norm or {option} dipole_vector? known: "
+    ), line
     assert "ir, raman" in line
 
 
-@pytest.mark.parametrize("args, expected", [
-    (["transitions", "--channel", "ir", "--model-a", "sim-generalst", "--model-b", "sim-weak"],
-     "unknown model 'sim-generalst'; did you mean --model-a sim-generalist? known: "),
-    (["compare-inputs", "--from", "ir", "--to", "all", "--model", "sim-nosy"],
-     "unknown model 'sim-nosy'; did you mean --model sim-noisy"),
-    (["estimate", "--model", "sim-weak-model"], "unknown model 'sim-weak-model'; did you mean --model sim-weak"),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (
+            ["transitions", "--channel", "ir", "--model-a", "sim-generalst", "--model-b", "sim-weak"],
+            "unknown model 'sim-generalst'; did you mean --model-a sim-generalist? known: ",
+        ),
+        (
+            ["compare-inputs", "--from", "ir", "--to", "all", "--model", "sim-nosy"],
+            "unknown model 'sim-nosy'; did you mean --model sim-noisy",
+        ),
+        (["estimate", "--model", "sim-weak-model"], "unknown model 'sim-weak-model'; did you mean --model sim-weak"),
+    ],
+)
 def test_an_unknown_model_names_the_closest(here, args, expected):
     line = _one_error_line(runner.invoke(app, args))
     assert line.startswith(f"error: {expected}"), line
@@ -219,9 +275,14 @@ def test_a_bad_response_file_in_a_fresh_process_is_one_line_and_leaves_no_databa
 
     bench = write_benchmark(tmp_path / "bench")
     (tmp_path / "bad.jsonl").write_text('{"model": "m", "task_id": "nope"}\n')
-    result = subprocess.run([str(MOLP2S), "load", "--benchmark", str(bench), "--responses", "bad.jsonl", "--db",
-                             "new.duckdb"], cwd=tmp_path, env=_environment(), capture_output=True, text=True,
-                            timeout=300)
+    result = subprocess.run(
+        [str(MOLP2S), "load", "--benchmark", str(bench), "--responses", "bad.jsonl", "--db", "new.duckdb"],
+        cwd=tmp_path,
+        env=_environment(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().startswith("error: bad.jsonl: line 1: ") and "\n" not in result.stderr.strip()
     assert result.stderr.strip().endswith("; nothing was loaded, the database is unchanged")

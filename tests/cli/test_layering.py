@@ -49,8 +49,9 @@ def flags_in_raised_messages(source: str) -> list[tuple[int, str]]:
         if not isinstance(node, ast.Raise) or node.exc is None:
             continue
         inside = ast.walk(node.exc)
-        parts = {id(part) for joined in ast.walk(node.exc) if isinstance(joined, ast.JoinedStr)
-                 for part in joined.values}  # an f-string is read whole, its literal parts with it
+        parts = {
+            id(part) for joined in ast.walk(node.exc) if isinstance(joined, ast.JoinedStr) for part in joined.values
+        }  # an f-string is read whole, its literal parts with it
         for inner in inside:
             text = None if id(inner) in parts else _text(inner)
             if text is not None and FLAG.search(QUOTED.sub("", text)):
@@ -71,9 +72,11 @@ def test_the_rule_finds_a_flag_and_lets_the_rest_be():
 @pytest.mark.parametrize("path", LIBRARY, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_no_library_error_names_a_command_line_flag(path):
     found = flags_in_raised_messages(path.read_text(encoding="utf-8"))
-    assert not found, (f"{path.relative_to(PACKAGE)} raises errors in the command line's flags; say it in the "
-                       "library's words (an argument as a {field}, see errors.UsageError), the CLI maps them: "
-                       + "; ".join(f"line {line}: {text!r}" for line, text in found))
+    assert not found, (
+        f"{path.relative_to(PACKAGE)} raises errors in the command line's flags; say it in the "
+        "library's words (an argument as a {field}, see errors.UsageError), the CLI maps them: "
+        + "; ".join(f"line {line}: {text!r}" for line, text in found)
+    )
 
 
 @pytest.mark.parametrize("path", LIBRARY, ids=lambda p: str(p.relative_to(PACKAGE)))
@@ -90,7 +93,8 @@ def test_nothing_below_the_command_line_imports_it(path):
         else:
             continue
         assert not any(n == "molp2s_stats.cli" or n.startswith("molp2s_stats.cli.") for n in names), (
-            f"{path.relative_to(PACKAGE)}:{node.lineno} imports the command line")
+            f"{path.relative_to(PACKAGE)}:{node.lineno} imports the command line"
+        )
 
 
 @pytest.mark.parametrize("path", COMMANDS, ids=lambda p: p.name)
@@ -99,7 +103,8 @@ def test_the_command_line_runs_no_sql_and_calls_nothing_private(path):
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             assert node.func.attr not in ("sql", "execute", "executemany"), (
-                f"cli/{path.name}:{node.lineno}: a query in the command line; put it behind a function of the library")
+                f"cli/{path.name}:{node.lineno}: a query in the command line; put it behind a function of the library"
+            )
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             private = node.attr.startswith("_") and not node.attr.startswith("__")
             assert not private, f"cli/{path.name}:{node.lineno}: {node.value.id}.{node.attr} is private to its module"
@@ -114,6 +119,7 @@ def test_every_module_of_the_command_line_is_short(path):
 
 # --- help that reflows ---------------------------------------------------------------------------
 
+
 def test_reflowed_joins_the_lines_of_a_paragraph_and_keeps_the_paragraphs():
     docstring = """First line
     goes on here.
@@ -123,8 +129,10 @@ def test_reflowed_joins_the_lines_of_a_paragraph_and_keeps_the_paragraphs():
 
     Example: molp2s ranks --metric pgr
     """
-    assert reflowed(docstring) == ("First line goes on here.\n\nSecond paragraph, indented in the source, on two "
-                                   "lines.\n\nExample: molp2s ranks --metric pgr")
+    assert reflowed(docstring) == (
+        "First line goes on here.\n\nSecond paragraph, indented in the source, on two "
+        "lines.\n\nExample: molp2s ranks --metric pgr"
+    )
 
 
 def test_ranks_help_reflows_to_an_80_column_terminal():
@@ -143,7 +151,8 @@ def test_ranks_help_reflows_to_an_80_column_terminal():
         for line, following in zip(paragraph, paragraph[1:]):
             # a line ends early only where the next word would not have fitted on it
             assert len(line) + 1 + len(following.split()[0]) > width - 4, (
-                f"a sentence broken by a source line break:\n{line}\n{following}")
+                f"a sentence broken by a source line break:\n{line}\n{following}"
+            )
     assert len(paragraphs) >= 3 and any(len(p) > 1 for p in paragraphs), textwrap.indent(result.output, "  ")
 
 

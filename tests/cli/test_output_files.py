@@ -35,11 +35,10 @@ def test_an_interrupted_write_leaves_the_previous_file_whole(tmp_path, monkeypat
 
 
 def test_a_command_interrupted_exits_130_and_says_so(tmp_path, monkeypatch):
-    from molp2s_stats.stats import metrics
     from molp2s_stats import store
     from molp2s_stats.cli import app
     from molp2s_stats.ingest import load
-
+    from molp2s_stats.stats import metrics
     from tests.support.tiny_benchmark import write_benchmark, write_responses
 
     con = store.connect(tmp_path / "db.duckdb")
@@ -94,16 +93,18 @@ def test_a_complete_folder_takes_the_place_of_the_previous_one(tmp_path, earlier
     assert [p.name for p in tmp_path.iterdir()] == ["_site"]
 
 
-@pytest.mark.parametrize("fault, code, says", [
-    (KeyboardInterrupt, 130, "interrupted: report stopped; no output file was left half-written"),
-    ("render", 2, "a cell failed: ValueError: boom"),
-])
+@pytest.mark.parametrize(
+    "fault, code, says",
+    [
+        (KeyboardInterrupt, 130, "interrupted: report stopped; no output file was left half-written"),
+        ("render", 2, "a cell failed: ValueError: boom"),
+    ],
+)
 def test_an_interrupted_report_leaves_the_previous_site(tmp_path, monkeypatch, fault, code, says):
     from molp2s_stats import store
     from molp2s_stats.cli import app
     from molp2s_stats.ingest import load
     from molp2s_stats.report import render
-
     from tests.support.tiny_benchmark import write_benchmark, write_responses
 
     con = store.connect(tmp_path / "db.duckdb")
@@ -123,8 +124,20 @@ def test_an_interrupted_report_leaves_the_previous_site(tmp_path, monkeypatch, f
         raise fault
 
     monkeypatch.setattr(render, "render_site", half_a_site)
-    result = CliRunner().invoke(app, ["report", "--db", str(tmp_path / "db.duckdb"), "--fit", str(fit_file),
-                                      "--out", str(site), "--engine", "jupyter"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "report",
+            "--db",
+            str(tmp_path / "db.duckdb"),
+            "--fit",
+            str(fit_file),
+            "--out",
+            str(site),
+            "--engine",
+            "jupyter",
+        ],
+    )
     assert result.exit_code == code, result.output
     assert says in result.output
     assert _tree(site) == {"index.html": "the earlier site", "tables/accuracy.csv": "the earlier site"}

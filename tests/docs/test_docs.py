@@ -31,8 +31,8 @@ import pytest
 
 from molp2s_stats.cli import reference
 from molp2s_stats.report import render
-
 from tests.support import ROOT
+
 DOCS = ROOT / "docs"
 DOCUMENTS = [ROOT / "README.md", *sorted(DOCS.glob("*.qmd"))]
 SKIP = "# not run by the docs test:"
@@ -54,7 +54,7 @@ class Block:
     @property
     def skipped(self) -> str | None:
         first = self.text.lstrip().splitlines()[0] if self.text.strip() else ""
-        return first[len(SKIP):].strip() if first.startswith(SKIP) else None
+        return first[len(SKIP) :].strip() if first.startswith(SKIP) else None
 
 
 def read_blocks(path: Path) -> list[Block]:
@@ -71,11 +71,11 @@ def read_blocks(path: Path) -> list[Block]:
         end = index + 1
         while end < len(lines) and lines[end].strip() != fence:
             end += 1
-        body = "\n".join(lines[index + 1:end])
+        body = "\n".join(lines[index + 1 : end])
         language = {"bash": "bash", "sh": "bash", "shell": "bash", "text": "text"}.get(info, "other")
         if info == "python":
             language = "cell" if match.group(2).startswith("{") else "python"
-        only_blank_between = all(not line.strip() for line in lines[last_end + 1:index])
+        only_blank_between = all(not line.strip() for line in lines[last_end + 1 : index])
         if language == "text" and blocks and only_blank_between and blocks[-1].language in ("bash", "python"):
             blocks[-1].output = body
         else:
@@ -123,8 +123,10 @@ def test_the_output_matcher():
 
 def test_blocks_and_their_outputs_are_read(tmp_path):
     page = tmp_path / "page.qmd"
-    page.write_text("Text\n\n```bash\necho hi\n```\n\n```text\nhi\n```\n\n```{python}\n#| eval: false\nx = 1\n```\n"
-                    "\n````python\nprint('```')\n````\n")
+    page.write_text(
+        "Text\n\n```bash\necho hi\n```\n\n```text\nhi\n```\n\n```{python}\n#| eval: false\nx = 1\n```\n"
+        "\n````python\nprint('```')\n````\n"
+    )
     blocks = read_blocks(page)
     assert [(b.language, b.output) for b in blocks] == [("bash", "hi"), ("cell", None), ("python", None)]
     assert blocks[0].line == 3 and blocks[2].text == "print('```')"
@@ -145,8 +147,9 @@ def _cell_options(text: str) -> dict[str, str]:
     return dict(re.findall(r"^#\|\s*([\w-]+):\s*(.+?)\s*$", text, flags=re.MULTILINE))
 
 
-@pytest.mark.parametrize("document", [d for d in DOCUMENTS if d.name != "reference.qmd"],
-                         ids=lambda d: str(d.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "document", [d for d in DOCUMENTS if d.name != "reference.qmd"], ids=lambda d: str(d.relative_to(ROOT))
+)
 def test_every_block_runs_and_shows_what_it_prints(document, tmp_path, monkeypatch):
     folder, env = _session(tmp_path)
     monkeypatch.setenv("PATH", env["PATH"])
@@ -158,8 +161,15 @@ def test_every_block_runs_and_shows_what_it_prints(document, tmp_path, monkeypat
         if block.language not in ("bash", "python", "cell") or block.skipped is not None:
             continue
         if block.language == "bash":
-            done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.text], cwd=folder, env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
+            done = subprocess.run(
+                ["bash", "-e", "-o", "pipefail", "-c", block.text],
+                cwd=folder,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                timeout=900,
+            )
             printed = done.stdout
             assert done.returncode == 0, f"{block.where}: exit {done.returncode}\n{block.text}\n{printed[-3000:]}"
         else:
@@ -174,8 +184,10 @@ def test_every_block_runs_and_shows_what_it_prints(document, tmp_path, monkeypat
                     raise AssertionError(f"{block.where}: {type(exc).__name__}: {exc}\n{block.text}") from exc
             printed = buffer.getvalue()
         if block.output is not None:
-            assert shows(block.output, printed), (f"{block.where}: the output shown is no longer what it prints\n"
-                                                  f"--- shown\n{block.output}\n--- printed\n{printed}")
+            assert shows(block.output, printed), (
+                f"{block.where}: the output shown is no longer what it prints\n"
+                f"--- shown\n{block.output}\n--- printed\n{printed}"
+            )
 
 
 def _links(path: Path) -> list[tuple[int, str]]:
@@ -232,8 +244,11 @@ def test_the_readme_is_short_and_gives_the_two_commands():
     assert [c for c in commands if c] == ["make report", "make test"]
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^report:", makefile, re.MULTILINE) and re.search(r"^test:", makefile, re.MULTILINE)
-    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()
-          if line.strip() and not line.startswith("#")]
+    ci = [
+        line.strip()
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     assert ci[-1].endswith("make test"), ci
 
 
@@ -250,7 +265,8 @@ def test_the_readme_leaves_measured_figures_to_the_performance_page():
 def test_the_command_reference_is_the_commands_own_help():
     committed = (DOCS / "reference.qmd").read_text(encoding="utf-8")
     assert committed == reference.reference(), (
-        "docs/reference.qmd differs from the commands' help: run `python -m molp2s_stats.cli.reference docs/reference.qmd`")
+        "docs/reference.qmd differs from the commands' help: run `python -m molp2s_stats.cli.reference docs/reference.qmd`"
+    )
 
 
 def test_the_docs_site_lists_every_page_in_its_navigation():
@@ -260,8 +276,13 @@ def test_the_docs_site_lists_every_page_in_its_navigation():
     assert {href for href, _ in render.navigation(DOCS, config)} == sources
 
 
-SKIPPED = [b for d in DOCUMENTS if d.name != "reference.qmd" for b in read_blocks(d)
-           if b.language in ("bash", "python") and b.skipped is not None]
+SKIPPED = [
+    b
+    for d in DOCUMENTS
+    if d.name != "reference.qmd"
+    for b in read_blocks(d)
+    if b.language in ("bash", "python") and b.skipped is not None
+]
 
 
 @pytest.mark.parametrize("block", SKIPPED, ids=lambda b: b.where)

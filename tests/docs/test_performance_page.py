@@ -16,7 +16,6 @@ import numpy as np
 import polars as pl
 
 from molp2s_stats import performance
-
 from tests.support import ROOT
 
 HEAVY = ("jax", "nutpie", "pymc", "pytensor", "arviz", "numba")
@@ -59,9 +58,14 @@ def test_leaderboard_shapes_are_named_and_read_back():
 
 def test_the_grid_by_models_counts_fits_and_finds_the_slowest():
     # 7 models: two shapes × two seeds, one fit missed; 56 models: one fit. Slowest by eye: 30 s and 600 s.
-    grid = pl.DataFrame({"shape": ["lb-7x2x136", "lb-7x2x136", "lb-7x5x389", "lb-7x5x389", "lb-56x15x389"],
-                         "seed": [1, 2, 1, 2, 1], "passed": [True, True, False, True, True],
-                         "seconds": [10.0, 20.0, 30.0, 12.0, 600.0]})
+    grid = pl.DataFrame(
+        {
+            "shape": ["lb-7x2x136", "lb-7x2x136", "lb-7x5x389", "lb-7x5x389", "lb-56x15x389"],
+            "seed": [1, 2, 1, 2, 1],
+            "passed": [True, True, False, True, True],
+            "seconds": [10.0, 20.0, 30.0, 12.0, 600.0],
+        }
+    )
     table = performance.leaderboard_by_models(grid)
     assert table.select("models", "shapes", "seeds", "fits", "passed").rows() == [(7, 2, 2, 4, 3), (56, 1, 1, 1, 1)]
     assert table["median_seconds"].to_list() == [16.0, 600.0]  # median of 10, 12, 20, 30: (12 + 20) / 2
@@ -81,8 +85,14 @@ def test_sbc_uniformity_tells_uniform_ranks_from_skewed_ones():
     rng = np.random.default_rng(0)
     uniform = rng.integers(0, 100, 2000)
     skewed = np.minimum(rng.integers(0, 100, 2000), rng.integers(0, 100, 2000))  # ranks pile up low: a bias
-    frame = pl.DataFrame({"replicate": np.arange(4000) % 200, "quantity": ["u"] * 2000 + ["s"] * 2000,
-                          "rank": np.concatenate([uniform, skewed]), "ranked_draws": 99})
+    frame = pl.DataFrame(
+        {
+            "replicate": np.arange(4000) % 200,
+            "quantity": ["u"] * 2000 + ["s"] * 2000,
+            "rank": np.concatenate([uniform, skewed]),
+            "ranked_draws": 99,
+        }
+    )
     table = {r["quantity"]: r for r in performance.sbc_uniformity(frame).iter_rows(named=True)}
     assert table["u"]["p_value"] > 0.01 and table["s"]["p_value"] < 1e-6
     assert table["u"]["ranks"] == 2000 and table["u"]["replicates"] == 200

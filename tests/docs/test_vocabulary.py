@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from molp2s_stats.cli import app
 from molp2s_stats.glossary import METRIC_DEFINITIONS, METRICS
-
 from tests.support import ROOT
+
 runner = CliRunner()
 COMMANDS = sorted(command.name for command in app.registered_commands)
 
@@ -48,9 +47,15 @@ def test_no_help_text_cites_the_spec(command):
 
 
 def test_no_page_readme_or_view_cites_the_spec():
-    files = [*ROOT.glob("reports/*.qmd"), *ROOT.glob("docs/*.qmd"), ROOT / "README.md", ROOT / "CHANGELOG.md",
-             ROOT / "data" / "README.md", *ROOT.glob("sql/**/*.sql"),
-             *ROOT.glob("molp2s_stats/**/*.py")]
+    files = [
+        *ROOT.glob("reports/*.qmd"),
+        *ROOT.glob("docs/*.qmd"),
+        ROOT / "README.md",
+        ROOT / "CHANGELOG.md",
+        ROOT / "data" / "README.md",
+        *ROOT.glob("sql/**/*.sql"),
+        *ROOT.glob("molp2s_stats/**/*.py"),
+    ]
     cited = [str(f.relative_to(ROOT)) for f in files if _SPEC.search(f.read_text())]
     assert not cited
 

@@ -13,12 +13,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from molp2s_stats.stats import metrics
 from molp2s_stats import prompts, store
 from molp2s_stats.cli import app
 from molp2s_stats.ingest import read_benchmark
 from molp2s_stats.inspect_task import molp2s, samples
-
+from molp2s_stats.stats import metrics
 from tests.support.tiny_benchmark import M1, task_id, write_benchmark
 
 runner = CliRunner()
@@ -44,14 +43,25 @@ def test_inspect_round_trip_on_the_mock_model(tmp_path):
 
     bench = write_benchmark(tmp_path / "bench")
     task = molp2s(benchmark=str(bench))
-    texts = {task_id(f, k): ("I cannot tell." if c is None else f"B looks plausible, but the dipole fits {c}.\n"
-                             f"Answer: {c}") for (f, k), c in M1.items()}
+    texts = {
+        task_id(f, k): ("I cannot tell." if c is None else f"B looks plausible, but the dipole fits {c}.\nAnswer: {c}")
+        for (f, k), c in M1.items()
+    }
     order = [s.id for s in task.dataset]
     # usage given: otherwise the mock counts tokens with tiktoken, which downloads its encoding
-    outputs = [ModelOutput.from_content(model="mockllm/model", content=texts[t]).model_copy(
-        update={"usage": ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)}) for t in order]
-    logs = inspect_eval(task, model=get_model("mockllm/model", custom_outputs=outputs), log_dir=str(tmp_path / "logs"),
-                        display="none", max_samples=1)
+    outputs = [
+        ModelOutput.from_content(model="mockllm/model", content=texts[t]).model_copy(
+            update={"usage": ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)}
+        )
+        for t in order
+    ]
+    logs = inspect_eval(
+        task,
+        model=get_model("mockllm/model", custom_outputs=outputs),
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        max_samples=1,
+    )
     log = logs[0]
     assert log.status == "success"
     location = log.location.removeprefix("file://")
@@ -60,12 +70,24 @@ def test_inspect_round_trip_on_the_mock_model(tmp_path):
     result = runner.invoke(app, ["load", "--benchmark", str(bench), "--responses", location, "--db", str(db)])
     assert result.exit_code == 0, result.output
     choices = tmp_path / "choices.jsonl"
-    choices.write_text("".join(json.dumps({"model": "mockllm/model", "task_id": task_id(f, k),
-                                           **({"choice": c} if c else {"response": "no answer"})}) + "\n"
-                               for (f, k), c in M1.items()))
+    choices.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "model": "mockllm/model",
+                    "task_id": task_id(f, k),
+                    **({"choice": c} if c else {"response": "no answer"}),
+                }
+            )
+            + "\n"
+            for (f, k), c in M1.items()
+        )
+    )
     db2 = tmp_path / "choices.duckdb"
-    assert runner.invoke(app, ["load", "--benchmark", str(bench), "--responses", str(choices),
-                               "--db", str(db2)]).exit_code == 0
+    assert (
+        runner.invoke(app, ["load", "--benchmark", str(bench), "--responses", str(choices), "--db", str(db2)]).exit_code
+        == 0
+    )
 
     def read(path):
         con = store.connect(path, read_only=True)
@@ -86,14 +108,34 @@ def test_inspect_round_trip_on_the_mock_model(tmp_path):
     assert template == [(prompts.TEMPLATE,)]
 
 
-@pytest.mark.skipif(shutil.which("inspect", path=os.path.dirname(sys.executable)) is None,
-                    reason="the inspect command is not installed beside this Python")
+@pytest.mark.skipif(
+    shutil.which("inspect", path=os.path.dirname(sys.executable)) is None,
+    reason="the inspect command is not installed beside this Python",
+)
 def test_inspect_cli_finds_the_installed_task_from_any_folder(tmp_path):
     bench = write_benchmark(tmp_path / "bench")
     inspect = Path(sys.executable).parent / "inspect"
-    run = subprocess.run([str(inspect), "eval", "molp2s_stats/molp2s", "--model", "mockllm/model", "--limit", "3",
-                          "-T", f"benchmark={bench}", "--log-dir", str(tmp_path / "logs"), "--display", "none"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [
+            str(inspect),
+            "eval",
+            "molp2s_stats/molp2s",
+            "--model",
+            "mockllm/model",
+            "--limit",
+            "3",
+            "-T",
+            f"benchmark={bench}",
+            "--log-dir",
+            str(tmp_path / "logs"),
+            "--display",
+            "none",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     found = sorted((tmp_path / "logs").glob("*.eval"))
     assert found, run.stdout + run.stderr
     db = tmp_path / "cli.duckdb"
@@ -111,20 +153,30 @@ def test_the_scorer_counts_an_answer_cut_at_the_token_limit_as_wrong(tmp_path):
     targets = {s.id: s.target for s in task.dataset}
     usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
     # every answer names its target; the first was cut at the limit on the way there
-    outputs = [ModelOutput.from_content(model="mockllm/model", content=f"Answer: {targets[s.id]}",
-                                        stop_reason="max_tokens" if i == 0 else "stop").model_copy(
-        update={"usage": usage}) for i, s in enumerate(task.dataset)]
-    log = inspect_eval(task, model=get_model("mockllm/model", custom_outputs=outputs), log_dir=str(tmp_path / "logs"),
-                       display="none", max_samples=1)[0]
+    outputs = [
+        ModelOutput.from_content(
+            model="mockllm/model", content=f"Answer: {targets[s.id]}", stop_reason="max_tokens" if i == 0 else "stop"
+        ).model_copy(update={"usage": usage})
+        for i, s in enumerate(task.dataset)
+    ]
+    log = inspect_eval(
+        task,
+        model=get_model("mockllm/model", custom_outputs=outputs),
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        max_samples=1,
+    )[0]
     scores = [s.scores["molp2s_answer"] for s in log.samples]
     assert [(s.value, s.explanation) for s in scores[:1]] == [("I", "truncated")]
     assert all(s.value == "C" for s in scores[1:])
     # the loader counts it as the scorer does
     db = tmp_path / "inspect.duckdb"
-    result = runner.invoke(app, ["load", "--benchmark", str(bench), "--responses",
-                                 log.location.removeprefix("file://"), "--db", str(db)])
+    result = runner.invoke(
+        app, ["load", "--benchmark", str(bench), "--responses", log.location.removeprefix("file://"), "--db", str(db)]
+    )
     assert result.exit_code == 0, result.output
     con = store.connect(db, read_only=True)
-    assert con.execute("SELECT count(*) FILTER (invalid_reason = 'truncated'), count(*) FILTER (choice IS NOT NULL) "
-                       "FROM responses").fetchone() == (1, len(scores) - 1)
+    assert con.execute(
+        "SELECT count(*) FILTER (invalid_reason = 'truncated'), count(*) FILTER (choice IS NOT NULL) FROM responses"
+    ).fetchone() == (1, len(scores) - 1)
     con.close()

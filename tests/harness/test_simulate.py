@@ -6,9 +6,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from molp2s_stats.stats import metrics
 from molp2s_stats import simulate, store
 from molp2s_stats.ingest import load
+from molp2s_stats.stats import metrics
 from tests.support import TOY
 
 FAMILIES = 1500
@@ -33,13 +33,20 @@ def big_benchmark(tmp_path):
             tasks.append((f"{f}-cf-{k}", f, "dipole_norm", "cf", k, f, k))
     folder = tmp_path / "bench"
     folder.mkdir()
-    pl.DataFrame(fams, schema=["family_id", "scaffold", "source"], orient="row").write_parquet(folder / "families.parquet")
+    pl.DataFrame(fams, schema=["family_id", "scaffold", "source"], orient="row").write_parquet(
+        folder / "families.parquet"
+    )
     pl.DataFrame(cands, schema=["family_id", "label", "fragment", "molecule"], orient="row").write_parquet(
-        folder / "candidates.parquet")
+        folder / "candidates.parquet"
+    )
     pl.DataFrame(props, schema=["family_id", "label", "channel", "value"], orient="row").write_parquet(
-        folder / "properties.parquet")
-    pl.DataFrame(tasks, schema=["task_id", "family_id", "channel", "condition", "target", "shown_family",
-                                "shown_label"], orient="row").write_parquet(folder / "tasks.parquet")
+        folder / "properties.parquet"
+    )
+    pl.DataFrame(
+        tasks,
+        schema=["task_id", "family_id", "channel", "condition", "target", "shown_family", "shown_label"],
+        orient="row",
+    ).write_parquet(folder / "tasks.parquet")
     return folder
 
 
@@ -62,14 +69,21 @@ def test_simulated_metrics_match_the_truth_within_sampling_error(tmp_path):
     # Sampling error of a mean of 1,500 Bernoulli draws: at most 100·sqrt(.25/1500) ≈ 1.3 pp;
     # the truth is the expectation over the same families, so 4 SE is a generous bound.
     for model in ("sim-a", "sim-b"):
-        for metric, quantity in (("acc_p0", "acc_p0"), ("acc_source", "acc_source"),
-                                 ("acc_shuffled", "acc_shuffled"), ("reliance_margin", "reliance"),
-                                 ("cf_accuracy", "responsiveness")):
-            assert estimate[(model, metric)] == pytest.approx(expected[(model, quantity)], abs=5.5 if metric ==
-                                                               "reliance_margin" else 4.0), (model, metric)
+        for metric, quantity in (
+            ("acc_p0", "acc_p0"),
+            ("acc_source", "acc_source"),
+            ("acc_shuffled", "acc_shuffled"),
+            ("reliance_margin", "reliance"),
+            ("cf_accuracy", "responsiveness"),
+        ):
+            assert estimate[(model, metric)] == pytest.approx(
+                expected[(model, quantity)], abs=5.5 if metric == "reliance_margin" else 4.0
+            ), (model, metric)
     # Parsed raw text: every answer the simulator wrote as text names the intended candidate
     # (an invalid answer was meant to be invalid).
-    invalid = con.execute("SELECT model, avg((choice IS NULL)::INT) FROM responses GROUP BY model ORDER BY model").fetchall()
+    invalid = con.execute(
+        "SELECT model, avg((choice IS NULL)::INT) FROM responses GROUP BY model ORDER BY model"
+    ).fetchall()
     assert invalid[0][1] == pytest.approx(0.15, abs=0.015) and invalid[1][1] == 0.0
 
 
@@ -100,13 +114,15 @@ def test_the_nmr_expert_relies_more_on_1h_yet_follows_it_less():
 def test_every_simulated_justification_that_cites_is_recognised_as_citing():
     """The simulator's citing sentence per channel and the detector that counts citations agree:
     each one is found citing its own channel, and the non-citing sentence is found citing none."""
-    from molp2s_stats.stats import explanations
     from molp2s_stats import simulate
     from molp2s_stats.ingest.benchmark import DEFAULT_CHANNELS
+    from molp2s_stats.stats import explanations
 
     channels = pl.read_csv(DEFAULT_CHANNELS)
-    components = {row["channel"]: (row["components"].split(";") if row["components"] else [row["channel"]])
-                  for row in channels.iter_rows(named=True)}
+    components = {
+        row["channel"]: (row["components"].split(";") if row["components"] else [row["channel"]])
+        for row in channels.iter_rows(named=True)
+    }
     singles = [c for c, parts in components.items() if parts == [c]]
     for channel, parts in components.items():
         parts = singles if parts == ["*"] else parts

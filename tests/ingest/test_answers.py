@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import time
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -216,21 +215,32 @@ REAL_WORLD_CASES = [
     ("Answer: \\( \\mathrm{B} \\)", "B", None),
     ("The answer is\n\\[ D \\]", "D", None),
     ("\\[\n\\text{Answer: } \\text{B}\n\\]", "B", None),
-    ("Thus, the correct option that matches all three products is:\n\n"
-     "$$ D ) \\quad A = \\text{propyl}, \\quad B = \\text{methoxy} $$", "D", None),
+    (
+        "Thus, the correct option that matches all three products is:\n\n"
+        "$$ D ) \\quad A = \\text{propyl}, \\quad B = \\text{methoxy} $$",
+        "D",
+        None,
+    ),
     ("\\boxed{\\text{\\textbf{C}}}", "C", None),
     ("Answer choice: $\\boxed {D}$", "D", None),
     ("The order of magnitude is:\n\\[ \\boxed{D) 10^{59} \\, J/K} \\]", "D", None),
     ("Answer: «B»", "B", None),
     # --- an option line given as the answer, without Answer:
     ("Option B is wrong; option C too.\n\n**A) 3-cyano-6-(dimethylamino)benzoic acid**", "A", None),
-    ("Options B and D fail.\n\nThe incorrect statement is:\n\n**Option C: \"C is a flammable gas.\"**\n\n"
-     "This is so because compound A burns.", "C", None),
+    (
+        'Options B and D fail.\n\nThe incorrect statement is:\n\n**Option C: "C is a flammable gas."**\n\n'
+        "This is so because compound A burns.",
+        "C",
+        None,
+    ),
     ("A fails, B fails.\nCorrect Answer: D) 4-methylcycloheptan-1-one", "D", None),
     ("The closest option to the calculated value is **C) 1 m**.", "C", None),
     ("After the coefficients, the final answer matches option **B**:\n  y[n] = 3^n", "B", None),
-    ("So the values are:\n- the propensity to consume is 0.75 (A).\n- the propensity to save is 0.25 (D).",
-     None, "ambiguous"),
+    (
+        "So the values are:\n- the propensity to consume is 0.75 (A).\n- the propensity to save is 0.25 (D).",
+        None,
+        "ambiguous",
+    ),
     ("The product of the reaction will be:\n\nD) (1R,4R,5R)-2,2,4,5-tetramethylcyclohexan-1-ol", "D", None),
     ("The correct sequence of reagents is:\n\nB) 1. NaNH2, methyl chloride\n2. H2/Pd\n3. O3/(CH3)2S", "B", None),
     ("Final answers:\nA) A = cyclohexane-1,3,5-trione\nB) A = benzoquinone", None, "ambiguous"),
@@ -248,8 +258,11 @@ REAL_WORLD_CASES = [
     ("Answer: B\n\nOn reflection the spectrum fits nothing.\nAnswer: None", None, "no_answer"),
     ("(B) looks plausible.\nAnswer: Insufficient Information", None, "refusal"),
     ("It is not possible to choose the correct answer from the given options.\n\nAnswer: N/A", None, "refusal"),
-    ("The options provided do not match; we cannot determine the correct answer.\nAnswer: None of the above",
-     None, "refusal"),
+    (
+        "The options provided do not match; we cannot determine the correct answer.\nAnswer: None of the above",
+        None,
+        "refusal",
+    ),
     ("Answer: ABC", None, "ambiguous"),
     ("Answer: DAB", None, "ambiguous"),
     ("Answer: A and C", None, "ambiguous"),
@@ -262,8 +275,7 @@ REAL_WORLD_CASES = [
     ("**Answer:** A = H2O and B = HCl", None, "no_answer"),
     ("The fitting combination is:\n\n**Final Answer: A = H3O+, B = HCl**\n\nThus, option C is correct.", "C", None),
     ("Answer: B = isopropyl", "B", None),  # one letter glossed, not letters used as names
-    ("The calculated value is not listed; none of the provided options (A through D) is correct.",
-     None, "no_answer"),
+    ("The calculated value is not listed; none of the provided options (A through D) is correct.", None, "no_answer"),
     # --- letters used as names in the reasoning do not take over
     ("Compound C is the enol and gas D is CO2; product (B) forms last.", None, "no_answer"),
     ("The gas **D** is oxygen and compound **C** forms from it.", None, "no_answer"),
@@ -293,28 +305,60 @@ REAL_WORLD_CASES = [
     ("<think>Thinking about A... Answer: A", None, "no_answer"),  # stopped while thinking
     ("Thinking about A. Answer: A</think>\n\nB", "B", None),  # the template opened the block
     # --- looping replies cut off at the token limit
-    ("\n".join(["Let me reconsider the sequence once more, step by step, with care."] * 10
-                + [f"**Answer: {x}** (with the understanding that it may need correction)." for x in "CABCAB"]
-                + ["However, to strictly adhere to the format and provide a clear answer based on the"]),
-     None, "ambiguous"),
-    ("\n".join(["Let me reconsider the sequence once more, step by step, with care."] * 20
-                + ["Answer: A", "This needs a check.", "Answer: B", "And so the final structure is the one with"]),
-     None, "ambiguous"),
-    ("\n".join(["(A) or (B) might fit, so the options are weighed again, step by step, with care."] * 20
-                + ["Comparing the remaining shifts, the value of the coupling constant for"]),
-     None, "no_answer"),
-    ("\n".join(["The pH is computed again from the dissociation constant, step by step, with care."] * 20
-                + ["This value is close to option B, but let's check the equivalence point as well.",
-                   "At the equivalence point the concentration of acetate is"]), None, "no_answer"),
+    (
+        "\n".join(
+            ["Let me reconsider the sequence once more, step by step, with care."] * 10
+            + [f"**Answer: {x}** (with the understanding that it may need correction)." for x in "CABCAB"]
+            + ["However, to strictly adhere to the format and provide a clear answer based on the"]
+        ),
+        None,
+        "ambiguous",
+    ),
+    (
+        "\n".join(
+            ["Let me reconsider the sequence once more, step by step, with care."] * 20
+            + ["Answer: A", "This needs a check.", "Answer: B", "And so the final structure is the one with"]
+        ),
+        None,
+        "ambiguous",
+    ),
+    (
+        "\n".join(
+            ["(A) or (B) might fit, so the options are weighed again, step by step, with care."] * 20
+            + ["Comparing the remaining shifts, the value of the coupling constant for"]
+        ),
+        None,
+        "no_answer",
+    ),
+    (
+        "\n".join(
+            ["The pH is computed again from the dissociation constant, step by step, with care."] * 20
+            + [
+                "This value is close to option B, but let's check the equivalence point as well.",
+                "At the equivalence point the concentration of acetate is",
+            ]
+        ),
+        None,
+        "no_answer",
+    ),
     ("Answer: A\nThis needs a check.\nAnswer: B\nThe coupling fits B.", "B", None),  # finished: last wins
-    ("\n".join(["The shifts are weighed once more, step by step, with care and patience."] * 20
-                + ["Answer: `[*]CCC`", "No: the branch fits better.", "Answer: B", "the fragment being CC(C)C"]),
-     "B", None),  # ends on a whole SMILES, not cut off
-    ("Answer: A) wrong.\nAnswer: B) closest.\nAnswer: C) wrong.\n" + "Checking the units again. " * 50
-     + "\nThe closest option is:\n\nAnswer: B", "B", None),
+    (
+        "\n".join(
+            ["The shifts are weighed once more, step by step, with care and patience."] * 20
+            + ["Answer: `[*]CCC`", "No: the branch fits better.", "Answer: B", "the fragment being CC(C)C"]
+        ),
+        "B",
+        None,
+    ),  # ends on a whole SMILES, not cut off
+    (
+        "Answer: A) wrong.\nAnswer: B) closest.\nAnswer: C) wrong.\n"
+        + "Checking the units again. " * 50
+        + "\nThe closest option is:\n\nAnswer: B",
+        "B",
+        None,
+    ),
     # --- a capital that opens a phrase is a word, not a label
-    ("Final answer: A thorough understanding is needed; none of the provided options addresses it.",
-     None, "no_answer"),
+    ("Final answer: A thorough understanding is needed; none of the provided options addresses it.", None, "no_answer"),
     ("Answer: A mixture of both isomers forms.", None, "no_answer"),
     ("Answer: A is the only one that fits.", "A", None),
     # --- the requested Answer: glued to the word before it
@@ -398,9 +442,39 @@ def test_arbitrary_text_never_raises(text):
 
 # Text assembled from the pieces the parser reacts to, to reach deeper branches.
 _PIECES = st.sampled_from(
-    ["Answer:", "final answer", " is ", "(", ")", "[", "]", "**", "`", "```", "\\boxed{",
-     "}", "A", "B", "C", "F", "b", "*", "[*]", "C(C)C", "c1ccccc1", "OC", " ", "\n",
-     ".", "or", "Option", "\ue000", "\ue001", "0", "i.e."]
+    [
+        "Answer:",
+        "final answer",
+        " is ",
+        "(",
+        ")",
+        "[",
+        "]",
+        "**",
+        "`",
+        "```",
+        "\\boxed{",
+        "}",
+        "A",
+        "B",
+        "C",
+        "F",
+        "b",
+        "*",
+        "[*]",
+        "C(C)C",
+        "c1ccccc1",
+        "OC",
+        " ",
+        "\n",
+        ".",
+        "or",
+        "Option",
+        "\ue000",
+        "\ue001",
+        "0",
+        "i.e.",
+    ]
 )
 
 
@@ -414,7 +488,8 @@ def test_structured_noise_never_raises(text):
 # Reasoning text built from the pieces above, without backticks (text in backticks is SMILES and
 # an unclosed ``` would swallow the answer line) and without closing reasoning tags.
 _REASONING_TEXT = st.lists(_PIECES.filter(lambda p: "`" not in p), max_size=20).map("".join) | st.text(
-    alphabet=st.characters(blacklist_characters="`<>"), max_size=200)
+    alphabet=st.characters(blacklist_characters="`<>"), max_size=200
+)
 _LABELS = st.sampled_from(BASIC.labels)
 
 
@@ -431,12 +506,27 @@ def test_unclosed_reasoning_is_no_answer(reasoning):
     assert parse_answer(f"<think>{reasoning}", BASIC) == ParsedAnswer(None, "no_answer")
 
 
-_NON_ANSWERS = st.sampled_from([
-    "None of the above", "None", "N/A", "n/a", "Not applicable", "Insufficient information",
-    "Insufficient Information", "Cannot be determined", "Unknown", "No correct answer",
-    "None of the provided options are correct.", "A = NaCN, B = H3O+", "ABC", "DAB", "A and C",
-    "A = H2O and B = HCl", "Not listed among the options",
-])
+_NON_ANSWERS = st.sampled_from(
+    [
+        "None of the above",
+        "None",
+        "N/A",
+        "n/a",
+        "Not applicable",
+        "Insufficient information",
+        "Insufficient Information",
+        "Cannot be determined",
+        "Unknown",
+        "No correct answer",
+        "None of the provided options are correct.",
+        "A = NaCN, B = H3O+",
+        "ABC",
+        "DAB",
+        "A and C",
+        "A = H2O and B = HCl",
+        "Not listed among the options",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -446,8 +536,21 @@ def test_declared_non_answer_is_never_a_letter(reasoning, declared):
     assert result.choice is None and result.reason in {"no_answer", "refusal", "ambiguous"}
 
 
-_WRAPPERS = st.sampled_from(["{}", "${}$", "$\\text{{{}}}$", "\\text{{{}}}", "\\( {} \\)", "\\(\\mathrm{{{}}}\\)",
-                             "**{}**", "$\\textbf{{{}}}$", "({})", "{})", "$ {} $"])
+_WRAPPERS = st.sampled_from(
+    [
+        "{}",
+        "${}$",
+        "$\\text{{{}}}$",
+        "\\text{{{}}}",
+        "\\( {} \\)",
+        "\\(\\mathrm{{{}}}\\)",
+        "**{}**",
+        "$\\textbf{{{}}}$",
+        "({})",
+        "{})",
+        "$ {} $",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -457,8 +560,23 @@ def test_wrapping_the_letter_does_not_change_it(reasoning, label, wrapper):
 
 
 @settings(max_examples=300, deadline=None)
-@given(_REASONING_TEXT, _LABELS, st.sampled_from(["Answer:", "Final answer:", "Correct Answer:", "Ответ:", "答案：",
-                                                   "Antwort:", "Réponse :", "Respuesta:", "**Answer:**"]))
+@given(
+    _REASONING_TEXT,
+    _LABELS,
+    st.sampled_from(
+        [
+            "Answer:",
+            "Final answer:",
+            "Correct Answer:",
+            "Ответ:",
+            "答案：",
+            "Antwort:",
+            "Réponse :",
+            "Respuesta:",
+            "**Answer:**",
+        ]
+    ),
+)
 def test_an_answer_line_in_any_language_decides(reasoning, label, word):
     assert parse_answer(f"{reasoning}\n{word} {label}", BASIC) == ParsedAnswer(label, None)
 
@@ -483,8 +601,24 @@ def test_corpus_is_well_formed():
     assert {"reading", "rules", "split", "source"} <= set(header)
     items = bench.read_corpus(bench.CORPUS)
     assert len(items) == len(lines) - 1 >= 300
-    keys = {"id", "source_repo", "path", "commit", "line", "licence", "model", "run", "benchmark", "question_id",
-            "labels", "style", "split", "expected_choice", "expected_reason", "text"}
+    keys = {
+        "id",
+        "source_repo",
+        "path",
+        "commit",
+        "line",
+        "licence",
+        "model",
+        "run",
+        "benchmark",
+        "question_id",
+        "labels",
+        "style",
+        "split",
+        "expected_choice",
+        "expected_reason",
+        "text",
+    }
     assert len({item["id"] for item in items}) == len(items)
     for item in items:
         assert set(item) == keys, item["id"]
@@ -508,10 +642,19 @@ def test_corpus_agreement_meets_its_target():
     assert 100 * agree / len(results) >= bench.TARGET_AGREEMENT
 
 
-@pytest.mark.parametrize("text", [
-    "(A) or (B) " * 20000, "Answer: ABCD " * 20000, "(85 K) " * 30000, "Answer: A\nAnswer: B\n" * 10000,
-    "The answer is:\nA) x\n\n" * 10000, "<think>" * 10000 + "Answer: A", "xAnswer: " * 30000, "A)\n" * 50000,
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(A) or (B) " * 20000,
+        "Answer: ABCD " * 20000,
+        "(85 K) " * 30000,
+        "Answer: A\nAnswer: B\n" * 10000,
+        "The answer is:\nA) x\n\n" * 10000,
+        "<think>" * 10000 + "Answer: A",
+        "xAnswer: " * 30000,
+        "A)\n" * 50000,
+    ],
+)
 def test_long_pathological_replies_parse_in_time(text):
     # each pattern is linear in the text (a quadratic one took a minute on the second of these)
     started = time.perf_counter()
@@ -519,9 +662,14 @@ def test_long_pathological_replies_parse_in_time(text):
     assert time.perf_counter() - started < 10
 
 
-@pytest.mark.parametrize("text", [
-    "Either (A) or (B), hard to say.", "Either (B) or (C).", "Perhaps (A), perhaps (C).",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Either (A) or (B), hard to say.",
+        "Either (B) or (C).",
+        "Perhaps (A), perhaps (C).",
+    ],
+)
 def test_a_hedge_between_two_letters_is_ambiguous_not_the_second(text):
     """A letter in parentheses abbreviates the word before it only when that word starts with it
     ("Debye (D)"): "Either (A)" names option A, so the hedge names two."""

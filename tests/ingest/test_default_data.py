@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-
 import polars as pl
 import pytest
 from rdkit import Chem
 from rdkit.Chem import rdMolDescriptors
 
 from molp2s_stats import chem, simulate, store
-from molp2s_stats.stats import metrics
 from molp2s_stats.ingest import read_benchmark
-
+from molp2s_stats.stats import metrics
 from tests.support import DATA
+
 PAPER_COHORT = 136
 
 
@@ -43,10 +42,13 @@ def test_every_candidate_completes_its_qm9_molecule(tables):
 
 def test_candidates_of_a_family_share_the_fragment_formula(tables):
     formulas = tables["candidates"].with_columns(
-        pl.col("fragment").map_elements(lambda s: rdMolDescriptors.CalcMolFormula(Chem.MolFromSmiles(s)),
-                                        return_dtype=pl.String).alias("formula"))
-    per_family = formulas.group_by("family_id").agg(pl.col("formula").n_unique(), pl.col("molecule").n_unique(),
-                                                    pl.len())
+        pl.col("fragment")
+        .map_elements(lambda s: rdMolDescriptors.CalcMolFormula(Chem.MolFromSmiles(s)), return_dtype=pl.String)
+        .alias("formula")
+    )
+    per_family = formulas.group_by("family_id").agg(
+        pl.col("formula").n_unique(), pl.col("molecule").n_unique(), pl.len()
+    )
     assert (per_family["formula"] == 1).all()
     assert (per_family["molecule"] == per_family["len"]).all()  # no molecule twice in a family
 
@@ -57,8 +59,20 @@ def test_shuffled_tasks_never_show_their_own_family(tables):
     assert (shuffled["shown_family"] != shuffled["family_id"]).all()
 
 
-SINGLE_CHANNELS = {"dipole_norm", "dipole_vector", "gap", "uvvis", "ir", "raman", "h1_peaks", "h1_peaks_int",
-                   "h1_atomwise", "c13_peaks", "c13_peaks_deg", "c13_atomwise"}
+SINGLE_CHANNELS = {
+    "dipole_norm",
+    "dipole_vector",
+    "gap",
+    "uvvis",
+    "ir",
+    "raman",
+    "h1_peaks",
+    "h1_peaks_int",
+    "h1_atomwise",
+    "c13_peaks",
+    "c13_peaks_deg",
+    "c13_atomwise",
+}
 BUNDLES = {"vibrational_bundle", "nmr_bundle", "all"}
 
 

@@ -74,9 +74,7 @@ def test_peak_overlap_identical_and_scaled():
     a = ir([500, 1200, 1210, 3000], [0.2, 1.0, 0.5, 3.0])
     assert d("peak_overlap", a, a) == pytest.approx(0.0, abs=1e-12)
     # Same peaks in another order: still the same spectrum.
-    assert d("peak_overlap", a, ir([3000, 1210, 1200, 500], [3.0, 0.5, 1.0, 0.2])) == pytest.approx(
-        0.0, abs=1e-12
-    )
+    assert d("peak_overlap", a, ir([3000, 1210, 1200, 500], [3.0, 0.5, 1.0, 0.2])) == pytest.approx(0.0, abs=1e-12)
     b = ir([505, 1190, 1250, 2950], [1.0, 0.1, 0.7, 2.0])
     ref = d("peak_overlap", a, b)
     # Intensities scaled by a constant: same distance (they are normalised).
@@ -171,12 +169,8 @@ def test_uvvis_two_single_gaussians_closed_form(delta, sigma):
 
 finite = st.floats(-1e3, 1e3, allow_nan=False)
 positive = st.floats(1e-3, 1e3)
-spectra_ir = st.lists(st.tuples(st.floats(400, 4000), positive), min_size=1, max_size=6).map(
-    lambda p: ir(*zip(*p))
-)
-spectra_uv = st.lists(st.tuples(st.floats(1, 10), positive), min_size=1, max_size=6).map(
-    lambda p: uv(*zip(*p))
-)
+spectra_ir = st.lists(st.tuples(st.floats(400, 4000), positive), min_size=1, max_size=6).map(lambda p: ir(*zip(*p)))
+spectra_uv = st.lists(st.tuples(st.floats(1, 10), positive), min_size=1, max_size=6).map(lambda p: uv(*zip(*p)))
 STRATEGIES = {
     "abs_diff": finite,
     "euclidean": st.lists(finite, min_size=3, max_size=3),
@@ -201,16 +195,14 @@ def test_symmetric_nonnegative_zero_on_identical(kind, data):
 
 
 json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(-(10**400), 10**400)
-    | st.floats()
-    | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(
-        st.sampled_from(["shieldings", "frequencies", "intensities", "energies", "strengths", "x"]),
-        inner,
-        max_size=3,
+    st.none() | st.booleans() | st.integers(-(10**400), 10**400) | st.floats() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["shieldings", "frequencies", "intensities", "energies", "strengths", "x"]),
+            inner,
+            max_size=3,
+        )
     ),
     max_leaves=12,
 )

@@ -14,12 +14,15 @@ from molp2s_stats.ingest import InputError, stage_file
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False) | st.text(max_size=20),
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=20),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
-    max_leaves=10)
+    max_leaves=10,
+)
 records = st.dictionaries(
     st.sampled_from(["model", "task_id", "sample", "attempt", "response", "choice", "extra", "doc_id", "resps"]),
-    json_values, max_size=7)
+    json_values,
+    max_size=7,
+)
 
 
 def _staged_or_refused(path, data: bytes) -> None:

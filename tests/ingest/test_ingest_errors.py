@@ -24,9 +24,8 @@ from typer.testing import CliRunner
 from molp2s_stats import store
 from molp2s_stats.cli import app
 from molp2s_stats.ingest import InputError, load
-
-from tests.support import ROOT as REPO
 from tests.support import TOY
+
 DEFAULT = TOY
 ALPHA = DEFAULT / "responses" / "sim-alpha.jsonl"
 BETA = DEFAULT / "responses" / "sim-beta.csv"
@@ -63,16 +62,30 @@ def write_csv(path: Path, header: str, *rows: str) -> Path:
 
 def snapshot(con) -> dict:
     """Row count and a hash of the sorted rows of every table, plus the list of views."""
-    tables = [r[0] for r in con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() ORDER BY 1").fetchall()]
-    assert {"families", "candidates", "properties", "tasks", "channels", "pair_distances",
-            "benchmark", "response_files", "responses"} <= set(tables)
+    tables = [
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() ORDER BY 1"
+        ).fetchall()
+    ]
+    assert {
+        "families",
+        "candidates",
+        "properties",
+        "tasks",
+        "channels",
+        "pair_distances",
+        "benchmark",
+        "response_files",
+        "responses",
+    } <= set(tables)
     state = {}
     for table in tables:
         rows = sorted(repr(row) for row in con.execute(f'SELECT * FROM "{table}"').fetchall())
         state[table] = (len(rows), hashlib.sha256("\n".join(rows).encode()).hexdigest())
-    state["_views"] = tuple(r[0] for r in con.execute(
-        "SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1").fetchall())
+    state["_views"] = tuple(
+        r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1").fetchall()
+    )
     return state
 
 
@@ -173,58 +186,143 @@ def test_base_database_holds_benchmark_and_one_file(con):
 
 JSONL_CASES = [
     # id, lines, where, problem regex
-    ("malformed_json_line3", [good(T0), good(T1), '{"model": "m-test", "task_id": '], "line 3",
-     r"malformed JSON \(.+ at column \d+\)$"),
+    (
+        "malformed_json_line3",
+        [good(T0), good(T1), '{"model": "m-test", "task_id": '],
+        "line 3",
+        r"malformed JSON \(.+ at column \d+\)$",
+    ),
     ("malformed_after_blank_line", [good(T0), "", "{oops"], "line 3", r"malformed JSON"),
-    ("array_not_object", [good(T0), '["m-test", "F01-p0", "B"]'], "line 2",
-     r"expected a JSON object, got array$"),
+    ("array_not_object", [good(T0), '["m-test", "F01-p0", "B"]'], "line 2", r"expected a JSON object, got array$"),
     ("number_not_object", [good(T0), good(T1), "42"], "line 3", r"expected a JSON object, got \w+$"),
-    ("missing_model", [good(T0), {"task_id": T1, "response": "B"}], "line 2",
-     r"missing required field 'model'$"),
-    ("null_model", [good(T0), {"model": None, "task_id": T1, "response": "B"}], "line 2",
-     r"missing required field 'model'$"),
-    ("empty_model", [good(T0), {"model": "  ", "task_id": T1, "response": "B"}], "line 2",
-     r"missing required field 'model'$"),
-    ("missing_task_id", [good(T0), good(T1), {"model": "m-test", "response": "B"}], "line 3",
-     r"missing required field 'task_id'$"),
-    ("empty_task_id", [good(T0), {"model": "m-test", "task_id": "", "response": "B"}], "line 2",
-     r"missing required field 'task_id'$"),
-    ("neither_response_nor_choice", [good(T0), {"model": "m-test", "task_id": T1, "sample": 0}], "line 2",
-     r"needs a 'response' or a 'choice'"),
-    ("response_and_choice_null", [good(T0), {"model": "m-test", "task_id": T1, "response": None, "choice": None}],
-     "line 2", r"needs a 'response' or a 'choice'"),
-    ("model_is_number", [good(T0), {"model": 7, "task_id": T1, "response": "B"}], "line 2",
-     r"field 'model' must be text, got \w+$"),
-    ("task_id_is_float", [good(T0), {"model": "m-test", "task_id": 1.5, "response": "B"}], "line 2",
-     r"field 'task_id' must be text or an integer, got double$"),
-    ("sample_is_float", [good(T0), good(T1, sample=1.5)], "line 2",
-     r"field 'sample' must be a non-negative integer, got double$"),
-    ("sample_is_text", [good(T0), good(T1, sample="1")], "line 2",
-     r"field 'sample' must be a non-negative integer, got varchar$"),
-    ("sample_is_bool", [good(T0), good(T1, sample=True)], "line 2",
-     r"field 'sample' must be a non-negative integer, got boolean$"),
-    ("sample_negative", [good(T0), good(T1), good(T2, sample=-1)], "line 3",
-     r"'sample' must be a non-negative integer, got -1$"),
-    ("attempt_negative", [good(T0), good(T1, attempt=-2)], "line 2",
-     r"'attempt' must be a non-negative integer, got -2$"),
-    ("attempt_is_float", [good(T0), good(T1, attempt=0.5)], "line 2",
-     r"field 'attempt' must be a non-negative integer, got double$"),
-    ("response_is_number", [good(T0), {"model": "m-test", "task_id": T1, "response": 3}], "line 2",
-     r"field 'response' must be text, got \w+$"),
-    ("choice_is_list", [good(T0), {"model": "m-test", "task_id": T1, "choice": ["B"]}], "line 2",
-     r"field 'choice' must be text, got array$"),
-    ("unknown_task_id", [good(T0), good(T1), good("no-such-task")], "line 3",
-     r"unknown task_id 'no-such-task'$"),
-    ("unknown_integer_task_id", [good(T0), {"model": "m-test", "task_id": 17, "choice": "B"}], "line 2",
-     r"unknown task_id '17'$"),
-    ("choice_not_a_candidate", [good(T0), {"model": "m-test", "task_id": T1, "choice": "Z"}], "line 2",
-     r"choice 'Z' is not a candidate of family 'F01'$"),
-    ("choice_empty_text", [good(T0), {"model": "m-test", "task_id": T1, "choice": ""}], "line 2",
-     r"choice '' is not a candidate of family 'F01'$"),
-    ("duplicate_key_in_file", [good(T0), good(T1), good(T2), good(T1, response="C")], "line 2",
-     r"duplicate \(model, task_id, sample, attempt\) = \('m-test', 'F01-dipole_norm-source', 0, 0\), also at line 4$"),
-    ("duplicate_key_default_vs_explicit", [good(T0), good(T1, sample=2), good(T0, sample=0, attempt=0)], "line 1",
-     r"duplicate \(model, task_id, sample, attempt\) = \('m-test', 'F01-p0', 0, 0\), also at line 3$"),
+    ("missing_model", [good(T0), {"task_id": T1, "response": "B"}], "line 2", r"missing required field 'model'$"),
+    (
+        "null_model",
+        [good(T0), {"model": None, "task_id": T1, "response": "B"}],
+        "line 2",
+        r"missing required field 'model'$",
+    ),
+    (
+        "empty_model",
+        [good(T0), {"model": "  ", "task_id": T1, "response": "B"}],
+        "line 2",
+        r"missing required field 'model'$",
+    ),
+    (
+        "missing_task_id",
+        [good(T0), good(T1), {"model": "m-test", "response": "B"}],
+        "line 3",
+        r"missing required field 'task_id'$",
+    ),
+    (
+        "empty_task_id",
+        [good(T0), {"model": "m-test", "task_id": "", "response": "B"}],
+        "line 2",
+        r"missing required field 'task_id'$",
+    ),
+    (
+        "neither_response_nor_choice",
+        [good(T0), {"model": "m-test", "task_id": T1, "sample": 0}],
+        "line 2",
+        r"needs a 'response' or a 'choice'",
+    ),
+    (
+        "response_and_choice_null",
+        [good(T0), {"model": "m-test", "task_id": T1, "response": None, "choice": None}],
+        "line 2",
+        r"needs a 'response' or a 'choice'",
+    ),
+    (
+        "model_is_number",
+        [good(T0), {"model": 7, "task_id": T1, "response": "B"}],
+        "line 2",
+        r"field 'model' must be text, got \w+$",
+    ),
+    (
+        "task_id_is_float",
+        [good(T0), {"model": "m-test", "task_id": 1.5, "response": "B"}],
+        "line 2",
+        r"field 'task_id' must be text or an integer, got double$",
+    ),
+    (
+        "sample_is_float",
+        [good(T0), good(T1, sample=1.5)],
+        "line 2",
+        r"field 'sample' must be a non-negative integer, got double$",
+    ),
+    (
+        "sample_is_text",
+        [good(T0), good(T1, sample="1")],
+        "line 2",
+        r"field 'sample' must be a non-negative integer, got varchar$",
+    ),
+    (
+        "sample_is_bool",
+        [good(T0), good(T1, sample=True)],
+        "line 2",
+        r"field 'sample' must be a non-negative integer, got boolean$",
+    ),
+    (
+        "sample_negative",
+        [good(T0), good(T1), good(T2, sample=-1)],
+        "line 3",
+        r"'sample' must be a non-negative integer, got -1$",
+    ),
+    (
+        "attempt_negative",
+        [good(T0), good(T1, attempt=-2)],
+        "line 2",
+        r"'attempt' must be a non-negative integer, got -2$",
+    ),
+    (
+        "attempt_is_float",
+        [good(T0), good(T1, attempt=0.5)],
+        "line 2",
+        r"field 'attempt' must be a non-negative integer, got double$",
+    ),
+    (
+        "response_is_number",
+        [good(T0), {"model": "m-test", "task_id": T1, "response": 3}],
+        "line 2",
+        r"field 'response' must be text, got \w+$",
+    ),
+    (
+        "choice_is_list",
+        [good(T0), {"model": "m-test", "task_id": T1, "choice": ["B"]}],
+        "line 2",
+        r"field 'choice' must be text, got array$",
+    ),
+    ("unknown_task_id", [good(T0), good(T1), good("no-such-task")], "line 3", r"unknown task_id 'no-such-task'$"),
+    (
+        "unknown_integer_task_id",
+        [good(T0), {"model": "m-test", "task_id": 17, "choice": "B"}],
+        "line 2",
+        r"unknown task_id '17'$",
+    ),
+    (
+        "choice_not_a_candidate",
+        [good(T0), {"model": "m-test", "task_id": T1, "choice": "Z"}],
+        "line 2",
+        r"choice 'Z' is not a candidate of family 'F01'$",
+    ),
+    (
+        "choice_empty_text",
+        [good(T0), {"model": "m-test", "task_id": T1, "choice": ""}],
+        "line 2",
+        r"choice '' is not a candidate of family 'F01'$",
+    ),
+    (
+        "duplicate_key_in_file",
+        [good(T0), good(T1), good(T2), good(T1, response="C")],
+        "line 2",
+        r"duplicate \(model, task_id, sample, attempt\) = \('m-test', 'F01-dipole_norm-source', 0, 0\), also at line 4$",
+    ),
+    (
+        "duplicate_key_default_vs_explicit",
+        [good(T0), good(T1, sample=2), good(T0, sample=0, attempt=0)],
+        "line 1",
+        r"duplicate \(model, task_id, sample, attempt\) = \('m-test', 'F01-p0', 0, 0\), also at line 3$",
+    ),
 ]
 
 
@@ -246,8 +344,10 @@ def test_jsonl_first_problem_in_file_order_is_reported(con, tmp_path):
     """Two different problems: the message names one of their lines and says what is wrong there."""
     path = write_jsonl(tmp_path / "two.jsonl", good(T0), good("no-such-task"), {"model": "m-test", "task_id": T2})
     err = refused(con, "^" + re.escape(str(path)) + r": line [23]: ", responses=[path])
-    assert (err.where, err.message) in {("line 2", "unknown task_id 'no-such-task'"),
-                                        ("line 3", "needs a 'response' or a 'choice' (both are missing)")}
+    assert (err.where, err.message) in {
+        ("line 2", "unknown task_id 'no-such-task'"),
+        ("line 3", "needs a 'response' or a 'choice' (both are missing)"),
+    }
 
 
 def test_jsonl_crlf_and_blank_lines_are_accepted(con, tmp_path):
@@ -257,7 +357,9 @@ def test_jsonl_crlf_and_blank_lines_are_accepted(con, tmp_path):
     summary = load(con, responses=[path])
     assert summary.files[0].rows == 2
     assert con.execute("SELECT task_id, line FROM responses WHERE model = 'm-test' ORDER BY line").fetchall() == [
-        (T0, 1), (T1, 3)]
+        (T0, 1),
+        (T1, 3),
+    ]
 
 
 def test_jsonl_unicode_line_separator_inside_a_response(con, tmp_path):
@@ -298,34 +400,87 @@ def test_jsonl_attempt_beyond_int64(con, tmp_path):
 CSV_HEADER = "model,task_id,sample,attempt,response,choice"
 CSV_CASES = [
     # id, header, rows, where, problem regex
-    ("missing_model_column", "task_id,response", [f"{T0},B", f"{T1},C"], None,
-     r"missing required column 'model'$"),
+    ("missing_model_column", "task_id,response", [f"{T0},B", f"{T1},C"], None, r"missing required column 'model'$"),
     ("missing_task_id_column", "model,response", ["m-test,B"], None, r"missing required column 'task_id'$"),
-    ("no_response_or_choice_column", "model,task_id,sample", [f"m-test,{T0},0"], None,
-     r"needs a 'response' or a 'choice' column$"),
-    ("empty_model_cell", CSV_HEADER, [f"m-test,{T0},0,0,B,", f",{T1},0,0,B,"], "row 2",
-     r"missing required field 'model'$"),
-    ("empty_task_id_cell", CSV_HEADER, [f"m-test,{T0},0,0,B,", f"m-test,{T1},0,0,B,", "m-test,,0,0,B,"], "row 3",
-     r"missing required field 'task_id'$"),
-    ("neither_response_nor_choice", CSV_HEADER, [f"m-test,{T0},0,0,B,", f"m-test,{T1},0,0,,"], "row 2",
-     r"needs a 'response' or a 'choice'"),
-    ("sample_x", CSV_HEADER, [f"m-test,{T0},0,0,B,", f"m-test,{T1},x,0,B,"], "row 2",
-     r"column 'sample' must be a non-negative integer, got 'x'$"),
-    ("sample_negative", CSV_HEADER, [f"m-test,{T0},0,0,B,", f"m-test,{T1},0,0,B,", f"m-test,{T2},-1,0,B,"], "row 3",
-     r"column 'sample' must be a non-negative integer, got '-1'$"),
-    ("sample_float", CSV_HEADER, [f"m-test,{T0},1.5,0,B,"], "row 1",
-     r"column 'sample' must be a non-negative integer, got '1.5'$"),
-    ("attempt_x", CSV_HEADER, [f"m-test,{T0},0,0,B,", f"m-test,{T1},0,one,B,"], "row 2",
-     r"column 'attempt' must be a non-negative integer, got 'one'$"),
-    ("unknown_task_id", CSV_HEADER, [f"m-test,{T0},0,0,B,", f"m-test,nope,0,0,B,"], "row 2",
-     r"unknown task_id 'nope'$"),
-    ("choice_not_a_candidate", CSV_HEADER, [f"m-test,{T0},0,0,,Q"], "row 1",
-     r"choice 'Q' is not a candidate of family 'F01'$"),
-    ("duplicate_key_in_file", CSV_HEADER, [f"m-test,{T0},0,0,B,", f"m-test,{T1},0,0,B,", f"m-test,{T0},,,,C"],
-     "row 1", r"duplicate \(model, task_id, sample, attempt\) = \('m-test', 'F01-p0', 0, 0\), also at row 3$"),
+    (
+        "no_response_or_choice_column",
+        "model,task_id,sample",
+        [f"m-test,{T0},0"],
+        None,
+        r"needs a 'response' or a 'choice' column$",
+    ),
+    (
+        "empty_model_cell",
+        CSV_HEADER,
+        [f"m-test,{T0},0,0,B,", f",{T1},0,0,B,"],
+        "row 2",
+        r"missing required field 'model'$",
+    ),
+    (
+        "empty_task_id_cell",
+        CSV_HEADER,
+        [f"m-test,{T0},0,0,B,", f"m-test,{T1},0,0,B,", "m-test,,0,0,B,"],
+        "row 3",
+        r"missing required field 'task_id'$",
+    ),
+    (
+        "neither_response_nor_choice",
+        CSV_HEADER,
+        [f"m-test,{T0},0,0,B,", f"m-test,{T1},0,0,,"],
+        "row 2",
+        r"needs a 'response' or a 'choice'",
+    ),
+    (
+        "sample_x",
+        CSV_HEADER,
+        [f"m-test,{T0},0,0,B,", f"m-test,{T1},x,0,B,"],
+        "row 2",
+        r"column 'sample' must be a non-negative integer, got 'x'$",
+    ),
+    (
+        "sample_negative",
+        CSV_HEADER,
+        [f"m-test,{T0},0,0,B,", f"m-test,{T1},0,0,B,", f"m-test,{T2},-1,0,B,"],
+        "row 3",
+        r"column 'sample' must be a non-negative integer, got '-1'$",
+    ),
+    (
+        "sample_float",
+        CSV_HEADER,
+        [f"m-test,{T0},1.5,0,B,"],
+        "row 1",
+        r"column 'sample' must be a non-negative integer, got '1.5'$",
+    ),
+    (
+        "attempt_x",
+        CSV_HEADER,
+        [f"m-test,{T0},0,0,B,", f"m-test,{T1},0,one,B,"],
+        "row 2",
+        r"column 'attempt' must be a non-negative integer, got 'one'$",
+    ),
+    ("unknown_task_id", CSV_HEADER, [f"m-test,{T0},0,0,B,", "m-test,nope,0,0,B,"], "row 2", r"unknown task_id 'nope'$"),
+    (
+        "choice_not_a_candidate",
+        CSV_HEADER,
+        [f"m-test,{T0},0,0,,Q"],
+        "row 1",
+        r"choice 'Q' is not a candidate of family 'F01'$",
+    ),
+    (
+        "duplicate_key_in_file",
+        CSV_HEADER,
+        [f"m-test,{T0},0,0,B,", f"m-test,{T1},0,0,B,", f"m-test,{T0},,,,C"],
+        "row 1",
+        r"duplicate \(model, task_id, sample, attempt\) = \('m-test', 'F01-p0', 0, 0\), also at row 3$",
+    ),
     ("header_only", CSV_HEADER, [], None, r"file has no rows$"),
-    ("ragged_row", CSV_HEADER, [f"m-test,{T0},0,0,B,", f"m-test,{T1},0,0,B,,extra,more"], None,
-     r"not a readable CSV file"),
+    (
+        "ragged_row",
+        CSV_HEADER,
+        [f"m-test,{T0},0,0,B,", f"m-test,{T1},0,0,B,,extra,more"],
+        None,
+        r"not a readable CSV file",
+    ),
 ]
 
 
@@ -347,8 +502,15 @@ def test_csv_with_old_mac_line_endings_names_the_header(con, tmp_path):
     is one line holding a line break, refused with line 1 named, not a raw csv.Error."""
     path = tmp_path / "mac.csv"
     path.write_bytes(f"{CSV_HEADER}\rm-test,{T0},0,0,B,\r".encode())
-    refused(con, msg(path, "line 1", r"the header is not a CSV line \(a carriage return inside it: lines must end in \\n or \\r\\n\)$"),
-            responses=[path])
+    refused(
+        con,
+        msg(
+            path,
+            "line 1",
+            r"the header is not a CSV line \(a carriage return inside it: lines must end in \\n or \\r\\n\)$",
+        ),
+        responses=[path],
+    )
 
 
 def test_csv_sample_too_large_for_int32(con, tmp_path):
@@ -380,7 +542,8 @@ def test_utf8_bom_is_accepted(con, tmp_path, suffix):
     path.write_bytes(b"\xef\xbb\xbf" + text.encode())
     assert load(con, responses=[path]).files[0].rows == 1
     assert con.execute("SELECT model, task_id, choice FROM responses WHERE model = 'm-test'").fetchall() == [
-        ("m-test", T0, "B")]
+        ("m-test", T0, "B")
+    ]
 
 
 # ---------------------------------------------------- Parquet response files
@@ -392,8 +555,9 @@ def write_parquet(path: Path, **columns) -> Path:
 
 
 def test_parquet_float_sample_column(con, tmp_path):
-    path = write_parquet(tmp_path / "float.parquet", model=["m-test", "m-test"], task_id=[T0, T1],
-                         sample=[0.0, 1.5], choice=["B", "C"])
+    path = write_parquet(
+        tmp_path / "float.parquet", model=["m-test", "m-test"], task_id=[T0, T1], sample=[0.0, 1.5], choice=["B", "C"]
+    )
     refused(con, msg(path, None, r"column 'sample' must hold integers, has type Float64$"), responses=[path])
 
 
@@ -403,8 +567,9 @@ def test_parquet_missing_model_column(con, tmp_path):
 
 
 def test_parquet_null_model_names_the_row(con, tmp_path):
-    path = write_parquet(tmp_path / "nullmodel.parquet", model=["m-test", None, "m-test"], task_id=[T0, T1, T2],
-                         choice=["B", "C", "D"])
+    path = write_parquet(
+        tmp_path / "nullmodel.parquet", model=["m-test", None, "m-test"], task_id=[T0, T1, T2], choice=["B", "C", "D"]
+    )
     refused(con, msg(path, "row 2", r"missing required field 'model'$"), responses=[path])
 
 
@@ -414,8 +579,9 @@ def test_parquet_numeric_model_column(con, tmp_path):
 
 
 def test_parquet_negative_sample_names_the_row(con, tmp_path):
-    path = write_parquet(tmp_path / "neg.parquet", model=["m-test"] * 3, task_id=[T0, T1, T2],
-                         sample=[0, 1, -1], choice=["B", "C", "D"])
+    path = write_parquet(
+        tmp_path / "neg.parquet", model=["m-test"] * 3, task_id=[T0, T1, T2], sample=[0, 1, -1], choice=["B", "C", "D"]
+    )
     refused(con, msg(path, "row 3", r"'sample' must be a non-negative integer, got -1$"), responses=[path])
 
 
@@ -426,13 +592,16 @@ def test_parquet_unknown_task_names_the_row(con, tmp_path):
 
 def test_parquet_without_rows(con, tmp_path):
     path = tmp_path / "norows.parquet"
-    pl.DataFrame({"model": [], "task_id": [], "choice": []},
-                 schema={"model": pl.String, "task_id": pl.String, "choice": pl.String}).write_parquet(path)
+    pl.DataFrame(
+        {"model": [], "task_id": [], "choice": []},
+        schema={"model": pl.String, "task_id": pl.String, "choice": pl.String},
+    ).write_parquet(path)
     refused(con, msg(path, None, r"file has no rows$"), responses=[path])
 
 
 # A Parquet file streams through the loader a batch at a time; with batches of 2 rows,
 # a 7-row file is four batches, and every check must still see the whole file.
+
 
 @pytest.fixture
 def two_row_batches(monkeypatch):
@@ -447,9 +616,13 @@ TASKS7 = [T0, T1, T2, T3, "F01-dipole_norm-cf-B", "F01-dipole_norm-cf-C", "F02-p
 def test_parquet_in_batches_loads_what_one_batch_loads(db_path, tmp_path, monkeypatch):
     from molp2s_stats.ingest import files
 
-    path = write_parquet(tmp_path / "seven.parquet", model=["m-test"] * 7, task_id=TASKS7,
-                         response=["Answer: B", "Answer: B", "no idea", "Answer: C", "Answer: B", "D", "Answer: A"],
-                         note=[str(i) for i in range(7)])
+    path = write_parquet(
+        tmp_path / "seven.parquet",
+        model=["m-test"] * 7,
+        task_id=TASKS7,
+        response=["Answer: B", "Answer: B", "no idea", "Answer: C", "Answer: B", "D", "Answer: A"],
+        note=[str(i) for i in range(7)],
+    )
     loaded = []
     for batch_rows in (2, 1_000_000):
         monkeypatch.setattr(files, "PARQUET_BATCH_ROWS", batch_rows)
@@ -457,9 +630,16 @@ def test_parquet_in_batches_loads_what_one_batch_loads(db_path, tmp_path, monkey
         shutil.copyfile(db_path, copy)
         con = duckdb.connect(str(copy))
         (summary,) = load(con, responses=[path]).files
-        loaded.append((summary.rows, summary.parsed, summary.invalid,
-                       con.execute("SELECT * EXCLUDE (file_id) FROM responses WHERE model = 'm-test' "
-                                   "ORDER BY line").fetchall()))
+        loaded.append(
+            (
+                summary.rows,
+                summary.parsed,
+                summary.invalid,
+                con.execute(
+                    "SELECT * EXCLUDE (file_id) FROM responses WHERE model = 'm-test' ORDER BY line"
+                ).fetchall(),
+            )
+        )
         con.close()
     assert loaded[0] == loaded[1]
     assert loaded[0][0] == 7 and [row[-1] for row in loaded[0][3]] == list(range(1, 8))
@@ -468,8 +648,16 @@ def test_parquet_in_batches_loads_what_one_batch_loads(db_path, tmp_path, monkey
 def test_parquet_duplicate_across_batches_names_both_rows(con, tmp_path, two_row_batches):
     tasks = TASKS7[:5] + [T1, TASKS7[6]]  # row 6 repeats row 2, in another batch
     path = write_parquet(tmp_path / "dup.parquet", model=["m-test"] * 7, task_id=tasks, choice=["B"] * 7)
-    refused(con, msg(path, "row 2", r"duplicate \(model, task_id, sample, attempt\) = "
-                     r"\('m-test', 'F01-dipole_norm-source', 0, 0\), also at row 6$"), responses=[path])
+    refused(
+        con,
+        msg(
+            path,
+            "row 2",
+            r"duplicate \(model, task_id, sample, attempt\) = "
+            r"\('m-test', 'F01-dipole_norm-source', 0, 0\), also at row 6$",
+        ),
+        responses=[path],
+    )
 
 
 def test_parquet_error_in_a_later_batch_leaves_the_database_as_it_was(con, tmp_path, two_row_batches):
@@ -482,19 +670,37 @@ def test_parquet_rows_already_loaded_from_another_file(con, tmp_path, two_row_ba
     first = write_parquet(tmp_path / "first.parquet", model=["m-test"] * 3, task_id=TASKS7[4:7], choice=["B"] * 3)
     load(con, responses=[first])
     again = write_parquet(tmp_path / "again.parquet", model=["m-test"] * 5, task_id=TASKS7[:5], choice=["C"] * 5)
-    refused(con, msg(again, "row 5", r"\(model, task_id, sample, attempt\) = \('m-test', 'F01-dipole_norm-cf-B', 0, 0\) "
-                     rf"was already loaded from {re.escape(str(first))} \(line/row 1\)$"), responses=[again])
+    refused(
+        con,
+        msg(
+            again,
+            "row 5",
+            r"\(model, task_id, sample, attempt\) = \('m-test', 'F01-dipole_norm-cf-B', 0, 0\) "
+            rf"was already loaded from {re.escape(str(first))} \(line/row 1\)$",
+        ),
+        responses=[again],
+    )
 
 
 def test_parquet_uint64_sample_beyond_int64(con, tmp_path):
-    path = write_parquet(tmp_path / "u64.parquet", model=["m-test", "m-test"], task_id=[T0, T1],
-                         sample=pl.Series([0, 2**64 - 1], dtype=pl.UInt64), choice=["B", "C"])
+    path = write_parquet(
+        tmp_path / "u64.parquet",
+        model=["m-test", "m-test"],
+        task_id=[T0, T1],
+        sample=pl.Series([0, 2**64 - 1], dtype=pl.UInt64),
+        choice=["B", "C"],
+    )
     refused(con, msg(path, "row 2", r".*'sample'"), responses=[path])
 
 
 def test_parquet_uint32_sample_too_large(con, tmp_path):
-    path = write_parquet(tmp_path / "u32.parquet", model=["m-test", "m-test"], task_id=[T0, T1],
-                         sample=pl.Series([0, 2**32 - 1], dtype=pl.UInt32), choice=["B", "C"])
+    path = write_parquet(
+        tmp_path / "u32.parquet",
+        model=["m-test", "m-test"],
+        task_id=[T0, T1],
+        sample=pl.Series([0, 2**32 - 1], dtype=pl.UInt32),
+        choice=["B", "C"],
+    )
     refused(con, msg(path, "row 2", r"'sample' is too large \(at most 2147483647\), got 4294967295$"), responses=[path])
 
 
@@ -518,10 +724,17 @@ def test_truncated_parquet(con, tmp_path):
 # -------------------------------------------------- files that cannot be read
 
 
-@pytest.mark.parametrize("name, content", [
-    ("empty.jsonl", b""), ("empty.csv", b""), ("empty.parquet", b""),
-    ("blank.jsonl", b"  \n\n\t\n"), ("blank.csv", b"\n \n"),
-], ids=["0_bytes_jsonl", "0_bytes_csv", "0_bytes_parquet", "whitespace_jsonl", "whitespace_csv"])
+@pytest.mark.parametrize(
+    "name, content",
+    [
+        ("empty.jsonl", b""),
+        ("empty.csv", b""),
+        ("empty.parquet", b""),
+        ("blank.jsonl", b"  \n\n\t\n"),
+        ("blank.csv", b"\n \n"),
+    ],
+    ids=["0_bytes_jsonl", "0_bytes_csv", "0_bytes_parquet", "whitespace_jsonl", "whitespace_csv"],
+)
 def test_empty_file(con, tmp_path, name, content):
     path = tmp_path / name
     path.write_bytes(content)
@@ -538,8 +751,9 @@ def test_a_line_over_the_limit_is_refused_by_its_number(con, tmp_path, monkeypat
     with path.open("wb") as handle:
         handle.write((json.dumps(good(T0)) + "\n").encode())
         handle.write(b'{"model": "m", "task_id": "' + b"x" * 2**24 + b'"}\n')  # 16 MiB on line 2
-    refused(con, msg(path, "line 2", r"line is 16,777,2\d\d bytes long; at most 1,048,576 are accepted"),
-            responses=[path])
+    refused(
+        con, msg(path, "line 2", r"line is 16,777,2\d\d bytes long; at most 1,048,576 are accepted"), responses=[path]
+    )
 
 
 def test_json_that_is_not_an_inspect_log(con, tmp_path):
@@ -582,8 +796,13 @@ def test_duplicate_of_already_loaded_file_names_earlier_file(con, tmp_path):
     alpha_line5 = ALPHA.read_text(encoding="utf-8").splitlines()[4]
     path = write_jsonl(tmp_path / "again.jsonl", good(T0), good(T1), alpha_line5)
     key = json.loads(alpha_line5)
-    problem = (re.escape(f"(model, task_id, sample, attempt) = ('sim-alpha', {key['task_id']!r}, 0, 0) "
-                         f"was already loaded from {ALPHA} (line/row 5)") + "$")
+    problem = (
+        re.escape(
+            f"(model, task_id, sample, attempt) = ('sim-alpha', {key['task_id']!r}, 0, 0) "
+            f"was already loaded from {ALPHA} (line/row 5)"
+        )
+        + "$"
+    )
     refused(con, msg(path, "line 3", problem), responses=[path])
 
 
@@ -611,8 +830,9 @@ def test_bad_then_good_file_in_one_call_loads_neither(con, tmp_path):
 
 def test_good_benchmark_and_bad_responses_in_one_call_load_nothing(fresh, tmp_path):
     bad_file = write_jsonl(tmp_path / "bad.jsonl", good(T0), good(T1, choice="Z"))
-    refused(fresh, msg(bad_file, "line 2", r"choice 'Z' is not a candidate"), benchmark=DEFAULT,
-            responses=[ALPHA, bad_file])
+    refused(
+        fresh, msg(bad_file, "line 2", r"choice 'Z' is not a candidate"), benchmark=DEFAULT, responses=[ALPHA, bad_file]
+    )
     assert count(fresh, "benchmark") == 0 and count(fresh, "families") == 0
 
 
@@ -649,7 +869,10 @@ def test_second_good_file_appends(con):
     assert summary.files[0].rows == GAMMA_ROWS
     assert count(con, "responses") == ALPHA_ROWS + BETA_ROWS + GAMMA_ROWS
     assert con.execute("SELECT file_id, format, rows FROM response_files ORDER BY file_id").fetchall() == [
-        (1, "jsonl", ALPHA_ROWS), (2, "csv", BETA_ROWS), (3, "parquet", GAMMA_ROWS)]
+        (1, "jsonl", ALPHA_ROWS),
+        (2, "csv", BETA_ROWS),
+        (3, "parquet", GAMMA_ROWS),
+    ]
 
 
 def test_failed_load_leaves_the_file_unchanged_on_disk(db_path, tmp_path):
@@ -699,8 +922,9 @@ def break_invalid_smiles(folder: Path):
 def break_target_not_candidate(folder: Path):
     tasks = pl.read_parquet(folder / "tasks.parquet")
     assert tasks.row(3, named=True)["task_id"] == T3
-    tasks.with_columns(pl.when(pl.col("task_id") == T3).then(pl.lit("Z")).otherwise(pl.col("target"))
-                       .alias("target")).write_parquet(folder / "tasks.parquet")
+    tasks.with_columns(
+        pl.when(pl.col("task_id") == T3).then(pl.lit("Z")).otherwise(pl.col("target")).alias("target")
+    ).write_parquet(folder / "tasks.parquet")
     return folder / "tasks.parquet", "row 4", r"target is not a candidate of the family: family_id='F01', label='Z'$"
 
 
@@ -740,9 +964,17 @@ def break_properties_malformed_line(folder: Path):
     return path, "line 7", r"malformed JSON"
 
 
-BENCH_BREAKS = [break_missing_table, break_table_twice, break_duplicate_family, break_invalid_smiles,
-                break_target_not_candidate, break_ir_shape, break_property_json, break_unknown_channel,
-                break_properties_malformed_line]
+BENCH_BREAKS = [
+    break_missing_table,
+    break_table_twice,
+    break_duplicate_family,
+    break_invalid_smiles,
+    break_target_not_candidate,
+    break_ir_shape,
+    break_property_json,
+    break_unknown_channel,
+    break_properties_malformed_line,
+]
 
 
 @pytest.mark.parametrize("breaker", BENCH_BREAKS, ids=lambda f: f.__name__.removeprefix("break_"))
@@ -752,8 +984,11 @@ def test_bad_benchmark_into_empty_database(fresh, bench, breaker):
     assert count(fresh, "benchmark") == 0 and count(fresh, "families") == 0 and count(fresh, "pair_distances") == 0
 
 
-@pytest.mark.parametrize("breaker", [break_duplicate_family, break_invalid_smiles, break_target_not_candidate],
-                         ids=lambda f: f.__name__.removeprefix("break_"))
+@pytest.mark.parametrize(
+    "breaker",
+    [break_duplicate_family, break_invalid_smiles, break_target_not_candidate],
+    ids=lambda f: f.__name__.removeprefix("break_"),
+)
 def test_bad_benchmark_into_loaded_database(con, bench, breaker):
     path, where, problem = breaker(bench)
     refused(con, msg(path, where, problem), benchmark=bench, responses=[BETA])
@@ -772,8 +1007,17 @@ def test_different_benchmark_into_database_with_one(con, bench):
     row["value"] = json.dumps(float(row["value"]) + 0.001)
     lines[0] = json.dumps(row)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    refused(con, msg(bench, None, r"the database already holds a different benchmark \(loaded from "
-                     + re.escape(str(DEFAULT)) + r"\); use another database$"), benchmark=bench)
+    refused(
+        con,
+        msg(
+            bench,
+            None,
+            r"the database already holds a different benchmark \(loaded from "
+            + re.escape(str(DEFAULT))
+            + r"\); use another database$",
+        ),
+        benchmark=bench,
+    )
 
 
 def test_same_benchmark_from_another_folder_is_already_loaded(con, bench):
@@ -790,7 +1034,9 @@ def _as_made_before_the_labels(con, names: dict[str, str], **changes) -> None:
     from molp2s_stats.ingest.benchmark import _CHANNEL_COLUMNS_BEFORE_LABELS, fingerprint, read_benchmark
 
     for channel, name in names.items():
-        con.execute("UPDATE channels SET name = ?, subgroup = NULL, column_label = NULL WHERE channel = ?", [name, channel])
+        con.execute(
+            "UPDATE channels SET name = ?, subgroup = NULL, column_label = NULL WHERE channel = ?", [name, channel]
+        )
     for column, value in changes.items():
         con.execute(f"UPDATE channels SET {column} = ? WHERE {column} IS NOT NULL", [value])
     old_channels = con.sql("SELECT * FROM channels ORDER BY position").pl().select(_CHANNEL_COLUMNS_BEFORE_LABELS)
@@ -807,7 +1053,8 @@ def test_a_database_from_before_the_channel_labels_takes_the_new_names(con):
     rows = dict(con.execute("SELECT channel, name FROM channels").fetchall())
     assert rows["h1_peaks"] == "¹H peaks" and rows["c13_peaks_deg"] == "¹³C + Deg."
     assert con.execute("SELECT subgroup, column_label FROM stg_channels WHERE channel = 'h1_peaks'").fetchall() == [
-        ("¹H NMR", "Peaks")]
+        ("¹H NMR", "Peaks")
+    ]
     assert count(con, "responses") == ALPHA_ROWS + BETA_ROWS
     assert load(con, benchmark=DEFAULT).benchmark.already_loaded  # the stored fingerprint is the new one
 
@@ -835,9 +1082,12 @@ def test_a_database_from_an_earlier_version_is_refused_read_only_with_the_way_to
     con.execute("DROP VIEW family_candidates")
     con.execute("ALTER TABLE channels DROP COLUMN column_label")
     con.close()
-    with pytest.raises(store.StoreError, match=r"written by an earlier version of molp2s-stats \(it lacks "
-                       r"family_candidates, benchmark_tasks, channels\.column_label\); update it with "
-                       r"`molp2s load --db .* --benchmark .*toy`$"):
+    with pytest.raises(
+        store.StoreError,
+        match=r"written by an earlier version of molp2s-stats \(it lacks "
+        r"family_candidates, benchmark_tasks, channels\.column_label\); update it with "
+        r"`molp2s load --db .* --benchmark .*toy`$",
+    ):
         store.connect(db_path, read_only=True)
     store.connect(db_path).close()  # what `molp2s load` does first: the views and columns are made again
     con = store.connect(db_path, read_only=True)
@@ -907,17 +1157,20 @@ def test_cli_sql_refuses_writes(db_path):
     assert snapshot_file(db_path)["families"][0] == 12
 
 
-@pytest.mark.parametrize("statement", [
-    "UPDATE families SET source = 'B'",
-    "DROP TABLE families",
-    "DELETE FROM responses",
-    "CREATE TABLE x AS SELECT 1",
-    "COPY families TO '{tmp}/out.csv'",
-    "ATTACH '{tmp}/other.duckdb' AS other",
-    "INSTALL httpfs",
-    "LOAD httpfs",
-    "SET enable_external_access = true",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE families SET source = 'B'",
+        "DROP TABLE families",
+        "DELETE FROM responses",
+        "CREATE TABLE x AS SELECT 1",
+        "COPY families TO '{tmp}/out.csv'",
+        "ATTACH '{tmp}/other.duckdb' AS other",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        "SET enable_external_access = true",
+    ],
+)
 def test_cli_sql_refuses_every_kind_of_write(db_path, tmp_path, statement):
     target = tmp_path / "writes"
     target.mkdir()
@@ -931,14 +1184,14 @@ def test_cli_sql_refuses_every_kind_of_write(db_path, tmp_path, statement):
 
 
 def test_cli_sql_stops_a_runaway_query(db_path):
-    result = runner.invoke(app, ["sql", "SELECT count(*) FROM range(100000000000) a", "--db", str(db_path),
-                                 "--timeout", "0.5"])
+    result = runner.invoke(
+        app, ["sql", "SELECT count(*) FROM range(100000000000) a", "--db", str(db_path), "--timeout", "0.5"]
+    )
     assert result.exit_code == 2
     assert "--timeout 0.5" in result.output
 
 
 def test_cli_sql_select_works(db_path):
-    result = runner.invoke(app, ["sql", "SELECT count(*) AS n FROM families", "--db", str(db_path),
-                                 "--format", "csv"])
+    result = runner.invoke(app, ["sql", "SELECT count(*) AS n FROM families", "--db", str(db_path), "--format", "csv"])
     assert result.exit_code == 0, result.output
     assert result.stdout.split() == ["n", "12"]

@@ -15,8 +15,8 @@ import polars as pl
 import pytest
 
 from molp2s_stats import store
-
 from tests.support import ROOT as REPO
+
 BENCHMARK = REPO / "data" / "benchmark"
 MOLP2S = [sys.executable, "-m", "molp2s_stats.cli"]
 
@@ -28,8 +28,10 @@ def _run(*args, **kw):
 def _state(db: Path) -> tuple:
     con = store.connect(db, read_only=True)
     try:
-        return con.sql("SELECT count(*), coalesce(sum(hash(model, task_id, sample, attempt, choice)), 0), "
-                       "(SELECT count(*) FROM response_files) FROM responses").fetchall()[0]
+        return con.sql(
+            "SELECT count(*), coalesce(sum(hash(model, task_id, sample, attempt, choice)), 0), "
+            "(SELECT count(*) FROM response_files) FROM responses"
+        ).fetchall()[0]
     finally:
         con.close()
 
@@ -55,8 +57,15 @@ def test_two_loads_at_once_both_finish_and_nothing_is_lost_or_doubled(setup, tmp
     db = tmp_path / "db.duckdb"
     db.write_bytes(base.read_bytes())
     files = [_responses(tmp_path / f"m{i}.parquet", tasks, f"m{i}", 20) for i in range(2)]
-    processes = [subprocess.Popen(MOLP2S + ["load", "--responses", str(f), "--db", str(db)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for f in files]
+    processes = [
+        subprocess.Popen(
+            MOLP2S + ["load", "--responses", str(f), "--db", str(db)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for f in files
+    ]
     outputs = [p.communicate(timeout=600) for p in processes]
     assert [p.returncode for p in processes] == [0, 0], outputs
     rows, _, file_count = _state(db)
@@ -71,8 +80,9 @@ def test_a_killed_load_leaves_the_database_as_it_was(setup, tmp_path):
     assert first.returncode == 0, first.stderr
     before = _state(db)
     big = _responses(tmp_path / "big.parquet", tasks, "killed", 400)  # 5.6 M rows: seconds to check and insert
-    process = subprocess.Popen(MOLP2S + ["load", "--responses", str(big), "--db", str(db)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        MOLP2S + ["load", "--responses", str(big), "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     time.sleep(4.0)
     assert process.poll() is None, "the load finished before it could be killed; make the file larger"
     os.kill(process.pid, signal.SIGKILL)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import polars as pl
 import pytest
 
-from molp2s_stats.stats import metrics
 from molp2s_stats import store
 from molp2s_stats.ingest import InputError, load
 from molp2s_stats.report import tables
-
+from molp2s_stats.stats import metrics
 from tests.support.tiny_benchmark import write_benchmark, write_responses
 
 

@@ -90,8 +90,10 @@ def test_prepare_fits_when_missing_reuses_when_current_and_refits_after_a_load(t
     said = []
     third = prepare.prepare(tiny_db, log=said.append)
     assert third.fitted and len(fits) == 2
-    assert said == [f"{third.fit} may not describe {tiny_db} (models loaded since: m2): "
-                    "fitting the model with its defaults (a few minutes)"]
+    assert said == [
+        f"{third.fit} may not describe {tiny_db} (models loaded since: m2): "
+        "fitting the model with its defaults (a few minutes)"
+    ]
 
 
 def test_a_fit_the_user_names_is_never_refitted(tiny_db, tmp_path, fits):

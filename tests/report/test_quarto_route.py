@@ -24,9 +24,9 @@ import yaml
 
 from molp2s_stats.defaults import REPORTS
 from molp2s_stats.report import context, render, tables
-
 from tests.support import QUARTO_DOUBLE as DOUBLE
 from tests.support.html import element_ids
+
 CONFIG = yaml.safe_load((REPORTS / "_quarto.yml").read_text())
 
 TABLE_PAGE = """---
@@ -124,7 +124,8 @@ def test_a_missing_relative_db_says_what_to_type(tmp_path, monkeypatch):
     assert str(error.value) == (
         f"MOLP2S_DB=runs.duckdb: no such database in {tmp_path}. Quarto runs each page in the page's own folder, "
         'so give the path from the folder you ran it in as an absolute one, e.g. MOLP2S_DB="$PWD/runs.duckdb" '
-        "quarto render reports/ (or use `molp2s report`); make one with `molp2s load`")
+        "quarto render reports/ (or use `molp2s report`); make one with `molp2s load`"
+    )
 
 
 def test_molp2s_report_stops_on_a_missing_relative_db_with_the_advice(tmp_path, monkeypatch):
@@ -134,8 +135,9 @@ def test_molp2s_report_stops_on_a_missing_relative_db_with_the_advice(tmp_path, 
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PWD", str(tmp_path))
-    result = CliRunner().invoke(app, ["report", "--engine", "jupyter", "--out", str(tmp_path / "site")],
-                                env={"MOLP2S_DB": "runs.duckdb"})
+    result = CliRunner().invoke(
+        app, ["report", "--engine", "jupyter", "--out", str(tmp_path / "site")], env={"MOLP2S_DB": "runs.duckdb"}
+    )
     assert result.exit_code != 0
     assert 'MOLP2S_DB="$PWD/runs.duckdb"' in result.output
 
@@ -148,14 +150,16 @@ def test_render_with_quarto_passes_absolute_paths(tmp_path, monkeypatch):
 
 # 2. the kernel's Python ---------------------------------------------------------------------
 
+
 def test_render_with_quarto_runs_the_kernel_on_this_python(quarto, tmp_path, monkeypatch):
     """`make report` runs .venv/bin/molp2s without activating the venv: python3 on PATH is a
     Python without the package (and without Jupyter), and Quarto never reads VIRTUAL_ENV."""
     bare = tmp_path / "bare-bin"
     bare.mkdir()
     (bare / "python3").symlink_to(Path(sys.base_prefix) / "bin" / "python3")
-    probe = subprocess.run([str(bare / "python3"), "-c", "import nbclient, molp2s_stats"], cwd=tmp_path,
-                           capture_output=True)
+    probe = subprocess.run(
+        [str(bare / "python3"), "-c", "import nbclient, molp2s_stats"], cwd=tmp_path, capture_output=True
+    )
     assert probe.returncode != 0, "the base Python has Jupyter and the package: this test needs one without"
     monkeypatch.setenv("PATH", f"{quarto.parent}{os.pathsep}{bare}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("VIRTUAL_ENV", sys.prefix)
@@ -165,6 +169,7 @@ def test_render_with_quarto_runs_the_kernel_on_this_python(quarto, tmp_path, mon
 
 
 # 3. tables/ in the site ---------------------------------------------------------------------
+
 
 def test_tables_reach_the_site_on_the_first_render(quarto, tmp_path):
     project = mini_project(tmp_path)
@@ -181,13 +186,19 @@ def test_post_render_script_copies_into_quarto_project_output_dir(tmp_path):
     (tmp_path / "tables" / "x.csv").write_text("a\n1\n")
     shutil.copy2(REPORTS / "_copy_tables.py", tmp_path)
     site = tmp_path / "elsewhere" / "site"
-    done = subprocess.run([sys.executable, "_copy_tables.py"], cwd=tmp_path, capture_output=True, text=True,
-                          env={**os.environ, "QUARTO_PROJECT_OUTPUT_DIR": str(site), "QUARTO_PROJECT_RENDER_ALL": "1"})
+    done = subprocess.run(
+        [sys.executable, "_copy_tables.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "QUARTO_PROJECT_OUTPUT_DIR": str(site), "QUARTO_PROJECT_RENDER_ALL": "1"},
+    )
     assert done.returncode == 0, done.stderr
     assert (site / "tables" / "x.csv").read_text() == "a\n1\n"
 
 
 # 4. a kept-alive kernel ---------------------------------------------------------------------
+
 
 def test_a_page_rendered_twice_reads_the_new_database(quarto, tmp_path):
     """`quarto render reports/index.qmd` twice in a terminal, with another MOLP2S_DB the second time."""
@@ -197,8 +208,13 @@ def test_a_page_rendered_twice_reads_the_new_database(quarto, tmp_path):
         path.touch()
         path.with_suffix(".fit.nc").touch()
     for db in (first, second):
-        done = run_quarto(str(project / "index.qmd"), cwd=tmp_path, MOLP2S_DB=str(db),
-                          QUARTO_PYTHON=sys.executable, QUARTO_DOUBLE_INTERACTIVE="1")
+        done = run_quarto(
+            str(project / "index.qmd"),
+            cwd=tmp_path,
+            MOLP2S_DB=str(db),
+            QUARTO_PYTHON=sys.executable,
+            QUARTO_DOUBLE_INTERACTIVE="1",
+        )
         assert done.returncode == 0, done.stderr
         assert f"db: {db}" in (project / "_site" / "index.html").read_text()
 
@@ -226,6 +242,7 @@ def test_context_reads_the_environment_on_every_call(tmp_path, monkeypatch):
 
 # 5. no embed-resources ----------------------------------------------------------------------
 
+
 def test_the_site_does_not_embed_resources():
     """Quarto's maintainers do not support embed-resources for websites (quarto-cli #11316); the
     fallback's pages stay self-contained on their own (test_report: no fetch, no script)."""
@@ -235,6 +252,7 @@ def test_the_site_does_not_embed_resources():
 
 
 # 6. one stylesheet --------------------------------------------------------------------------
+
 
 def test_stylesheet_styles_no_bare_element_outside_the_fallback():
     """Under Quarto the same styles.css is on the page: a rule on bare nav, main, body, figure or
@@ -254,6 +272,7 @@ def test_fallback_page_carries_the_class_the_stylesheet_scopes_to():
 
 
 # 7. unique ids ------------------------------------------------------------------------------
+
 
 def pandoc_slug(heading: str) -> str:
     """pandoc's auto identifier, read from its manual ("Extension: auto_identifiers"), written
@@ -281,18 +300,21 @@ def test_no_cell_label_repeats_a_heading_id(page):
     assert set(headings) & set(labels) == set()
 
 
-@pytest.mark.parametrize("heading, identifier", [
-    # pandoc's manual, "Extension: auto_identifiers": its own examples
-    ("Heading identifiers in HTML", "heading-identifiers-in-html"),
-    ("Maître d'hôtel", "maître-dhôtel"),
-    ("*Dogs*?--in *my* house?", "dogs--in-my-house"),
-    ("[HTML], [S5], or [RTF]?", "html-s5-or-rtf"),
-    ("3. Applications", "applications"),
-    ("33", "section"),
-    # this project's headings
-    ("P(reliance of A > reliance of B)", "preliance-of-a-reliance-of-b"),
-    ("Ranking stability per channel at n = 100 (Table 11)", "ranking-stability-per-channel-at-n-100-table-11"),
-])
+@pytest.mark.parametrize(
+    "heading, identifier",
+    [
+        # pandoc's manual, "Extension: auto_identifiers": its own examples
+        ("Heading identifiers in HTML", "heading-identifiers-in-html"),
+        ("Maître d'hôtel", "maître-dhôtel"),
+        ("*Dogs*?--in *my* house?", "dogs--in-my-house"),
+        ("[HTML], [S5], or [RTF]?", "html-s5-or-rtf"),
+        ("3. Applications", "applications"),
+        ("33", "section"),
+        # this project's headings
+        ("P(reliance of A > reliance of B)", "preliance-of-a-reliance-of-b"),
+        ("Ranking stability per channel at n = 100 (Table 11)", "ranking-stability-per-channel-at-n-100-table-11"),
+    ],
+)
 def test_pandoc_identifiers(heading, identifier):
     assert pandoc_slug(heading) == identifier
     assert render.pandoc_identifier(heading.replace("*", "").replace("[", "").replace("]", "")) == identifier
@@ -310,6 +332,7 @@ def test_double_page_of_a_clashing_label_has_a_duplicate_id(quarto, tmp_path):
 
 # 8. LaTeX the same on both routes -----------------------------------------------------------
 
+
 def test_exported_latex_does_not_depend_on_quarto(tmp_path, monkeypatch):
     frame = pl.DataFrame({"model": ["a"], "estimate": [1.5]})
     table = tables.plain_table(frame, title="t")
@@ -326,6 +349,7 @@ def test_exported_latex_does_not_depend_on_quarto(tmp_path, monkeypatch):
 
 
 # 9. html-table-processing -------------------------------------------------------------------
+
 
 def test_quarto_leaves_great_tables_html_as_rendered(quarto, tmp_path):
     assert CONFIG["format"]["html"].get("html-table-processing") == "none"
@@ -426,8 +450,20 @@ print("U-cwd", os.path.basename(os.getcwd()))
 ```
 """
 
-MARKERS = ["A-silent", "A-shown", "A-warning", "A-warning-asked", "B-code-and-output", "value = 6 * 7",
-           "B-included-not", "B-never-run", "B-uses-hidden 43", "B-warning-dropped", "B-warning-kept", "U-cwd sub"]
+MARKERS = [
+    "A-silent",
+    "A-shown",
+    "A-warning",
+    "A-warning-asked",
+    "B-code-and-output",
+    "value = 6 * 7",
+    "B-included-not",
+    "B-never-run",
+    "B-uses-hidden 43",
+    "B-warning-dropped",
+    "B-warning-kept",
+    "U-cwd sub",
+]
 
 
 def _options_project(root: Path) -> Path:
@@ -454,9 +490,11 @@ def test_fallback_honours_the_options_quarto_reads(quarto, tmp_path):
     project = _options_project(tmp_path / "project")
     done = run_quarto(str(project), cwd=tmp_path, QUARTO_PYTHON=sys.executable)
     assert done.returncode == 0, done.stderr
-    expected = {"a": {"A-shown", "A-warning-asked"},
-                "b": {"B-code-and-output", "value = 6 * 7", "B-never-run", "B-uses-hidden 43", "B-warning-kept"},
-                "sub/unlisted": {"U-cwd sub"}}
+    expected = {
+        "a": {"A-shown", "A-warning-asked"},
+        "b": {"B-code-and-output", "value = 6 * 7", "B-never-run", "B-uses-hidden 43", "B-warning-kept"},
+        "sub/unlisted": {"U-cwd sub"},
+    }
     assert _markers(project / "_site") == expected
     out = tmp_path / "fallback"
     written = render.render_with_jupyter(project, out, {}, workers=1, log=lambda line: None)

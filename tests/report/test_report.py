@@ -17,26 +17,40 @@ from molp2s_stats.bayes import provenance
 from molp2s_stats.cli import app
 from molp2s_stats.defaults import REPORTS
 from molp2s_stats.report import render, tables
-
 from tests.support.html import element_ids
 
-PAGES = ("posterior", "reliance", "stability", "leaderboard", "comparisons", "index", "health", "data")  # render order, slowest first
+PAGES = (
+    "posterior",
+    "reliance",
+    "stability",
+    "leaderboard",
+    "comparisons",
+    "index",
+    "health",
+    "data",
+)  # render order, slowest first
 
 
 def test_read_qmd_splits_front_matter_prose_and_cells(tmp_path):
     page = tmp_path / "page.qmd"
-    page.write_text('---\ntitle: "A page"\n---\n\nSome prose.\n\n```{python}\n#| label: one\n#| echo: true\nx = 1\n```\n\n'
-                    "Between.\n\n```{python}\ny = 2\n```\n")
+    page.write_text(
+        '---\ntitle: "A page"\n---\n\nSome prose.\n\n```{python}\n#| label: one\n#| echo: true\nx = 1\n```\n\n'
+        "Between.\n\n```{python}\ny = 2\n```\n"
+    )
     notebook = render.read_qmd(page, execute={"echo": False})
     kinds = [(c.cell_type, c.source) for c in notebook.cells]
     # the #| lines leave the source, as Quarto leaves them out of the page
-    assert kinds == [("markdown", "# A page"), ("markdown", "Some prose."),
-                     ("code", "x = 1"), ("markdown", "Between."), ("code", "y = 2")]
+    assert kinds == [
+        ("markdown", "# A page"),
+        ("markdown", "Some prose."),
+        ("code", "x = 1"),
+        ("markdown", "Between."),
+        ("code", "y = 2"),
+    ]
     assert "tags" not in notebook.cells[2].metadata  # echo: true on the cell wins over the project's false
     assert notebook.cells[2].metadata["molp2s"] == {"label": "one", "eval": True, "warning": True}
     assert notebook.cells[4].metadata["tags"] == ["remove_input"]
     assert notebook.metadata["quarto"] == {"title": "A page"}
-
 
 
 def test_a_project_renders_into_its_folder_with_links_to_pages_as_html(tmp_path):
@@ -44,11 +58,14 @@ def test_a_project_renders_into_its_folder_with_links_to_pages_as_html(tmp_path)
     page's .qmd points at its .html, as under Quarto, and a second render replaces the first."""
     project = tmp_path / "project"
     project.mkdir()
-    (project / "_quarto.yml").write_text("project:\n  type: website\n  render:\n    - a.qmd\n    - b.qmd\n"
-                                         "website:\n  title: Tiny\n  navbar:\n    left:\n      - href: a.qmd\n"
-                                         "      - href: b.qmd\n")
-    (project / "a.qmd").write_text('---\ntitle: "A"\n---\n\nSee [the other page](b.qmd#second), '
-                                   "or [the web](https://quarto.org/a.qmd).\n")
+    (project / "_quarto.yml").write_text(
+        "project:\n  type: website\n  render:\n    - a.qmd\n    - b.qmd\n"
+        "website:\n  title: Tiny\n  navbar:\n    left:\n      - href: a.qmd\n"
+        "      - href: b.qmd\n"
+    )
+    (project / "a.qmd").write_text(
+        '---\ntitle: "A"\n---\n\nSee [the other page](b.qmd#second), or [the web](https://quarto.org/a.qmd).\n'
+    )
     (project / "b.qmd").write_text('---\ntitle: "B"\n---\n\n## Second\n\n```{python}\nprint(6 * 7)\n```\n')
     out = tmp_path / "site"
     out.mkdir()
@@ -61,6 +78,7 @@ def test_a_project_renders_into_its_folder_with_links_to_pages_as_html(tmp_path)
     assert sorted(p.name for p in out.iterdir()) == ["a.html", "b.html"]  # replaced, not merged
     assert sorted(p.name for p in tmp_path.iterdir()) == ["project", "site"]
 
+
 def test_project_lists_the_eight_pages():
     config, pages = render.read_project(REPORTS)
     assert [p.source for p in pages] == [f"{name}.qmd" for name in PAGES]
@@ -71,15 +89,17 @@ def test_project_lists_the_eight_pages():
 
 
 def test_leaderboard_marks_gold_and_silver_and_keeps_the_baseline_unranked():
-    metrics = pl.DataFrame({
-        "model": ["a", "b", "c", "a", "b", "c"],
-        "channel": ["ir", "ir", "ir", "gap", "gap", "gap"],
-        "metric": ["pgr"] * 6,
-        "estimate": [10.0, 30.0, 20.0, 5.0, 5.0, 1.0],
-        "conf_low": [1.0, 2.0, 3.0, 1.0, 1.0, 0.0],
-        "conf_high": [20.0, 40.0, 30.0, 9.0, 9.0, 2.0],
-        "baseline": [25.0, 25.0, 25.0, 20.0, 20.0, 20.0],
-    })
+    metrics = pl.DataFrame(
+        {
+            "model": ["a", "b", "c", "a", "b", "c"],
+            "channel": ["ir", "ir", "ir", "gap", "gap", "gap"],
+            "metric": ["pgr"] * 6,
+            "estimate": [10.0, 30.0, 20.0, 5.0, 5.0, 1.0],
+            "conf_low": [1.0, 2.0, 3.0, 1.0, 1.0, 0.0],
+            "conf_high": [20.0, 40.0, 30.0, 9.0, 9.0, 2.0],
+            "baseline": [25.0, 25.0, 25.0, 20.0, 20.0, 20.0],
+        }
+    )
     table, tidy = tables.leaderboard_table(metrics, "pgr", title="t")
     # the frame that is exported: numbers, one row per model × channel, the channels in the channel
     # table's order (gap before ir), each closed by its baseline
@@ -97,7 +117,7 @@ def test_leaderboard_marks_gold_and_silver_and_keeps_the_baseline_unranked():
 
 def _header(html: str) -> list[list[tuple[str, int]]]:
     """The table's header rows, top first: each cell's text and how many columns it spans."""
-    head = html[html.index("<thead"):html.index("</thead>")]
+    head = html[html.index("<thead") : html.index("</thead>")]
     rows = []
     for row in re.findall(r"<tr[^>]*>(.*?)</tr>", head, flags=re.S):
         cells = []
@@ -113,14 +133,33 @@ def test_leaderboard_header_is_laid_out_as_the_paper_prints_it():
     """Snapshot of the header of Tables 2 and 9 over the twelve channels and three bundles: the groups
     on top, ¹H and ¹³C NMR below Magnetic resonance, every other column label spanning both lower rows."""
     channels = list(tables.column_layout())  # the package's channel table
-    metrics = pl.DataFrame({"model": ["m"] * len(channels), "channel": channels, "metric": ["pgr"] * len(channels),
-                            "estimate": [1.0] * len(channels), "conf_low": [0.5] * len(channels),
-                            "conf_high": [1.5] * len(channels)})
+    metrics = pl.DataFrame(
+        {
+            "model": ["m"] * len(channels),
+            "channel": channels,
+            "metric": ["pgr"] * len(channels),
+            "estimate": [1.0] * len(channels),
+            "conf_low": [0.5] * len(channels),
+            "conf_high": [1.5] * len(channels),
+        }
+    )
     table, _ = tables.leaderboard_table(metrics, "pgr", title="PGR")
     assert _header(table.as_raw_html()) == [
         [("", 1), ("Electronic", 4), ("Vibrational", 2), ("Magnetic resonance", 6), ("Bundles", 3)],
-        [("", 1), ("Dipole", 1), ("Dipole vector", 1), ("Gap", 1), ("UV–Vis", 1), ("IR", 1), ("Raman", 1),
-         ("¹H NMR", 3), ("¹³C NMR", 3), ("Vibrational", 1), ("NMR", 1), ("All", 1)],
+        [
+            ("", 1),
+            ("Dipole", 1),
+            ("Dipole vector", 1),
+            ("Gap", 1),
+            ("UV–Vis", 1),
+            ("IR", 1),
+            ("Raman", 1),
+            ("¹H NMR", 3),
+            ("¹³C NMR", 3),
+            ("Vibrational", 1),
+            ("NMR", 1),
+            ("All", 1),
+        ],
         [("Peaks", 1), ("+Int.", 1), ("Atomwise", 1), ("Peaks", 1), ("+Deg.", 1), ("Atomwise", 1)],
     ]
 
@@ -128,32 +167,56 @@ def test_leaderboard_header_is_laid_out_as_the_paper_prints_it():
 def test_table7_has_a_row_per_property_input_p0_first_and_a_column_per_model():
     """The paper's Table 7: rows P0 then each channel by name, columns the models by display name
     under their group, the best model of each row in gold."""
-    source = pl.DataFrame({"model": ["a", "b"] * 2, "channel": ["ir", "ir", "h1_peaks", "h1_peaks"],
-                           "metric": ["acc_source"] * 4, "estimate": [60.0, 70.0, 55.0, 50.0],
-                           "conf_low": [50.0, 60.0, 45.0, 40.0], "conf_high": [70.0, 80.0, 65.0, 60.0]})
-    p0 = pl.DataFrame({"model": ["a", "b"], "channel": ["none"] * 2, "metric": ["acc_p0"] * 2,
-                       "estimate": [40.0, 45.0], "conf_low": [30.0, 35.0], "conf_high": [50.0, 55.0]})
-    names = pl.DataFrame({"model": ["b", "a"], "display_name": ["Model B", "Model A"],
-                          "group": ["Closed-weight", "Open-weight"]})
+    source = pl.DataFrame(
+        {
+            "model": ["a", "b"] * 2,
+            "channel": ["ir", "ir", "h1_peaks", "h1_peaks"],
+            "metric": ["acc_source"] * 4,
+            "estimate": [60.0, 70.0, 55.0, 50.0],
+            "conf_low": [50.0, 60.0, 45.0, 40.0],
+            "conf_high": [70.0, 80.0, 65.0, 60.0],
+        }
+    )
+    p0 = pl.DataFrame(
+        {
+            "model": ["a", "b"],
+            "channel": ["none"] * 2,
+            "metric": ["acc_p0"] * 2,
+            "estimate": [40.0, 45.0],
+            "conf_low": [30.0, 35.0],
+            "conf_high": [50.0, 55.0],
+        }
+    )
+    names = pl.DataFrame(
+        {"model": ["b", "a"], "display_name": ["Model B", "Model A"], "group": ["Closed-weight", "Open-weight"]}
+    )
     table, tidy = tables.input_table(source, p0, title="t", models=names)
     html = table.as_raw_html()
     assert tidy["channel"].to_list() == ["none", "none", "ir", "ir", "h1_peaks", "h1_peaks"]
-    assert _header(html)[-2:] == [[("", 1), ("Closed-weight", 1), ("Open-weight", 1)],
-                                  [("Model B", 1), ("Model A", 1)]]
-    rows = [re.sub(r"<[^>]+>", "", r).strip()
-            for r in re.findall(r'<th [^>]*class="gt_row gt_left gt_stub"[^>]*>(.*?)</th>', html, flags=re.S)]
+    assert _header(html)[-2:] == [[("", 1), ("Closed-weight", 1), ("Open-weight", 1)], [("Model B", 1), ("Model A", 1)]]
+    rows = [
+        re.sub(r"<[^>]+>", "", r).strip()
+        for r in re.findall(r'<th [^>]*class="gt_row gt_left gt_stub"[^>]*>(.*?)</th>', html, flags=re.S)
+    ]
     assert rows == ["No properties (P0)", "IR", "¹H peaks"]
     assert "45.0 [35.0, 55.0]" in html and html.count(tables.GOLD) == 3
 
 
 def test_cf_split_table_has_a_spanner_per_channel():
-    metrics = pl.DataFrame({"model": ["a"] * 6, "channel": ["ir"] * 3 + ["all"] * 3,
-                            "metric": ["cfr", "persist", "other"] * 2, "estimate": [50.0, 30.0, 20.0, 40.0, 40.0, 20.0]})
+    metrics = pl.DataFrame(
+        {
+            "model": ["a"] * 6,
+            "channel": ["ir"] * 3 + ["all"] * 3,
+            "metric": ["cfr", "persist", "other"] * 2,
+            "estimate": [50.0, 30.0, 20.0, 40.0, 40.0, 20.0],
+        }
+    )
     table, tidy = tables.split_table(metrics, title="t")
     assert tidy.height == 6
     assert _header(table.as_raw_html())[-2:] == [
         [("", 1), ("IR", 3), ("All", 3)],
-        [("CFR", 1), ("Persist", 1), ("Other", 1), ("CFR", 1), ("Persist", 1), ("Other", 1)]]
+        [("CFR", 1), ("Persist", 1), ("Other", 1), ("CFR", 1), ("Persist", 1), ("Other", 1)],
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -162,8 +225,24 @@ def site(tmp_path_factory, small_fit):
     failing fit)."""
     db, fit_file = small_fit
     out = tmp_path_factory.mktemp("report") / "site"
-    result = CliRunner().invoke(app, ["report", "--db", str(db), "--fit", str(fit_file), "--out", str(out),
-                                      "--engine", "jupyter", "--bootstrap", "200", "--seed", "3"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "report",
+            "--db",
+            str(db),
+            "--fit",
+            str(fit_file),
+            "--out",
+            str(out),
+            "--engine",
+            "jupyter",
+            "--bootstrap",
+            "200",
+            "--seed",
+            "3",
+        ],
+    )
     assert result.exit_code == 0, result.output
     return out
 
@@ -178,7 +257,6 @@ def test_every_page_renders_with_its_tables_and_no_fetch(site, name):
     assert "<script" not in page
 
 
-
 @pytest.mark.parametrize("name", PAGES)
 def test_no_heading_or_cell_id_appears_twice_on_a_page(site, name):
     """Cells carry their labels as ids and headings pandoc's identifiers, as under Quarto: each of
@@ -187,8 +265,11 @@ def test_no_heading_or_cell_id_appears_twice_on_a_page(site, name):
     page = (site / f"{name}.html").read_text()
     ids = element_ids(page)
     text = (REPORTS / f"{name}.qmd").read_text()
-    labels = {str(render.cell_options(cell)["label"]) for cell in render._CELL.findall(text)
-              if "label" in render.cell_options(cell)}
+    labels = {
+        str(render.cell_options(cell)["label"])
+        for cell in render._CELL.findall(text)
+        if "label" in render.cell_options(cell)
+    }
     headings = set(re.findall(r'<h[1-6] id="([^"]+)"', page))
     assert labels and labels <= set(ids)
     repeated = sorted(i for i in labels | headings if ids.count(i) > 1)
@@ -213,8 +294,14 @@ def test_pages_hold_what_they_promise(site):
     assert "gate-failed" in posterior and "HEALTH GATE" in posterior
     assert not re.search(r"class=.fit-mismatch", posterior)  # the fit was made on this database
     assert posterior.count("<svg") >= 3  # forest plots, heatmap, rank bars
-    for name in ("table2_pgr", "table3_reliance_margin", "table12_paired_inputs", "table10_stability",
-                 "posterior_reliance", "table6_separability"):
+    for name in (
+        "table2_pgr",
+        "table3_reliance_margin",
+        "table12_paired_inputs",
+        "table10_stability",
+        "posterior_reliance",
+        "table6_separability",
+    ):
         assert (site / "tables" / f"{name}.csv").stat().st_size > 0
         assert "\\begin" in (site / "tables" / f"{name}.tex").read_text()
 
@@ -231,8 +318,9 @@ def test_a_fit_of_other_data_is_flagged_at_the_top_of_the_posterior_page(site, s
     idata.posterior.attrs[provenance.ATTRIBUTE] = json.dumps({**record, "models": record["models"][:-1]})
     stale = tmp_path / "stale.nc"
     idata.to_netcdf(str(stale))
-    render.render_with_jupyter(REPORTS, tmp_path / "out", {**env, "MOLP2S_FIT": str(stale)},
-                               pages=["posterior.qmd"], log=lambda line: None)
+    render.render_with_jupyter(
+        REPORTS, tmp_path / "out", {**env, "MOLP2S_FIT": str(stale)}, pages=["posterior.qmd"], log=lambda line: None
+    )
     page = (tmp_path / "out" / "posterior.html").read_text()
     mismatch = re.search(r"class=.fit-mismatch", page).start()
     assert mismatch < re.search(r"class=.gate-failed", page).start() and mismatch < page.index("<h2")
@@ -250,7 +338,10 @@ def test_exported_tables_are_numbers_not_formatted_text(site):
                 assert not frame[column].str.contains(r"\d \[").any(), (path.name, column)
         for column in ("estimate", "conf_low", "conf_high"):
             if column in frame.columns:
-                assert frame.schema[column].is_numeric() or frame[column].null_count() == frame.height, (path.name, column)
+                assert frame.schema[column].is_numeric() or frame[column].null_count() == frame.height, (
+                    path.name,
+                    column,
+                )
 
 
 def _chromium() -> str | None:
@@ -259,8 +350,16 @@ def _chromium() -> str | None:
 
 @pytest.mark.skipif(_chromium() is None, reason="Chromium is not installed (make test installs Debian's chromium)")
 def test_leaderboard_charts_draw_in_headless_chromium(site, tmp_path):
-    command = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-               f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", (site / "leaderboard.html").as_uri()]
+    command = [
+        _chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--dump-dom",
+        (site / "leaderboard.html").as_uri(),
+    ]
     dom = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
     assert "<svg" in dom and "PGR per channel" in dom
     # the chart's marks survived the browser's parse: Vega's SVG draws points as paths
@@ -273,11 +372,26 @@ def test_page_body_does_not_overflow_at_1280_px(site, tmp_path, name):
     """Opened at 1280 px, the page is no wider than the window: wide tables scroll inside their box."""
     probe = tmp_path / f"{name}.html"
     # a copy with a probe script (the pages themselves carry no script): it writes the widths into the DOM
-    probe.write_text((site / f"{name}.html").read_text().replace(
-        "</body>", "<script>document.body.setAttribute('data-widths', "
-                   "document.documentElement.scrollWidth + ' ' + window.innerWidth)</script></body>"))
-    command = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-               "--window-size=1280,900", f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", probe.as_uri()]
+    probe.write_text(
+        (site / f"{name}.html")
+        .read_text()
+        .replace(
+            "</body>",
+            "<script>document.body.setAttribute('data-widths', "
+            "document.documentElement.scrollWidth + ' ' + window.innerWidth)</script></body>",
+        )
+    )
+    command = [
+        _chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--window-size=1280,900",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--dump-dom",
+        probe.as_uri(),
+    ]
     dom = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
     scroll_width, window_width = map(int, re.search(r'data-widths="(\d+) (\d+)"', dom).groups())
     assert window_width == 1280 and scroll_width <= window_width, (scroll_width, window_width)
@@ -289,8 +403,10 @@ def test_stability_tables_have_rm_and_cfr_spanners_over_rho_exact_mad():
     table, tidy = tables.stability_table(frame, by="size", title="t")
     assert tidy.equals(frame)
     html = table.as_raw_html()
-    assert _header(html)[-2:] == [[("", 1), ("RM", 3), ("CFR", 3)],
-                                  [("ρ", 1), ("Exact", 1), ("MAD", 1), ("ρ", 1), ("Exact", 1), ("MAD", 1)]]
+    assert _header(html)[-2:] == [
+        [("", 1), ("RM", 3), ("CFR", 3)],
+        [("ρ", 1), ("Exact", 1), ("MAD", 1), ("ρ", 1), ("Exact", 1), ("MAD", 1)],
+    ]
     assert ">0.900<" in html and ">50.0<" in html and ">1.50<" in html  # ρ 3 decimals, Exact 1, MAD 2
 
 
@@ -304,15 +420,32 @@ def test_plain_tables_write_counts_with_separators_and_rates_with_one_decimal():
 def test_chart_panels_follow_the_paper_order_and_the_channels_names():
     from molp2s_stats.report import charts
 
-    frame = pl.DataFrame({"model": ["a"] * 3, "channel": ["ir", "h1_peaks", "all"], "estimate": [1.0, 2.0, 3.0],
-                          "conf_low": [0.5] * 3, "conf_high": [1.5] * 3})
+    frame = pl.DataFrame(
+        {
+            "model": ["a"] * 3,
+            "channel": ["ir", "h1_peaks", "all"],
+            "estimate": [1.0, 2.0, 3.0],
+            "conf_low": [0.5] * 3,
+            "conf_high": [1.5] * 3,
+        }
+    )
     facet = charts.forest(frame, title="t", x_title="x").to_dict()["facet"]
     assert facet["field"] == "panel" and facet["sort"] == ["IR", "¹H peaks", "All channels"]
-    own = pl.DataFrame({"channel": ["my_channel"], "group": ["mine"], "subgroup": [None], "column_label": ["Mine"],
-                        "name": ["My channel"]})
+    own = pl.DataFrame(
+        {
+            "channel": ["my_channel"],
+            "group": ["mine"],
+            "subgroup": [None],
+            "column_label": ["Mine"],
+            "name": ["My channel"],
+        }
+    )
     mine = frame.with_columns(pl.lit("my_channel").alias("channel")).head(1)
     assert charts.forest(mine, title="t", x_title="x", channel_table=own).to_dict()["facet"]["sort"] == ["My channel"]
-    assert charts.forest(mine, title="t", x_title="x").to_dict()["facet"]["sort"] == ["my_channel"]  # not in the table: its id
-    contrasts = pl.DataFrame({"channel": ["ir", "all"], "model_a": ["a", "a"], "model_b": ["b", "b"],
-                              "probability": [0.5, 0.6]})
+    assert charts.forest(mine, title="t", x_title="x").to_dict()["facet"]["sort"] == [
+        "my_channel"
+    ]  # not in the table: its id
+    contrasts = pl.DataFrame(
+        {"channel": ["ir", "all"], "model_a": ["a", "a"], "model_b": ["b", "b"], "probability": [0.5, 0.6]}
+    )
     assert charts.heatmap(contrasts, title="t").to_dict()["facet"]["sort"] == ["IR", "All channels"]

@@ -18,11 +18,11 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from molp2s_stats.stats import audit
 from molp2s_stats import store
 from molp2s_stats.chem import complete
 from molp2s_stats.glossary import check_columns
 from molp2s_stats.ingest import load
+from molp2s_stats.stats import audit
 
 SCAFFOLD = "c1ccc(cc1)[*]"
 FRAGMENTS = {"A": "[*]C", "B": "[*]CC", "C": "[*]O"}
@@ -44,15 +44,18 @@ def _benchmark(folder, *, defects: bool):
             candidates.append((family, label, fragment, molecule))
             properties.append((family, label, "dipole_norm", str(dipole)))
         other = FAMILIES[(i + 1) % len(FAMILIES)]
-        tasks += [(f"{family}-p0", family, "none", "none", "A", None, None),
-                  (f"{family}-s", family, "dipole_norm", "source", "A", family, "A"),
-                  (f"{family}-sh", family, "dipole_norm", "shuffled", "A", other, "A")]
+        tasks += [
+            (f"{family}-p0", family, "none", "none", "A", None, None),
+            (f"{family}-s", family, "dipole_norm", "source", "A", family, "A"),
+            (f"{family}-sh", family, "dipole_norm", "shuffled", "A", other, "A"),
+        ]
         tasks += [(f"{family}-cf-{k}", family, "dipole_norm", "cf", k, family, k) for k in "BC"]
-    for name, rows, columns in (("families", families, ["family_id", "scaffold", "source"]),
-                                ("candidates", candidates, ["family_id", "label", "fragment", "molecule"]),
-                                ("properties", properties, ["family_id", "label", "channel", "value"]),
-                                ("tasks", tasks, ["task_id", "family_id", "channel", "condition", "target",
-                                                  "shown_family", "shown_label"])):
+    for name, rows, columns in (
+        ("families", families, ["family_id", "scaffold", "source"]),
+        ("candidates", candidates, ["family_id", "label", "fragment", "molecule"]),
+        ("properties", properties, ["family_id", "label", "channel", "value"]),
+        ("tasks", tasks, ["task_id", "family_id", "channel", "condition", "target", "shown_family", "shown_label"]),
+    ):
         pl.DataFrame(rows, schema=columns, orient="row").write_csv(folder / f"{name}.csv")
     return folder, tasks
 
@@ -94,8 +97,12 @@ def test_every_defect_is_found_and_nothing_else(findings):
     check_columns(findings.columns)
     assert findings.columns == ["family_id", "channel", "flag", "score", "evidence"]
     found = set(findings.select("family_id", "channel", "flag").iter_rows())
-    assert found == {("F02", "all", "duplicate_candidates"), ("F03", "dipole_norm", "indistinguishable"),
-                     ("F04", "all", "wrong_key"), ("F05", "dipole_norm", "no_signal")}
+    assert found == {
+        ("F02", "all", "duplicate_candidates"),
+        ("F03", "dipole_norm", "indistinguishable"),
+        ("F04", "all", "wrong_key"),
+        ("F05", "dipole_norm", "no_signal"),
+    }
 
 
 def test_each_finding_says_what_was_seen(findings):
@@ -143,8 +150,21 @@ def test_audit_command(tmp_path):
     assert "findings: wrong_key 1, duplicate_candidates 1, indistinguishable 1, no_signal 1" in result.output
     assert "without the flagged families, the ranking by pgr " in result.output
     # --impact: every model × channel on the whole cohort and without the flagged families, with its rank
-    result = CliRunner().invoke(app, ["audit", "--db", str(tmp_path / "db.duckdb"), "--seed", "1", "--impact",
-                                      "--bootstrap", "100", "--format", "csv"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "audit",
+            "--db",
+            str(tmp_path / "db.duckdb"),
+            "--seed",
+            "1",
+            "--impact",
+            "--bootstrap",
+            "100",
+            "--format",
+            "csv",
+        ],
+    )
     assert result.exit_code == 0, result.output
     moved = pl.read_csv(result.stdout.encode())
     check_columns(moved.columns)
@@ -159,8 +179,8 @@ def test_audit_command(tmp_path):
 def test_exclude_leaves_the_listed_families_out_of_the_cohort_and_changes_nothing_else(tmp_path):
     from typer.testing import CliRunner
 
-    from molp2s_stats.stats import metrics
     from molp2s_stats.cli import app
+    from molp2s_stats.stats import metrics
 
     con = _database(tmp_path, defects=True)
     outcomes, channels, models = metrics.read_family_outcomes(con)
@@ -179,9 +199,14 @@ def test_exclude_leaves_the_listed_families_out_of_the_cohort_and_changes_nothin
         # the cohort (11 families: F03's source and distractor C are indistinguishable, so it is not
         # input-validated) loses the excluded families and nothing else: the metrics of the cohort without them
         gone = {"F04", "F05"} if exclude == listed else {"F02", "F03", "F04", "F05"}
-        expected = metrics.compute_metrics(outcomes.filter(~pl.col("family_id").is_in(list(gone))),
-                                           channels=channels, models=models, metrics=("acc_source",), draws=200,
-                                           seed=3)
+        expected = metrics.compute_metrics(
+            outcomes.filter(~pl.col("family_id").is_in(list(gone))),
+            channels=channels,
+            models=models,
+            metrics=("acc_source",),
+            draws=200,
+            seed=3,
+        )
         assert table["n"].unique().to_list() == [11 - len(gone - {"F03"})] == expected["n"].unique().to_list()
         assert table["estimate"].to_list() == pytest.approx(expected["estimate"].to_list())
         assert table["conf_low"].to_list() == pytest.approx(expected["conf_low"].to_list())

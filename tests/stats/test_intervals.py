@@ -26,8 +26,9 @@ def test_all_right_on_136_families_gets_the_score_interval():
     # t(135) = 1.977692, lower end 136 / (136 + 1.977692²) = 136 / 139.91127 = 0.972045; upper 1.
     assert T135 == pytest.approx(1.97769, abs=1e-5)
     ones = np.ones((136, 1))
-    low, high, undefined, method, draws = resample.bootstrap_ratio(ones, ones, draws=200, seed=1, key="k",
-                                                                   conf_level=0.95)
+    low, high, undefined, method, draws = resample.bootstrap_ratio(
+        ones, ones, draws=200, seed=1, key="k", conf_level=0.95
+    )
     assert low[0] == pytest.approx(0.972045, abs=1e-6) and high[0] == 1.0
     assert method[0] == intervals.SCORE and draws == 200 and undefined[0] == 0
 
@@ -76,13 +77,15 @@ def test_a_difference_at_zero_and_at_one():
     # d in ±0.027955 (MOVER adds the two parts' distances in quadrature only when both move it; here one each way).
     zero = np.zeros((136, 1))
     for label in ("0 of n", "n of n"):
-        low, high, _, method, _ = resample.bootstrap_difference(zero, zero, np.ones((136, 1)), draws=100, seed=0,
-                                                                key=label, conf_level=0.95)
+        low, high, _, method, _ = resample.bootstrap_difference(
+            zero, zero, np.ones((136, 1)), draws=100, seed=0, key=label, conf_level=0.95
+        )
         assert (low[0], high[0]) == pytest.approx((-0.027955, 0.027955), abs=1e-6)
         assert method[0] == intervals.MOVER
     # Every family a gain (1 − 0): d = 1, lower end 1 − √((1 − 0.972045)² + 0.027955²) = 1 − 0.039535.
-    low, high, _, _, _ = resample.bootstrap_difference(np.ones((136, 1)), zero, np.ones((136, 1)), draws=100,
-                                                       seed=0, key="all", conf_level=0.95)
+    low, high, _, _, _ = resample.bootstrap_difference(
+        np.ones((136, 1)), zero, np.ones((136, 1)), draws=100, seed=0, key="all", conf_level=0.95
+    )
     assert (low[0], high[0]) == pytest.approx((0.960465, 1.0), abs=1e-6)
 
 
@@ -90,17 +93,37 @@ def test_a_ceiling_model_in_the_metrics_table():
     """A model right on every task of 40 families: its accuracy is 100 with a score interval that leaves
     room below, and its RM (100 − its shuffled accuracy) is not a point either."""
     n = 40
-    outcomes = pl.DataFrame({
-        "model": ["ceiling"] * n, "channel": ["ir"] * n, "family_id": [f"F{i:02d}" for i in range(n)],
-        "y_p0": [1.0] * n, "y_source": [1.0] * n, "y_shuffled": [1.0] * n, "cf_tasks": [2] * n,
-        "cf_correct": [2.0] * n, "cf_flip": [1.0] * n, "cf_persist": [0.0] * n, "cf_other": [0.0] * n,
-        "n_candidates": [3] * n})
+    outcomes = pl.DataFrame(
+        {
+            "model": ["ceiling"] * n,
+            "channel": ["ir"] * n,
+            "family_id": [f"F{i:02d}" for i in range(n)],
+            "y_p0": [1.0] * n,
+            "y_source": [1.0] * n,
+            "y_shuffled": [1.0] * n,
+            "cf_tasks": [2] * n,
+            "cf_correct": [2.0] * n,
+            "cf_flip": [1.0] * n,
+            "cf_persist": [0.0] * n,
+            "cf_other": [0.0] * n,
+            "n_candidates": [3] * n,
+        }
+    )
     result = metrics.compute_metrics(outcomes, draws=300, seed=2)
     rows = {r["metric"]: r for r in result.iter_rows(named=True)}
     t39 = stats.t.ppf(0.975, 39)
-    assert rows["acc_source"]["conf_low"] == pytest.approx(100 * 40 / (40 + t39 ** 2))
-    for metric in ("acc_p0", "acc_source", "acc_shuffled", "cf_accuracy", "pgr", "cfr", "persist", "other",
-                   "reliance_margin"):
+    assert rows["acc_source"]["conf_low"] == pytest.approx(100 * 40 / (40 + t39**2))
+    for metric in (
+        "acc_p0",
+        "acc_source",
+        "acc_shuffled",
+        "cf_accuracy",
+        "pgr",
+        "cfr",
+        "persist",
+        "other",
+        "reliance_margin",
+    ):
         row = rows[metric]
         assert row["conf_low"] < row["conf_high"], metric
         assert row["method"] in (intervals.SCORE, intervals.MOVER), metric
@@ -110,8 +133,14 @@ def test_a_ceiling_model_in_the_metrics_table():
 
 def test_two_models_at_the_ceiling_are_not_certainly_tied():
     """Figure 2's net for two models right on every task: 0 pp, with an interval on both sides."""
-    tasks = pl.DataFrame({"model": ["a"] * 30 + ["b"] * 30, "task_id": [f"T{i}" for i in range(30)] * 2,
-                          "family_id": [f"F{i}" for i in range(30)] * 2, "y": [1.0] * 60})
+    tasks = pl.DataFrame(
+        {
+            "model": ["a"] * 30 + ["b"] * 30,
+            "task_id": [f"T{i}" for i in range(30)] * 2,
+            "family_id": [f"F{i}" for i in range(30)] * 2,
+            "y": [1.0] * 60,
+        }
+    )
     row = compare.model_transitions(tasks, channel="ir", condition="source", draws=200).row(0, named=True)
     assert row["net"] == 0.0 and row["conf_low"] < 0.0 < row["conf_high"]
     assert row["method"] == intervals.MOVER
@@ -126,7 +155,7 @@ def family_counts(draw):
 
 
 @settings(max_examples=60, deadline=None)
-@given(family_counts(), st.integers(0, 2 ** 16))
+@given(family_counts(), st.integers(0, 2**16))
 def test_every_rate_interval_holds_its_estimate_and_has_width(counts, seed):
     a, b = counts
     low, high, _, method, _ = resample.bootstrap_ratio(a, b, draws=100, seed=seed, key="h", conf_level=0.95)
@@ -137,14 +166,13 @@ def test_every_rate_interval_holds_its_estimate_and_has_width(counts, seed):
 
 
 @settings(max_examples=60, deadline=None)
-@given(family_counts(), family_counts(), st.integers(0, 2 ** 16))
+@given(family_counts(), family_counts(), st.integers(0, 2**16))
 def test_every_difference_interval_holds_its_estimate_and_has_width(first, second, seed):
     (x, bx), (y, _) = first, second
     n = min(len(x), len(y))
     x, y = x[:n] / bx[:n], np.minimum(y[:n], bx[:n]) / bx[:n]  # per-family shares in [0, 1], one task each
     gain, loss, b = y * (1 - x), x * (1 - y), np.ones_like(x)
-    low, high, _, _, _ = resample.bootstrap_difference(gain, loss, b, draws=100, seed=seed, key="h",
-                                                       conf_level=0.95)
+    low, high, _, _, _ = resample.bootstrap_difference(gain, loss, b, draws=100, seed=seed, key="h", conf_level=0.95)
     estimate = (gain - loss).sum() / n
     assert -1.0 <= low[0] <= estimate + 1e-12 and estimate - 1e-12 <= high[0] <= 1.0
     assert low[0] < high[0]

@@ -14,35 +14,33 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
 import polars as pl
 import pytest
 
-from molp2s_stats.stats import compare, metrics
 from molp2s_stats import store
-
+from molp2s_stats.stats import compare, metrics
 
 GOLDEN = {
     # m1
-    ("m1", "acc_p0"): 100 * 2 / 3,            # (1 + 0 + 1) / 3
-    ("m1", "acc_source"): 100 * 2 / 3,        # (1 + 1 + 0) / 3
-    ("m1", "acc_shuffled"): 100 * 2 / 3,      # (0 + 1 + 1) / 3
-    ("m1", "reliance_margin"): 0.0,           # 66.7 − 66.7
-    ("m1", "cf_accuracy"): 100 * 2 / 5,       # cf pairs F1B ✓ F1C ✗ F2A ✓ F2C ✗ F4A ✗
-    ("m1", "pgr"): 100 * 1.5 / 3,             # F1 ½·1+½·½ = .75, F2 .75, F4 0
-    ("m1", "cfr"): 50.0,                      # w = (1, 1, 0): (½ + ½) / 2
-    ("m1", "persist"): 25.0,                  # (½ + 0) / 2
-    ("m1", "other"): 25.0,                    # (0 + ½) / 2
+    ("m1", "acc_p0"): 100 * 2 / 3,  # (1 + 0 + 1) / 3
+    ("m1", "acc_source"): 100 * 2 / 3,  # (1 + 1 + 0) / 3
+    ("m1", "acc_shuffled"): 100 * 2 / 3,  # (0 + 1 + 1) / 3
+    ("m1", "reliance_margin"): 0.0,  # 66.7 − 66.7
+    ("m1", "cf_accuracy"): 100 * 2 / 5,  # cf pairs F1B ✓ F1C ✗ F2A ✓ F2C ✗ F4A ✗
+    ("m1", "pgr"): 100 * 1.5 / 3,  # F1 ½·1+½·½ = .75, F2 .75, F4 0
+    ("m1", "cfr"): 50.0,  # w = (1, 1, 0): (½ + ½) / 2
+    ("m1", "persist"): 25.0,  # (½ + 0) / 2
+    ("m1", "other"): 25.0,  # (0 + ½) / 2
     ("m1", "random_baseline"): 100 * 7 / 18,  # (⅓ + ⅓ + ½) / 3
     # m2
-    ("m2", "acc_p0"): 100 / 3,                # (0 + 1 + 0) / 3
-    ("m2", "acc_source"): 100 * 2 / 3,        # (1 + 0 + 1) / 3
-    ("m2", "acc_shuffled"): 100 / 3,          # (1 + 0 + 0) / 3
-    ("m2", "reliance_margin"): 100 / 3,       # 66.7 − 33.3
-    ("m2", "cf_accuracy"): 100 * 3 / 5,       # F1B ✗ F1C ✓ F2A ✗ F2C ✓ F4A ✓
-    ("m2", "pgr"): 100 * 2 / 3,               # F1 .75, F2 ½·0+½·½ = .25, F4 ½+½ = 1
-    ("m2", "cfr"): 75.0,                      # w = (1, 0, 1): (½ + 1) / 2
-    ("m2", "persist"): 25.0,                  # (½ + 0) / 2
+    ("m2", "acc_p0"): 100 / 3,  # (0 + 1 + 0) / 3
+    ("m2", "acc_source"): 100 * 2 / 3,  # (1 + 0 + 1) / 3
+    ("m2", "acc_shuffled"): 100 / 3,  # (1 + 0 + 0) / 3
+    ("m2", "reliance_margin"): 100 / 3,  # 66.7 − 33.3
+    ("m2", "cf_accuracy"): 100 * 3 / 5,  # F1B ✗ F1C ✓ F2A ✗ F2C ✓ F4A ✓
+    ("m2", "pgr"): 100 * 2 / 3,  # F1 .75, F2 ½·0+½·½ = .25, F4 ½+½ = 1
+    ("m2", "cfr"): 75.0,  # w = (1, 0, 1): (½ + 1) / 2
+    ("m2", "persist"): 25.0,  # (½ + 0) / 2
     ("m2", "other"): 0.0,
     ("m2", "random_baseline"): 100 * 7 / 18,
 }
@@ -63,14 +61,21 @@ def test_cohort_is_validated_and_complete_families(tiny_db):
     assert reasons["F3"] == "not input-validated: 1 of 1 verifiable pairs below the cutoff"
     assert reasons["F5"] == "incomplete coverage: 1 model(s) lack 1 terminal response(s)"
     summary = tiny_db.sql("SELECT * FROM cohort_summary").pl().row(0, named=True)
-    assert summary == {"channel": "dipole_norm", "families_total": 5, "input_validated": 4,
-                       "complete_coverage": 4, "cohort": 3}
+    assert summary == {
+        "channel": "dipole_norm",
+        "families_total": 5,
+        "input_validated": 4,
+        "complete_coverage": 4,
+        "cohort": 3,
+    }
 
 
 def test_raw_answers_are_parsed(tiny_db):
-    rows = dict(tiny_db.execute(
-        "SELECT task_id, coalesce(choice, invalid_reason) FROM responses WHERE choice_source = 'parsed'"
-    ).fetchall())
+    rows = dict(
+        tiny_db.execute(
+            "SELECT task_id, coalesce(choice, invalid_reason) FROM responses WHERE choice_source = 'parsed'"
+        ).fetchall()
+    )
     assert rows == {"F1-dipole_norm-cf-B": "B", "F2-dipole_norm-cf-C": "no_answer"}
 
 
@@ -88,13 +93,13 @@ def test_point_estimates(tiny_db, model, metric):
 # metric's value is Σ E[a_f] / Σ E[b_f], with E[y] = 1/K and, after a right source, a cf
 # answer naming the counterfactual or the source with 1/K each, another with (K − 2)/K.
 BASELINES = {
-    "acc_source": 100 * 7 / 18,        # (⅓ + ⅓ + ½) / 3
-    "reliance_margin": 0.0,            # 1/K − 1/K
-    "cf_accuracy": 100 * 11 / 30,      # (2·⅓ + 2·⅓ + 1·½) / 5
-    "pgr": 100 * 7 / 18,               # ½·1/K + ½·1/K per family
-    "cfr": 100 * 17 / 42,              # (⅓·⅓ + ⅓·⅓ + ½·½) / (⅓ + ⅓ + ½) = (17/36) / (7/6)
-    "persist": 100 * 17 / 42,          # the same
-    "other": 100 * 8 / 42,             # (⅓·⅓ + ⅓·⅓ + ½·0) / (7/6)
+    "acc_source": 100 * 7 / 18,  # (⅓ + ⅓ + ½) / 3
+    "reliance_margin": 0.0,  # 1/K − 1/K
+    "cf_accuracy": 100 * 11 / 30,  # (2·⅓ + 2·⅓ + 1·½) / 5
+    "pgr": 100 * 7 / 18,  # ½·1/K + ½·1/K per family
+    "cfr": 100 * 17 / 42,  # (⅓·⅓ + ⅓·⅓ + ½·½) / (⅓ + ⅓ + ½) = (17/36) / (7/6)
+    "persist": 100 * 17 / 42,  # the same
+    "other": 100 * 8 / 42,  # (⅓·⅓ + ⅓·⅓ + ½·0) / (7/6)
     "random_baseline": 100 * 7 / 18,
 }
 
@@ -119,17 +124,21 @@ def test_random_baselines_match_a_simulated_uniform_guesser(tiny_db):
         k = outcomes["n_candidates"].to_numpy()
         cf = outcomes["cf_tasks"].to_numpy()
         picks = [rng.integers(0, kk, size=c) for kk, c in zip(k, cf)]  # 0: the counterfactual, 1: the source
-        guessers.append(outcomes.with_columns(
-            pl.lit(f"g{g}").alias("model"),
-            pl.Series("y_source", (rng.integers(0, k) == 0).astype(float)),
-            pl.Series("y_shuffled", (rng.integers(0, k) == 0).astype(float)),
-            pl.Series("cf_correct", [float((p == 0).sum()) for p in picks]),
-            pl.Series("cf_flip", [float((p == 0).mean()) for p in picks]),
-            pl.Series("cf_persist", [float((p == 1).mean()) for p in picks]),
-            pl.Series("cf_other", [float((p >= 2).mean()) for p in picks])))
+        guessers.append(
+            outcomes.with_columns(
+                pl.lit(f"g{g}").alias("model"),
+                pl.Series("y_source", (rng.integers(0, k) == 0).astype(float)),
+                pl.Series("y_shuffled", (rng.integers(0, k) == 0).astype(float)),
+                pl.Series("cf_correct", [float((p == 0).sum()) for p in picks]),
+                pl.Series("cf_flip", [float((p == 0).mean()) for p in picks]),
+                pl.Series("cf_persist", [float((p == 1).mean()) for p in picks]),
+                pl.Series("cf_other", [float((p >= 2).mean()) for p in picks]),
+            )
+        )
     # pooled over guessers, a ratio of sums converges to the ratio of expected sums
-    pooled = pl.concat(guessers).with_columns(pl.lit("pooled").alias("model"),
-                                              (pl.col("model") + pl.col("family_id")).alias("family_id"))
+    pooled = pl.concat(guessers).with_columns(
+        pl.lit("pooled").alias("model"), (pl.col("model") + pl.col("family_id")).alias("family_id")
+    )
     result = metrics.compute_metrics(pooled, draws=0, metrics=tuple(BASELINES))
     for row in result.iter_rows(named=True):
         assert row["estimate"] == pytest.approx(BASELINES[row["metric"]], abs=1.5), row["metric"]
@@ -169,11 +178,25 @@ def test_paired_input_comparison_counts(tiny_db):
 def test_paired_cf_tasks_meet_their_counterpart_by_target():
     # One family, cf tasks for k1 and k2. Under X, k1 right and k2 wrong; under Y the
     # reverse: one gain and one loss (not four quarter-counts), Δ = 0.
-    outcomes = pl.DataFrame({"model": ["m"] * 4, "channel": ["X", "X", "Y", "Y"], "family_id": ["F1"] * 4,
-                             "target": ["B", "C", "B", "C"], "y": [1.0, 0.0, 0.0, 1.0]})
+    outcomes = pl.DataFrame(
+        {
+            "model": ["m"] * 4,
+            "channel": ["X", "X", "Y", "Y"],
+            "family_id": ["F1"] * 4,
+            "target": ["B", "C", "B", "C"],
+            "y": [1.0, 0.0, 0.0, 1.0],
+        }
+    )
     row = compare.paired_inputs(outcomes, from_channel="X", to_channel="Y", condition="cf", draws=0).row(0, named=True)
     assert (row["n"], row["tasks"], row["both_correct"], row["gain"], row["loss"], row["both_wrong"], row["delta"]) == (
-        1, 2, 0.0, 1.0, 1.0, 0.0, 0.0)
+        1,
+        2,
+        0.0,
+        1.0,
+        1.0,
+        0.0,
+        0.0,
+    )
 
 
 def test_model_transitions_golden(tiny_db):
@@ -183,12 +206,14 @@ def test_model_transitions_golden(tiny_db):
     row = compare.model_transitions(outcomes, channel="dipole_norm", condition="source", draws=0).row(0, named=True)
     assert (row["model_a"], row["model_b"], row["tasks"], row["families"]) == ("m1", "m2", 3, 3)
     assert [row[k] for k in ("both_correct", "a_only", "b_only", "both_wrong", "net")] == pytest.approx(
-        [100 / 3, 100 / 3, 100 / 3, 0.0, 0.0])
+        [100 / 3, 100 / 3, 100 / 3, 0.0, 0.0]
+    )
     # cf tasks (5): m1 = (1, 0, 1, 0, 0), m2 = (0, 1, 0, 1, 1): never both right.
     cf = compare.read_condition_outcomes(tiny_db, channels=["dipole_norm"], condition="cf")
     row = compare.model_transitions(cf, channel="dipole_norm", condition="cf", draws=0).row(0, named=True)
     assert [row[k] for k in ("tasks", "both_correct", "a_only", "b_only", "both_wrong", "net")] == pytest.approx(
-        [5, 0.0, 40.0, 60.0, 0.0, 20.0])
+        [5, 0.0, 40.0, 60.0, 0.0, 20.0]
+    )
 
 
 def test_paper_check_figure_paired_bootstrap():
@@ -197,13 +222,18 @@ def test_paper_check_figure_paired_bootstrap():
     Δ = (9 − 16) / 136 = −5.147 pp. The interval is a Monte Carlo quantity; with
     10,000 draws its ends move by a few tenths of a pp from seed to seed.
     """
-    x = [1.0] * 16 + [0.0] * 9 + [1.0] * 60 + [0.0] * 51   # 16 losses, 9 gains, 60 both right, 51 both wrong
+    x = [1.0] * 16 + [0.0] * 9 + [1.0] * 60 + [0.0] * 51  # 16 losses, 9 gains, 60 both right, 51 both wrong
     y = [0.0] * 16 + [1.0] * 9 + [1.0] * 60 + [0.0] * 51
     families = [f"F{i:03d}" for i in range(136)]
-    outcomes = pl.DataFrame({
-        "model": ["m"] * 272, "channel": ["X"] * 136 + ["Y"] * 136,
-        "family_id": families * 2, "target": ["A"] * 272, "y": x + y,
-    })
+    outcomes = pl.DataFrame(
+        {
+            "model": ["m"] * 272,
+            "channel": ["X"] * 136 + ["Y"] * 136,
+            "family_id": families * 2,
+            "target": ["A"] * 272,
+            "y": x + y,
+        }
+    )
     row = compare.paired_inputs(outcomes, from_channel="X", to_channel="Y", seed=0).row(0, named=True)
     assert (row["n"], row["gain"], row["loss"], row["both_correct"], row["both_wrong"]) == (136, 9, 16, 60, 51)
     assert row["delta"] == pytest.approx(-700 / 136)
@@ -219,24 +249,48 @@ def test_family_bootstrap_matches_scipy_percentile():
 
     rng = np.random.default_rng(11)
     y = (rng.uniform(size=80) < 0.6).astype(float)
-    outcomes = pl.DataFrame({
-        "model": ["m"] * 80, "channel": ["ir"] * 80, "family_id": [f"F{i:02d}" for i in range(80)],
-        "y_p0": y, "y_source": y, "y_shuffled": y, "cf_tasks": [1] * 80, "cf_correct": y,
-        "cf_flip": y, "cf_persist": 1 - y, "cf_other": [0.0] * 80, "n_candidates": [4] * 80,
-    })
+    outcomes = pl.DataFrame(
+        {
+            "model": ["m"] * 80,
+            "channel": ["ir"] * 80,
+            "family_id": [f"F{i:02d}" for i in range(80)],
+            "y_p0": y,
+            "y_source": y,
+            "y_shuffled": y,
+            "cf_tasks": [1] * 80,
+            "cf_correct": y,
+            "cf_flip": y,
+            "cf_persist": 1 - y,
+            "cf_other": [0.0] * 80,
+            "n_candidates": [4] * 80,
+        }
+    )
     ours = metrics.compute_metrics(outcomes, metrics=("acc_source",), draws=20_000, seed=5).row(0, named=True)
-    ref = stats.bootstrap((y * 100,), np.mean, method="percentile", n_resamples=20_000,
-                          random_state=np.random.default_rng(6)).confidence_interval
+    ref = stats.bootstrap(
+        (y * 100,), np.mean, method="percentile", n_resamples=20_000, random_state=np.random.default_rng(6)
+    ).confidence_interval
     # Monte Carlo error of a 2.5% quantile with 20,000 draws is about 0.2 pp here.
     assert ours["conf_low"] == pytest.approx(ref.low, abs=1.0)
     assert ours["conf_high"] == pytest.approx(ref.high, abs=1.0)
 
 
 def test_empty_cohort_channel_is_reported_not_dropped():
-    outcomes = pl.DataFrame(schema={"model": pl.String, "channel": pl.String, "family_id": pl.String,
-                                    "y_p0": pl.Float64, "y_source": pl.Float64, "y_shuffled": pl.Float64,
-                                    "cf_tasks": pl.Int64, "cf_correct": pl.Float64, "cf_flip": pl.Float64,
-                                    "cf_persist": pl.Float64, "cf_other": pl.Float64, "n_candidates": pl.Int64})
+    outcomes = pl.DataFrame(
+        schema={
+            "model": pl.String,
+            "channel": pl.String,
+            "family_id": pl.String,
+            "y_p0": pl.Float64,
+            "y_source": pl.Float64,
+            "y_shuffled": pl.Float64,
+            "cf_tasks": pl.Int64,
+            "cf_correct": pl.Float64,
+            "cf_flip": pl.Float64,
+            "cf_persist": pl.Float64,
+            "cf_other": pl.Float64,
+            "n_candidates": pl.Int64,
+        }
+    )
     result = metrics.compute_metrics(outcomes, channels=["gap"], models=["m"], metrics=("pgr",))
     row = result.row(0, named=True)
     assert row["estimate"] is None and row["n"] == 0 and row["channel"] == "gap"
@@ -264,7 +318,8 @@ def test_frequentist_companions_golden(tiny_db):
     row = table.filter((pl.col("model") == "m1") & (pl.col("metric") == "acc_p0")).row(0, named=True)
     assert (row["wilson_low"], row["wilson_high"]) == pytest.approx((20.77, 93.85), abs=0.01)
     assert (row["se_clustered"], row["se_independent"], row["design_effect"]) == pytest.approx(
-        (100 / 3, 27.2166, 1.5), abs=1e-3)
+        (100 / 3, 27.2166, 1.5), abs=1e-3
+    )
     pgr = table.filter((pl.col("model") == "m1") & (pl.col("metric") == "pgr")).row(0, named=True)
     assert pgr["wilson_low"] is None and pgr["se_clustered"] == pytest.approx(25.0)  # PGR per family .75, .75, 0
 
@@ -279,11 +334,14 @@ def test_holm_over_several_pairs():
     m2 = [0.0] * 20
     m3 = [1.0 if i < 4 or i == 10 else 0.0 for i in range(20)]
     tasks = [f"T{i:02d}" for i in range(20)]
-    rows = [{"model": name, "task_id": t, "family_id": t, "y": y}
-            for name, ys in (("m1", m1), ("m2", m2), ("m3", m3)) for t, y in zip(tasks, ys)]
+    rows = [
+        {"model": name, "task_id": t, "family_id": t, "y": y}
+        for name, ys in (("m1", m1), ("m2", m2), ("m3", m3))
+        for t, y in zip(tasks, ys)
+    ]
     result = compare.model_transitions(pl.DataFrame(rows), channel="ir", condition="source", draws=0)
     p = dict(zip(zip(result["model_a"], result["model_b"]), zip(result["p_value"], result["p_adjusted"])))
-    assert p[("m1", "m2")] == pytest.approx((2 * 0.5 ** 10, 3 * 2 * 0.5 ** 10))
+    assert p[("m1", "m2")] == pytest.approx((2 * 0.5**10, 3 * 2 * 0.5**10))
     assert p[("m1", "m3")] == pytest.approx((0.125, 0.125))
     assert p[("m2", "m3")] == pytest.approx((0.0625, 0.125))
 
@@ -291,12 +349,12 @@ def test_holm_over_several_pairs():
 # With invalid answers left out (--invalid exclude). m1 has one invalid answer in the
 # cohort, F2's cf-C; m2 has none, so its figures do not move.
 GOLDEN_EXCLUDE = {
-    ("m1", "cf_accuracy"): (100 * 2 / 4, 3),   # F1B ✓ F1C ✗ F2A ✓ F4A ✗ (F2C left out)
-    ("m1", "pgr"): (100 * 1.75 / 3, 3),        # F1 .75, F2 ½·1 + ½·(1/1) = 1, F4 0
-    ("m1", "cfr"): (75.0, 2),                  # w = (1, 1, 0): (½ + 1) / 2
-    ("m1", "persist"): (25.0, 2),              # (½ + 0) / 2
-    ("m1", "other"): (0.0, 2),                 # the only "other" answer was the invalid one
-    ("m1", "acc_source"): (100 * 2 / 3, 3),    # unchanged: no invalid source answer
+    ("m1", "cf_accuracy"): (100 * 2 / 4, 3),  # F1B ✓ F1C ✗ F2A ✓ F4A ✗ (F2C left out)
+    ("m1", "pgr"): (100 * 1.75 / 3, 3),  # F1 .75, F2 ½·1 + ½·(1/1) = 1, F4 0
+    ("m1", "cfr"): (75.0, 2),  # w = (1, 1, 0): (½ + 1) / 2
+    ("m1", "persist"): (25.0, 2),  # (½ + 0) / 2
+    ("m1", "other"): (0.0, 2),  # the only "other" answer was the invalid one
+    ("m1", "acc_source"): (100 * 2 / 3, 3),  # unchanged: no invalid source answer
     ("m2", "pgr"): (100 * 2 / 3, 3),
 }
 
@@ -314,25 +372,49 @@ def test_a_family_without_a_valid_answer_leaves_the_metric():
     # F1's source answer is invalid (y_source_valid null): it leaves acc_source, RM and PGR,
     # and n counts the one family that entered; acc_p0 keeps both.
     base = {"model": ["m", "m"], "channel": ["ir", "ir"], "family_id": ["F1", "F2"], "n_candidates": [2, 2]}
-    values = {"y_p0": [1.0, 0.0], "y_source": [0.0, 1.0], "y_shuffled": [0.0, 0.0], "cf_tasks": [1, 1],
-              "cf_correct": [1.0, 0.0], "cf_flip": [1.0, 0.0], "cf_persist": [0.0, 1.0], "cf_other": [0.0, 0.0]}
+    values = {
+        "y_p0": [1.0, 0.0],
+        "y_source": [0.0, 1.0],
+        "y_shuffled": [0.0, 0.0],
+        "cf_tasks": [1, 1],
+        "cf_correct": [1.0, 0.0],
+        "cf_flip": [1.0, 0.0],
+        "cf_persist": [0.0, 1.0],
+        "cf_other": [0.0, 0.0],
+    }
     valid = {**{f"{k}_valid": v for k, v in values.items()}, "y_source_valid": [None, 1.0]}
     outcomes = pl.DataFrame({**base, **values, **valid})
-    result = metrics.compute_metrics(outcomes, draws=0, invalid="exclude",
-                                     metrics=("acc_p0", "acc_source", "reliance_margin", "pgr"))
+    result = metrics.compute_metrics(
+        outcomes, draws=0, invalid="exclude", metrics=("acc_p0", "acc_source", "reliance_margin", "pgr")
+    )
     got = {r["metric"]: (r["estimate"], r["n"]) for r in result.iter_rows(named=True)}
-    assert got == {"acc_p0": (50.0, 2), "acc_source": (100.0, 1), "reliance_margin": (100.0, 1),
-                   "pgr": (50.0, 1)}  # F2: ½·1 + ½·0
+    assert got == {
+        "acc_p0": (50.0, 2),
+        "acc_source": (100.0, 1),
+        "reliance_margin": (100.0, 1),
+        "pgr": (50.0, 1),
+    }  # F2: ½·1 + ½·0
     wrong = metrics.compute_metrics(outcomes, draws=0, metrics=("acc_source",))
     assert wrong["estimate"].to_list() == [50.0] and wrong["invalid"].to_list() == ["wrong"]
 
 
 def test_a_frame_with_the_old_cf_recovery_name_still_computes():
-    outcomes = pl.DataFrame({
-        "model": ["m", "m"], "channel": ["ir", "ir"], "family_id": ["F1", "F2"],
-        "y_p0": [0.0, 1.0], "y_source": [1.0, 0.0], "y_shuffled": [0.0, 0.0],
-        "cf_tasks": [2, 1], "cf_correct": [1.0, 1.0], "cf_flip": [0.5, 1.0],
-        "cf_persist": [0.5, 0.0], "cf_other": [0.0, 0.0], "n_candidates": [3, 2]})
+    outcomes = pl.DataFrame(
+        {
+            "model": ["m", "m"],
+            "channel": ["ir", "ir"],
+            "family_id": ["F1", "F2"],
+            "y_p0": [0.0, 1.0],
+            "y_source": [1.0, 0.0],
+            "y_shuffled": [0.0, 0.0],
+            "cf_tasks": [2, 1],
+            "cf_correct": [1.0, 1.0],
+            "cf_flip": [0.5, 1.0],
+            "cf_persist": [0.5, 0.0],
+            "cf_other": [0.0, 0.0],
+            "n_candidates": [3, 2],
+        }
+    )
     new = metrics.compute_metrics(outcomes, draws=0, metrics=("pgr", "cfr"))
     old = metrics.compute_metrics(outcomes.rename({"cf_flip": "cf_recovery"}), draws=0, metrics=("pgr", "cfr"))
     assert old.equals(new)
@@ -343,9 +425,22 @@ def test_a_frame_with_the_old_cf_recovery_name_still_computes():
 def test_p0_accuracy_counts_each_cohort_family_once():
     # IR's cohort is F1, F2; the gap's F2, F3; P0 right in F1 and F3, wrong in F2. Over the
     # union {F1, F2, F3}: 2/3 = 66.7 %; over each cohort: 1/2 = 50 %.
-    row = lambda channel, family, y: {"model": "m", "channel": channel, "family_id": family, "y_p0": y,  # noqa: E731
-                                      "y_source": 1.0, "y_shuffled": 0.0, "cf_tasks": 1, "cf_correct": 0.0,
-                                      "cf_flip": 0.0, "cf_persist": 1.0, "cf_other": 0.0, "n_candidates": 2}
+    def row(channel, family, y):
+        return {
+            "model": "m",
+            "channel": channel,
+            "family_id": family,
+            "y_p0": y,
+            "y_source": 1.0,
+            "y_shuffled": 0.0,
+            "cf_tasks": 1,
+            "cf_correct": 0.0,
+            "cf_flip": 0.0,
+            "cf_persist": 1.0,
+            "cf_other": 0.0,
+            "n_candidates": 2,
+        }
+
     outcomes = pl.DataFrame([row("ir", "F1", 1.0), row("ir", "F2", 0.0), row("gap", "F2", 0.0), row("gap", "F3", 1.0)])
     p0 = metrics.p0_accuracy(outcomes, draws=0)
     assert p0.select("channel", "metric", "n").row(0) == ("none", "acc_p0", 3)

@@ -10,10 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from molp2s_stats.stats import metrics
 from molp2s_stats import store
 from molp2s_stats.ingest import load
-
+from molp2s_stats.stats import metrics
 from tests.support.tiny_benchmark import write_benchmark, write_responses
 
 
@@ -27,14 +26,22 @@ def family_outcomes(draw):
         k = draw(st.integers(2, 6))
         for m in range(n_models):
             cf = draw(st.lists(st.sampled_from(["target", "source", "other"]), min_size=k - 1, max_size=k - 1))
-            rows.append({
-                "model": f"m{m}", "channel": "ir", "family_id": f"F{f:02d}",
-                "y_p0": float(draw(st.booleans())), "y_source": float(draw(st.booleans())),
-                "y_shuffled": float(draw(st.booleans())), "cf_tasks": k - 1,
-                "cf_correct": float(cf.count("target")), "cf_flip": cf.count("target") / (k - 1),
-                "cf_persist": cf.count("source") / (k - 1), "cf_other": cf.count("other") / (k - 1),
-                "n_candidates": k,
-            })
+            rows.append(
+                {
+                    "model": f"m{m}",
+                    "channel": "ir",
+                    "family_id": f"F{f:02d}",
+                    "y_p0": float(draw(st.booleans())),
+                    "y_source": float(draw(st.booleans())),
+                    "y_shuffled": float(draw(st.booleans())),
+                    "cf_tasks": k - 1,
+                    "cf_correct": float(cf.count("target")),
+                    "cf_flip": cf.count("target") / (k - 1),
+                    "cf_persist": cf.count("source") / (k - 1),
+                    "cf_other": cf.count("other") / (k - 1),
+                    "n_candidates": k,
+                }
+            )
     return pl.DataFrame(rows)
 
 
@@ -59,8 +66,9 @@ def test_transition_shares_sum_to_100_and_intervals_hold_estimates(outcomes, see
 @given(family_outcomes())
 def test_random_baselines_are_the_same_for_every_model_and_add_up(outcomes):
     result = metrics.compute_metrics(outcomes, draws=0)
-    per_metric = result.group_by("metric").agg(pl.col("baseline").n_unique().alias("values"),
-                                               pl.col("baseline").first())
+    per_metric = result.group_by("metric").agg(
+        pl.col("baseline").n_unique().alias("values"), pl.col("baseline").first()
+    )
     assert (per_metric["values"] == 1).all()  # a property of the cohort, not of the model
     baseline = dict(per_metric.select("metric", "baseline").iter_rows())
     assert baseline["reliance_margin"] == 0.0
@@ -78,7 +86,8 @@ def test_results_do_not_depend_on_row_order(outcomes, rnd):
     rnd.shuffle(order)
     shuffled = outcomes[order]
     assert metrics.compute_metrics(outcomes, draws=100, seed=1).equals(
-        metrics.compute_metrics(shuffled, draws=100, seed=1))
+        metrics.compute_metrics(shuffled, draws=100, seed=1)
+    )
 
 
 def _metrics_after_loading(tmp_path, files_order, shuffle_rows: bool):

@@ -6,17 +6,19 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from molp2s_stats.stats import metrics
 from molp2s_stats import store
 from molp2s_stats.ingest import load
-
+from molp2s_stats.stats import metrics
 from tests.support.tiny_benchmark import M1, task_id, write_benchmark, write_responses
 
 
 def _partial(directory, name: str, families: dict[str, set[str] | None]) -> object:
     """m1's answers as model ``name``, for these families: all their tasks (None) or only these kinds."""
-    rows = [{"model": name, "task_id": task_id(f, k), "choice": c or "A"}  # m1's one invalid answer as A
-            for (f, k), c in M1.items() if f in families and (families[f] is None or k in families[f])]
+    rows = [
+        {"model": name, "task_id": task_id(f, k), "choice": c or "A"}  # m1's one invalid answer as A
+        for (f, k), c in M1.items()
+        if f in families and (families[f] is None or k in families[f])
+    ]
     path = directory / f"{name}.csv"
     pl.DataFrame(rows).write_csv(path)
     return path
@@ -31,6 +33,7 @@ def loaded(tmp_path):
         con = store.connect(tmp_path / "runs.duckdb")
         load(con, benchmark=bench, responses=files)
         return con
+
     (tmp_path / "responses").mkdir()
     return make
 
@@ -46,7 +49,10 @@ def test_a_partial_model_never_shrinks_the_cohort(loaded):
     coverage = {r["model"]: r for r in con.sql("SELECT * FROM model_coverage").pl().iter_rows(named=True)}
     # F4's P0 task alone (listed under every channel) does not count as running the family
     assert (coverage["p"]["partial"], coverage["p"]["families_answered"], coverage["p"]["families_total"]) == (
-        True, 2, 5)
+        True,
+        2,
+        5,
+    )
     assert not coverage["m1"]["partial"] and coverage["m1"]["defines_cohort"] and not coverage["p"]["defines_cohort"]
 
 
@@ -70,8 +76,7 @@ def test_a_partial_model_does_not_bring_back_a_family_the_complete_models_miss(l
 
 
 def test_when_every_model_is_partial_the_cohort_is_what_all_of_them_answered(loaded):
-    con = loaded({"p": {"F1": None, "F2": None, "F4": None}, "q": {"F2": None, "F4": None, "F5": None}},
-                 complete=False)
+    con = loaded({"p": {"F1": None, "F2": None, "F4": None}, "q": {"F2": None, "F4": None, "F5": None}}, complete=False)
     assert con.execute("SELECT bool_and(partial AND defines_cohort) FROM model_coverage").fetchall()[0][0]
     assert _cohort(con) == ["F2", "F4"]
 
@@ -82,8 +87,10 @@ def test_metrics_command_names_the_partial_models(loaded, tmp_path):
     from molp2s_stats.cli import app
 
     loaded({"p": {"F1": None, "F2": None}}).close()
-    result = CliRunner().invoke(app, ["metrics", "--db", str(tmp_path / "runs.duckdb"), "--bootstrap", "0",
-                                      "--metric", "pgr", "--format", "csv"])
+    result = CliRunner().invoke(
+        app,
+        ["metrics", "--db", str(tmp_path / "runs.duckdb"), "--bootstrap", "0", "--metric", "pgr", "--format", "csv"],
+    )
     assert result.exit_code == 0, result.output
     assert "partial models" in result.stderr and "p (2 of 5 families)" in result.stderr
     assert "partial" not in result.stdout  # the table itself stays tidy
@@ -102,8 +109,9 @@ def test_model_transitions_pair_a_partial_model_on_the_tasks_it_answered(loaded)
 
     con = loaded({"p": {"F1": None, "F2": None}})  # answers as m1 does, on F1 and F2 only
     outcomes = compare.read_condition_outcomes(con, channels=["dipole_norm"], condition="source")
-    row = compare.model_transitions(outcomes, channel="dipole_norm", condition="source", pairs=[("m1", "p")],
-                                    draws=0).row(0, named=True)
+    row = compare.model_transitions(
+        outcomes, channel="dipole_norm", condition="source", pairs=[("m1", "p")], draws=0
+    ).row(0, named=True)
     # F1 and F2's source tasks, both right for both: nothing differs
     assert (row["tasks"], row["families"], row["both_correct"], row["net"]) == (2, 2, 100.0, 0.0)
 

@@ -10,8 +10,9 @@ import pytest
 from molp2s_stats.stats import power
 
 
-def simulate_families(probabilities: np.ndarray, shared: float, families: int, datasets: int,
-                      rng: np.random.Generator) -> np.ndarray:
+def simulate_families(
+    probabilities: np.ndarray, shared: float, families: int, datasets: int, rng: np.random.Generator
+) -> np.ndarray:
     """Correlated Bernoulli outcomes, shape (datasets, families, outcomes).
 
     Each outcome of a family follows the family's shared uniform draw with probability
@@ -28,7 +29,7 @@ def simulate_families(probabilities: np.ndarray, shared: float, families: int, d
 
 def exact_covariance(probabilities: np.ndarray, shared: float) -> np.ndarray:
     p = probabilities
-    covariance = shared ** 2 * (np.minimum.outer(p, p) - np.outer(p, p))
+    covariance = shared**2 * (np.minimum.outer(p, p) - np.outer(p, p))
     np.fill_diagonal(covariance, p * (1 - p))
     return covariance
 
@@ -36,8 +37,9 @@ def exact_covariance(probabilities: np.ndarray, shared: float) -> np.ndarray:
 def test_rm_variance_with_common_icc_matches_simulation():
     # Every outcome at p = 0.5 and ICC ρ = 0.36 (shared = 0.6): for RM, d = s_A − h_A − s_B + h_B,
     # Var(d) = 4 · 0.25 + 2 · 0.25 · ρ · (+1 +1 −1 −1 −1 −1) = 1 − 0.5 · 0.36 · 2 = 0.64.
-    weights, probabilities = power.contrast("reliance_margin", {"source": .5, "shuffled": .5},
-                                            {"source": .5, "shuffled": .5}, cf_tasks=3)
+    weights, probabilities = power.contrast(
+        "reliance_margin", {"source": 0.5, "shuffled": 0.5}, {"source": 0.5, "shuffled": 0.5}, cf_tasks=3
+    )
     variance, design_effect = power.contrast_variance(weights, probabilities, icc=0.36)
     assert variance == pytest.approx(0.64)
     assert design_effect == pytest.approx(0.64)
@@ -51,16 +53,13 @@ def test_power_at_the_mde_matches_simulation():
     families, shared = 136, 0.5
     base = {"source": 0.5, "shuffled": 0.5, "cf": 0.4}
     weights, probabilities = power.contrast("pgr", base, base, cf_tasks=3)
-    variance, _ = power.contrast_variance(weights, probabilities,
-                                          covariance=exact_covariance(probabilities, shared))
+    variance, _ = power.contrast_variance(weights, probabilities, covariance=exact_covariance(probabilities, shared))
     mde = power.minimum_detectable_effect(variance, families)  # pp
     # Give model A the advantage: its source and cf accuracies up by the MDE.
     better = {"source": 0.5 + mde / 100, "shuffled": 0.5, "cf": 0.4 + mde / 100}
     weights, probabilities = power.contrast("pgr", better, base, cf_tasks=3)
-    variance_h1, _ = power.contrast_variance(weights, probabilities,
-                                             covariance=exact_covariance(probabilities, shared))
-    outcomes = simulate_families(probabilities, shared, families=families, datasets=3000,
-                                 rng=np.random.default_rng(2))
+    variance_h1, _ = power.contrast_variance(weights, probabilities, covariance=exact_covariance(probabilities, shared))
+    outcomes = simulate_families(probabilities, shared, families=families, datasets=3000, rng=np.random.default_rng(2))
     d = outcomes @ weights  # (datasets, families)
     z = d.mean(axis=1) / (d.std(axis=1, ddof=1) / math.sqrt(families))
     rejected = (np.abs(z) > 1.959964).mean()

@@ -14,9 +14,22 @@ def outcomes_from(pgr_by_model: dict[str, list[float]], channel: str = "ir") -> 
     rows = []
     for model, values in pgr_by_model.items():
         for i, v in enumerate(values):
-            rows.append({"model": model, "channel": channel, "family_id": f"F{i:03d}", "y_p0": 0.0,
-                         "y_source": v, "y_shuffled": 0.0, "cf_tasks": 1, "cf_correct": v, "cf_flip": v,
-                         "cf_persist": 1 - v, "cf_other": 0.0, "n_candidates": 4})
+            rows.append(
+                {
+                    "model": model,
+                    "channel": channel,
+                    "family_id": f"F{i:03d}",
+                    "y_p0": 0.0,
+                    "y_source": v,
+                    "y_shuffled": 0.0,
+                    "cf_tasks": 1,
+                    "cf_correct": v,
+                    "cf_flip": v,
+                    "cf_persist": 1 - v,
+                    "cf_other": 0.0,
+                    "n_candidates": 4,
+                }
+            )
     return pl.DataFrame(rows)
 
 
@@ -24,8 +37,9 @@ def test_a_ranking_that_cannot_change():
     # Every family gives the same score per model (0.9, 0.5, 0.1): any subset ranks them
     # the same and moves no score, so ρ = 1, Exact = 100 %, MAD = 0.
     outcomes = outcomes_from({"m1": [0.9] * 40, "m2": [0.5] * 40, "m3": [0.1] * 40})
-    result = stability.ranking_stability(outcomes, score="pgr", channels=["ir"], models=["m1", "m2", "m3"],
-                                         sizes=(5, 20, 60), draws=200, seed=1)
+    result = stability.ranking_stability(
+        outcomes, score="pgr", channels=["ir"], models=["m1", "m2", "m3"], sizes=(5, 20, 60), draws=200, seed=1
+    )
     assert result["size"].to_list() == [5, 20, 40]  # 60 is capped at the cohort size
     assert result["spearman_rho"].to_list() == pytest.approx([1.0, 1.0, 1.0])
     assert result["exact"].to_list() == [100.0, 100.0, 100.0]
@@ -39,8 +53,9 @@ def test_a_ranking_that_must_change():
     m1 = [1.0] * 20 + [0.0] * 20
     m2 = [0.0] * 20 + [1.0] * 20
     outcomes = outcomes_from({"m1": m1, "m2": m2, "m3": [0.0] * 40})
-    row = stability.ranking_stability(outcomes, score="pgr", channels=["ir"], models=["m1", "m2", "m3"],
-                                      sizes=(5,), draws=500, seed=2).row(0, named=True)
+    row = stability.ranking_stability(
+        outcomes, score="pgr", channels=["ir"], models=["m1", "m2", "m3"], sizes=(5,), draws=500, seed=2
+    ).row(0, named=True)
     assert row["exact"] < 5.0  # a 5-family draw is never a tie: 5 is odd
     assert row["mad"] > 10.0
     assert 0.0 < row["spearman_rho"] < 1.0
@@ -55,16 +70,24 @@ def test_subsample_weights_draw_without_replacement():
 def test_macro_mean_over_channels():
     a = outcomes_from({"m1": [0.9] * 30, "m2": [0.2] * 30}, channel="ir")
     b = outcomes_from({"m1": [0.8] * 20, "m2": [0.1] * 20}, channel="raman")
-    row = stability.ranking_stability(pl.concat([a, b]), score="pgr", channels=["ir", "raman"],
-                                      models=["m1", "m2"], macro=True, sizes=(25,), draws=100).row(0, named=True)
+    row = stability.ranking_stability(
+        pl.concat([a, b]),
+        score="pgr",
+        channels=["ir", "raman"],
+        models=["m1", "m2"],
+        macro=True,
+        sizes=(25,),
+        draws=100,
+    ).row(0, named=True)
     assert row["channel"] == "macro" and row["size"] == 20  # capped at the smaller cohort
     assert (row["spearman_rho"], row["exact"]) == (1.0, 100.0)
 
 
 def test_rank_intervals_separate_clear_tiers():
     outcomes = outcomes_from({"m1": [0.9] * 30, "m2": [0.5] * 15 + [0.75] * 15, "m3": [0.625] * 30})
-    intervals, distribution = stability.rank_intervals(outcomes, channels=["ir"], models=["m1", "m2", "m3"],
-                                                       draws=400, seed=3)
+    intervals, distribution = stability.rank_intervals(
+        outcomes, channels=["ir"], models=["m1", "m2", "m3"], draws=400, seed=3
+    )
     m1 = intervals.filter(pl.col("model") == "m1").row(0, named=True)
     assert (m1["rank"], m1["rank_low"], m1["rank_high"]) == (1.0, 1.0, 1.0)
     # m2 (mean 0.625, varying) and m3 (0.625; binary fractions, so an exact tie) swap in replicates
@@ -89,7 +112,10 @@ def test_two_models_at_the_ceiling_share_the_top_and_the_channel_is_saturated():
     ranks, _ = stability.rank_intervals(outcomes, channels=["ir"], models=["a", "b", "c"], draws=500, seed=1)
     rows = {r["model"]: r for r in ranks.iter_rows(named=True)}
     assert [(rows[m]["rank_low"], rows[m]["rank_high"], rows[m]["tier"]) for m in "abc"] == [
-        (1.0, 2.0, 1), (1.0, 2.0, 1), (3.0, 3.0, 2)]
+        (1.0, 2.0, 1),
+        (1.0, 2.0, 1),
+        (3.0, 3.0, 2),
+    ]
     assert ranks["saturated"].all() and stability.saturated_channels(ranks) == ["ir"]
     assert (ranks["adjustment"] == "holm").all()
 

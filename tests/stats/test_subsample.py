@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from molp2s_stats import store
-from molp2s_stats.stats import subsample
 from molp2s_stats.cli import app
+from molp2s_stats.stats import subsample
 
 
 @settings(max_examples=60, deadline=None)
@@ -33,8 +33,9 @@ def test_a_one_stratum_estimate_is_the_sample_mean_with_the_finite_population_co
     estimate 3/4; variance (1 − 4/10) · s² / 4 with s² = var(1, 0, 1, 1) = 1/4, so se = √(0.6/16)."""
     a = np.array([1, 0, 1, 1, 0, 0, 0, 0, 0, 0], dtype=float)
     sampled = np.array([True] * 4 + [False] * 6)
-    result = subsample.aipw_ratio(a, np.ones(10), sampled, np.zeros(10, dtype=int), np.zeros(10), None,
-                                  np.zeros(10), regress=False)
+    result = subsample.aipw_ratio(
+        a, np.ones(10), sampled, np.zeros(10, dtype=int), np.zeros(10), None, np.zeros(10), regress=False
+    )
     assert result.estimate == pytest.approx(0.75)
     assert result.se == pytest.approx(math.sqrt(0.6 * 0.25 / 4))
     assert result.n == 4 and not result.predicted
@@ -54,8 +55,9 @@ def test_a_regressed_estimate_pays_for_its_fitted_slopes():
     e = a[sampled] - x[sampled] @ beta
     expected = (x @ beta).mean() + (12 / 6) * e.sum() / 12  # the residuals weigh N/n = 2 each
     variance = (1 - 6 / 12) * e.var(ddof=1) / 6 * 6 / (6 - 2)
-    result = subsample.aipw_ratio(np.where(sampled, a, 0.0), np.ones(12), sampled, np.zeros(12, dtype=int),
-                                  own, None, pooled, regress=True)
+    result = subsample.aipw_ratio(
+        np.where(sampled, a, 0.0), np.ones(12), sampled, np.zeros(12, dtype=int), own, None, pooled, regress=True
+    )
     assert result.estimate == pytest.approx(expected)
     assert result.se == pytest.approx(math.sqrt(variance))
     assert result.df == 6 - 1 - 1 - 2 and result.predicted
@@ -108,8 +110,16 @@ def test_the_estimate_is_unbiased_and_its_interval_covers_over_repeated_plans():
     for _ in range(300):
         sampled = np.zeros(len(y), dtype=bool)
         sampled[rng.choice(len(y), 60, replace=False)] = True
-        result = subsample.aipw_ratio(np.where(sampled, y[:, -1], 0.0), np.ones(len(y)), sampled,
-                                      np.zeros(len(y), dtype=int), pooled, None, pooled, regress=True)
+        result = subsample.aipw_ratio(
+            np.where(sampled, y[:, -1], 0.0),
+            np.ones(len(y)),
+            sampled,
+            np.zeros(len(y), dtype=int),
+            pooled,
+            None,
+            pooled,
+            regress=True,
+        )
         half = 1.96 * result.se
         errors.append(result.estimate - truth)
         covered.append(abs(result.estimate - truth) <= half)
@@ -117,7 +127,7 @@ def test_the_estimate_is_unbiased_and_its_interval_covers_over_repeated_plans():
         plain.append(y[sampled, -1].mean() - truth)
     errors = np.array(errors)
     assert all(predicted)
-    assert np.mean(errors ** 2) < 0.9 * np.mean(np.square(plain))
+    assert np.mean(errors**2) < 0.9 * np.mean(np.square(plain))
     assert abs(errors.mean()) < 3 * errors.std() / math.sqrt(len(errors))
     assert 0.90 <= np.mean(covered) <= 0.99
 
@@ -137,12 +147,13 @@ def test_the_prediction_is_used_only_where_the_complete_models_say_it_pays():
 @pytest.fixture(scope="module")
 def simulated_db(tmp_path_factory):
     from molp2s_stats import simulate
-
     from tests.support.simulated_benchmark import write_simulated
 
     root = tmp_path_factory.mktemp("subsample")
-    models = tuple(simulate.SimulatedModel(f"sim-{i}", skill, {"*": 1.0}, {"*": 0.5}, invalid=0.0, raw_text_share=0.0)
-                   for i, skill in enumerate((-0.5, 0.0, 0.5, 1.0)))
+    models = tuple(
+        simulate.SimulatedModel(f"sim-{i}", skill, {"*": 1.0}, {"*": 0.5}, invalid=0.0, raw_text_share=0.0)
+        for i, skill in enumerate((-0.5, 0.0, 0.5, 1.0))
+    )
     db, _ = write_simulated(root, families=60, channels=("dipole_norm", "gap"), models=models, seed=11)
     return root, db
 
@@ -153,7 +164,9 @@ def test_plan_prompts_load_and_estimate_from_the_command_line(simulated_db, tmp_
     copy.write_bytes(db.read_bytes())
     runner = CliRunner()
     plan_file = tmp_path / "plan.csv"
-    result = runner.invoke(app, ["plan", "--db", str(copy), "--fraction", "0.3", "--seed", "2", "--out", str(plan_file)])
+    result = runner.invoke(
+        app, ["plan", "--db", str(copy), "--fraction", "0.3", "--seed", "2", "--out", str(plan_file)]
+    )
     assert result.exit_code == 0, result.output
     assert "18 of 60 families" in result.output and "requests" in result.output and "dipole_norm" in result.output
     assert "as steady as the steadiest complete model" in result.output
@@ -162,7 +175,9 @@ def test_plan_prompts_load_and_estimate_from_the_command_line(simulated_db, tmp_
 
     # the planned prompts: exactly those families' tasks
     prompts_file = tmp_path / "prompts.jsonl"
-    result = runner.invoke(app, ["prompts", "--db", str(copy), "--families", str(plan_file), "--out", str(prompts_file)])
+    result = runner.invoke(
+        app, ["prompts", "--db", str(copy), "--families", str(plan_file), "--out", str(prompts_file)]
+    )
     assert result.exit_code == 0, result.output
     con = store.connect(copy, read_only=True)
     tasks = con.sql("SELECT task_id, family_id FROM tasks").pl()
@@ -172,14 +187,17 @@ def test_plan_prompts_load_and_estimate_from_the_command_line(simulated_db, tmp_
     assert exported.height == tasks.filter(pl.col("family_id").is_in(planned["family_id"].to_list())).height
 
     # a new model answers them as sim-2 does, under its own name
-    answers = pl.read_parquet(root / "responses" / "sim-2.parquet").join(tasks, on="task_id").filter(
-        pl.col("family_id").is_in(planned["family_id"].to_list())).drop("family_id").with_columns(
-        pl.lit("new").alias("model"))
+    answers = (
+        pl.read_parquet(root / "responses" / "sim-2.parquet")
+        .join(tasks, on="task_id")
+        .filter(pl.col("family_id").is_in(planned["family_id"].to_list()))
+        .drop("family_id")
+        .with_columns(pl.lit("new").alias("model"))
+    )
     answers.write_parquet(tmp_path / "new.parquet")
     assert runner.invoke(app, ["load", "--db", str(copy), str(tmp_path / "new.parquet")]).exit_code == 0
 
-    result = runner.invoke(app, ["estimate", "--db", str(copy), "--model", "new", "--metric", "pgr",
-                                 "--format", "csv"])
+    result = runner.invoke(app, ["estimate", "--db", str(copy), "--model", "new", "--metric", "pgr", "--format", "csv"])
     assert result.exit_code == 0, result.output
     estimate = pl.read_csv(result.stdout.encode())
     full = runner.invoke(app, ["metrics", "--db", str(copy), "--metric", "pgr", "--bootstrap", "0", "--format", "csv"])
@@ -189,8 +207,24 @@ def test_plan_prompts_load_and_estimate_from_the_command_line(simulated_db, tmp_
     assert (joined["conf_low"] <= joined["truth"]).all() and (joined["truth"] <= joined["conf_high"]).all()
     assert (joined["n"] < truth["n"]).all()  # it answered part of each cohort
 
-    booted = runner.invoke(app, ["estimate", "--db", str(copy), "--model", "new", "--metric", "pgr", "--bootstrap",
-                                 "200", "--seed", "4", "--format", "csv"])
+    booted = runner.invoke(
+        app,
+        [
+            "estimate",
+            "--db",
+            str(copy),
+            "--model",
+            "new",
+            "--metric",
+            "pgr",
+            "--bootstrap",
+            "200",
+            "--seed",
+            "4",
+            "--format",
+            "csv",
+        ],
+    )
     assert booted.exit_code == 0, booted.output
     booted = pl.read_csv(booted.stdout.encode())
     assert booted["estimate"].to_list() == pytest.approx(estimate["estimate"].to_list())
@@ -198,8 +232,8 @@ def test_plan_prompts_load_and_estimate_from_the_command_line(simulated_db, tmp_
     assert (booted["seed"] == 4).all() and (booted["conf_low"] <= booted["estimate"]).all()
 
     # the leaderboard shows the estimate, marked, and the partial model never shrinks the cohort
-    from molp2s_stats.stats import metrics
     from molp2s_stats.report import tables
+    from molp2s_stats.stats import metrics
 
     con = store.connect(copy, read_only=True)
     result, notes = subsample.with_estimates(con, metrics.metrics_from_db(con, metrics=("pgr",), draws=0), ("pgr",))
@@ -229,8 +263,16 @@ def test_the_bootstrap_standard_error_agrees_with_the_design_based_one():
     pooled = y[:, :-1].mean(axis=1)
     sampled = np.zeros(len(y), dtype=bool)
     sampled[rng.choice(len(y), 80, replace=False)] = True
-    args = (np.where(sampled, y[:, -1], 0.0), np.ones(len(y)), sampled, np.zeros(len(y), dtype=int), pooled, None,
-            pooled, True)
+    args = (
+        np.where(sampled, y[:, -1], 0.0),
+        np.ones(len(y)),
+        sampled,
+        np.zeros(len(y), dtype=int),
+        pooled,
+        None,
+        pooled,
+        True,
+    )
     point = subsample.aipw_ratio(*args)
     se, undefined = subsample.bootstrap_se(args, draws=400, rng=np.random.default_rng(1))
     assert undefined == 0 and se == pytest.approx(point.se, rel=0.25)
@@ -245,8 +287,9 @@ def test_the_score_interval_is_scipys_wilson_interval_for_a_simple_random_sample
 
     p = right / n
     reference = stats.binomtest(right, n).proportion_ci(0.95, method="wilson")
-    low, high = subsample.score_interval(p, math.sqrt(p * (1 - p) / n), 10 ** 9, families=n, sampling_fraction=0.0,
-                                         conf_level=0.95)
+    low, high = subsample.score_interval(
+        p, math.sqrt(p * (1 - p) / n), 10**9, families=n, sampling_fraction=0.0, conf_level=0.95
+    )
     assert (low, high) == pytest.approx((reference.low, reference.high), abs=1e-9)
 
 
@@ -265,10 +308,19 @@ def test_a_model_at_the_ceiling_gets_an_interval_not_a_point():
     for _ in range(400):
         sampled = np.zeros(300, dtype=bool)
         sampled[rng.choice(300, 30, replace=False)] = True
-        result = subsample.aipw_ratio(np.where(sampled, a, 0.0), np.ones(300), sampled, np.zeros(300, dtype=int),
-                                      np.zeros(300), None, np.zeros(300), regress=False)
-        low, high = subsample.score_interval(result.estimate, result.se, result.df, families=30,
-                                             sampling_fraction=0.1, conf_level=0.95)
+        result = subsample.aipw_ratio(
+            np.where(sampled, a, 0.0),
+            np.ones(300),
+            sampled,
+            np.zeros(300, dtype=int),
+            np.zeros(300),
+            None,
+            np.zeros(300),
+            regress=False,
+        )
+        low, high = subsample.score_interval(
+            result.estimate, result.se, result.df, families=30, sampling_fraction=0.1, conf_level=0.95
+        )
         if result.se == 0:
             t = stats.t.ppf(0.975, 28)
             assert result.estimate == 1.0 and low == pytest.approx(1 / (1 + t * t / (30 / 0.9)))
@@ -304,8 +356,18 @@ def test_strata_with_one_answered_family_keep_their_own_weight():
         sampled = np.zeros(300, dtype=bool)
         for s, n in ((1, 20), (2, 2), (3, 1)):
             sampled[rng.choice(np.flatnonzero(stratum == s), n, replace=False)] = True
-        estimates.append(subsample.aipw_ratio(np.where(sampled, a, 0.0), np.ones(300), sampled, stratum,
-                                              np.zeros(300), None, np.zeros(300), regress=False).estimate)
+        estimates.append(
+            subsample.aipw_ratio(
+                np.where(sampled, a, 0.0),
+                np.ones(300),
+                sampled,
+                stratum,
+                np.zeros(300),
+                None,
+                np.zeros(300),
+                regress=False,
+            ).estimate
+        )
     assert np.mean(estimates) == pytest.approx(1 / 3, abs=1e-9)
 
 
@@ -369,17 +431,37 @@ def test_a_partial_model_at_the_ceiling_gets_intervals_that_reach_its_full_value
             y_shuffled[2:4] = 0.0
             y_p0, flip = np.ones(120), np.ones(120)
         else:
-            y_source, y_shuffled, y_p0 = ((rng.random((3, 120)) < skill).astype(float))
+            y_source, y_shuffled, y_p0 = (rng.random((3, 120)) < skill).astype(float)
             flip = rng.integers(0, 4, 120) / 3
-        frames.append(pl.DataFrame({
-            "model": model, "channel": "ir", "family_id": families, "y_p0": y_p0, "y_source": y_source,
-            "y_shuffled": y_shuffled, "cf_tasks": 3, "cf_correct": flip * 3, "cf_flip": flip,
-            "cf_persist": (1 - flip) / 2, "cf_other": (1 - flip) / 2, "n_candidates": 4}))
+        frames.append(
+            pl.DataFrame(
+                {
+                    "model": model,
+                    "channel": "ir",
+                    "family_id": families,
+                    "y_p0": y_p0,
+                    "y_source": y_source,
+                    "y_shuffled": y_shuffled,
+                    "cf_tasks": 3,
+                    "cf_correct": flip * 3,
+                    "cf_flip": flip,
+                    "cf_persist": (1 - flip) / 2,
+                    "cf_other": (1 - flip) / 2,
+                    "n_candidates": 4,
+                }
+            )
+        )
     outcomes = pl.concat(frames)
     answered = families[10:30]
     seen = outcomes.filter((pl.col("model") != "top") | pl.col("family_id").is_in(answered))
-    result = subsample.estimate_model(seen, None, model="top", complete=["c1", "c2", "c3"], channels=["ir"],
-                                      metrics=("acc_source", "acc_shuffled", "reliance_margin"))
+    result = subsample.estimate_model(
+        seen,
+        None,
+        model="top",
+        complete=["c1", "c2", "c3"],
+        channels=["ir"],
+        metrics=("acc_source", "acc_shuffled", "reliance_margin"),
+    )
     rows = {r["metric"]: r for r in result.iter_rows(named=True)}
     for metric in ("acc_source", "acc_shuffled"):
         assert rows[metric]["estimate"] == pytest.approx(100.0) and rows[metric]["n"] == 20
@@ -406,8 +488,9 @@ def test_a_run_on_the_easiest_families_is_flagged_and_a_random_one_is_not(simula
     at_random = list(np.random.default_rng(2).choice(families, 20, replace=False))
     checks = {}
     for name, chosen in (("easiest", easiest), ("random", at_random)):
-        seen = outcomes.filter(pl.col("model").is_in(complete)
-                               | ((pl.col("model") == "sim-2") & pl.col("family_id").is_in(chosen)))
+        seen = outcomes.filter(
+            pl.col("model").is_in(complete) | ((pl.col("model") == "sim-2") & pl.col("family_id").is_in(chosen))
+        )
         checks[name] = subsample.selection_check(seen, None, model="sim-2", complete=complete, channels=channels)
     drawn, cohort, z = checks["easiest"]
     assert drawn > cohort and z > subsample.SELECTION_Z, z
@@ -421,8 +504,20 @@ def _planned_copy(simulated_db, tmp_path, *, families: int, seed: int) -> tuple[
     _, db = simulated_db
     copy = tmp_path / "runs.duckdb"
     copy.write_bytes(db.read_bytes())
-    result = CliRunner().invoke(app, ["plan", "--db", str(copy), "--families", str(families), "--seed", str(seed),
-                                      "--out", str(tmp_path / "plan.csv")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "plan",
+            "--db",
+            str(copy),
+            "--families",
+            str(families),
+            "--seed",
+            str(seed),
+            "--out",
+            str(tmp_path / "plan.csv"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     con = store.connect(copy, read_only=True)
     tasks = con.sql("SELECT task_id, family_id, channel FROM tasks").pl()
@@ -433,7 +528,9 @@ def _planned_copy(simulated_db, tmp_path, *, families: int, seed: int) -> tuple[
 def _load_as_new(root, copy, tmp_path, tasks: pl.DataFrame, keep: pl.Expr) -> None:
     """sim-2's answers to the tasks ``keep`` selects, loaded as the model "new"."""
     answers = pl.read_parquet(root / "responses" / "sim-2.parquet").join(tasks, on="task_id").filter(keep)
-    answers.drop("family_id", "channel").with_columns(pl.lit("new").alias("model")).write_parquet(tmp_path / "new.parquet")
+    answers.drop("family_id", "channel").with_columns(pl.lit("new").alias("model")).write_parquet(
+        tmp_path / "new.parquet"
+    )
     assert CliRunner().invoke(app, ["load", "--db", str(copy), str(tmp_path / "new.parquet")]).exit_code == 0
 
 
@@ -453,7 +550,9 @@ def test_a_run_that_shares_a_few_families_with_a_plan_is_not_read_as_run_on_it(s
     easiest = [families[i] for i in np.argsort(-ease)[:18]]
     assert 0 < len(set(planned) & set(easiest)) <= 9
     _load_as_new(simulated_db[0], copy, tmp_path, tasks, pl.col("family_id").is_in(easiest))
-    result = CliRunner().invoke(app, ["estimate", "--db", str(copy), "--model", "new", "--metric", "pgr", "--format", "csv"])
+    result = CliRunner().invoke(
+        app, ["estimate", "--db", str(copy), "--model", "new", "--metric", "pgr", "--format", "csv"]
+    )
     assert result.exit_code == 0, result.output
     note = result.stderr
     assert "no recorded plan covers new's families (the closest, plan-5-18-" in note
@@ -469,9 +568,16 @@ def test_a_model_run_on_one_channel_is_estimated_there_and_says_where_it_is_not(
     """The planned families' dipole_norm and P0 tasks only: dipole_norm is estimated; gap has no
     answer to estimate from, its row is empty and the note names it."""
     copy, planned, tasks = _planned_copy(simulated_db, tmp_path, families=20, seed=6)
-    _load_as_new(simulated_db[0], copy, tmp_path, tasks,
-                 pl.col("family_id").is_in(planned) & pl.col("channel").is_in(["dipole_norm", "none"]))
-    result = CliRunner().invoke(app, ["estimate", "--db", str(copy), "--model", "new", "--metric", "pgr", "--format", "csv"])
+    _load_as_new(
+        simulated_db[0],
+        copy,
+        tmp_path,
+        tasks,
+        pl.col("family_id").is_in(planned) & pl.col("channel").is_in(["dipole_norm", "none"]),
+    )
+    result = CliRunner().invoke(
+        app, ["estimate", "--db", str(copy), "--model", "new", "--metric", "pgr", "--format", "csv"]
+    )
     assert result.exit_code == 0, result.output
     assert "new answered no cohort family in 1 channel(s) (gap): no estimate there" in result.stderr
     rows = dict(pl.read_csv(result.stdout.encode()).select("channel", "estimate").iter_rows())

@@ -3,13 +3,10 @@ and a few invariants of the marts are written as SQL expressions."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from molp2s_stats import store
 from molp2s_stats.ingest import load
-
 from tests.support import TOY as DATA
 
 KEYS = {
@@ -39,47 +36,34 @@ KEYS = {
 
 # Each query returns the rows that break the invariant; all must be empty.
 INVARIANTS = {
-    "a cohort family is input-validated and completely covered":
-        "SELECT * FROM cohort WHERE in_cohort AND NOT (input_validated AND complete_coverage)",
-    "task shares add up to one":
-        "SELECT * FROM task_outcomes WHERE abs(y + chose_other + CASE WHEN target <> source_label "
-        "THEN chose_source ELSE 0 END - 1) > 1e-9",
-    "cf shares add up to one":
-        "SELECT * FROM family_outcomes WHERE cf_tasks > 0 AND abs(cf_flip + cf_persist + cf_other - 1) > 1e-9",
-    "every model has every cohort family":
-        "SELECT channel, family_id FROM family_outcomes GROUP BY ALL "
-        "HAVING count(*) <> (SELECT count(*) FROM stg_models)",
-    "cohort_summary counts the cohort view":
-        "SELECT * FROM cohort_summary AS s WHERE cohort <> "
-        "(SELECT count(*) FROM cohort AS c WHERE c.channel = s.channel AND c.in_cohort)",
-    "terminal response is the highest attempt":
-        "SELECT * FROM stg_terminal_responses AS t WHERE attempt < (SELECT max(attempt) FROM responses AS r "
-        "WHERE r.model = t.model AND r.task_id = t.task_id AND r.sample = t.sample)",
+    "a cohort family is input-validated and completely covered": "SELECT * FROM cohort WHERE in_cohort AND NOT (input_validated AND complete_coverage)",
+    "task shares add up to one": "SELECT * FROM task_outcomes WHERE abs(y + chose_other + CASE WHEN target <> source_label "
+    "THEN chose_source ELSE 0 END - 1) > 1e-9",
+    "cf shares add up to one": "SELECT * FROM family_outcomes WHERE cf_tasks > 0 AND abs(cf_flip + cf_persist + cf_other - 1) > 1e-9",
+    "every model has every cohort family": "SELECT channel, family_id FROM family_outcomes GROUP BY ALL "
+    "HAVING count(*) <> (SELECT count(*) FROM stg_models)",
+    "cohort_summary counts the cohort view": "SELECT * FROM cohort_summary AS s WHERE cohort <> "
+    "(SELECT count(*) FROM cohort AS c WHERE c.channel = s.channel AND c.in_cohort)",
+    "terminal response is the highest attempt": "SELECT * FROM stg_terminal_responses AS t WHERE attempt < (SELECT max(attempt) FROM responses AS r "
+    "WHERE r.model = t.model AND r.task_id = t.task_id AND r.sample = t.sample)",
     "right answers count y": "SELECT * FROM task_outcomes WHERE abs(correct_samples - y * samples) > 1e-9",
-    "cohort tasks are the cohort families' tasks in channel_tasks, for every model":
-        "SELECT ct.family_id, ct.channel, ct.task_id FROM channel_tasks AS ct "
-        "JOIN cohort AS c ON c.family_id = ct.family_id AND c.channel = ct.channel AND c.in_cohort "
-        "JOIN cohort_tasks AS t ON t.channel = ct.channel AND t.task_id = ct.task_id "
-        "GROUP BY ALL HAVING count(*) <> (SELECT count(*) FROM stg_models)",
-    "a P0 task is listed under every channel of its family, a channel's task only under it":
-        "SELECT * FROM channel_tasks AS ct JOIN stg_tasks AS t USING (task_id) "
-        "WHERE NOT (t.condition = 'none' OR t.channel = ct.channel)",
-    "binomial cells add up to the cohort tasks' answers":
-        "SELECT b.* FROM binomial_cells AS b WHERE trials <> (SELECT sum(samples) FROM cohort_tasks AS t "
-        "WHERE t.model = b.model AND t.channel = b.channel AND t.condition = b.condition "
-        "AND t.family_id = b.family_id) OR successes > trials",
-    "one P0 cell per model and family, whichever channel lists it":
-        "SELECT model, family_id FROM binomial_cells WHERE condition = 'none' GROUP BY ALL "
-        "HAVING count(DISTINCT (successes, trials)) > 1",
-    "invalid rates count every terminal answer":
-        "SELECT * FROM invalid_rates WHERE answers <> (SELECT count(*) FROM stg_terminal_responses AS r "
-        "WHERE r.model = invalid_rates.model) OR abs(invalid_share - invalid_answers / answers) > 1e-12",
-    "benchmark summary counts the staging views":
-        "SELECT * FROM benchmark_summary WHERE tasks <> (SELECT count(*) FROM tasks) "
-        "OR families <> (SELECT count(*) FROM families)",
-    "a single channel's pair distance is stored once":
-        "SELECT * FROM pair_separation WHERE channel IN (SELECT channel FROM channels WHERE components IS NULL) "
-        "AND distance IS NULL",
+    "cohort tasks are the cohort families' tasks in channel_tasks, for every model": "SELECT ct.family_id, ct.channel, ct.task_id FROM channel_tasks AS ct "
+    "JOIN cohort AS c ON c.family_id = ct.family_id AND c.channel = ct.channel AND c.in_cohort "
+    "JOIN cohort_tasks AS t ON t.channel = ct.channel AND t.task_id = ct.task_id "
+    "GROUP BY ALL HAVING count(*) <> (SELECT count(*) FROM stg_models)",
+    "a P0 task is listed under every channel of its family, a channel's task only under it": "SELECT * FROM channel_tasks AS ct JOIN stg_tasks AS t USING (task_id) "
+    "WHERE NOT (t.condition = 'none' OR t.channel = ct.channel)",
+    "binomial cells add up to the cohort tasks' answers": "SELECT b.* FROM binomial_cells AS b WHERE trials <> (SELECT sum(samples) FROM cohort_tasks AS t "
+    "WHERE t.model = b.model AND t.channel = b.channel AND t.condition = b.condition "
+    "AND t.family_id = b.family_id) OR successes > trials",
+    "one P0 cell per model and family, whichever channel lists it": "SELECT model, family_id FROM binomial_cells WHERE condition = 'none' GROUP BY ALL "
+    "HAVING count(DISTINCT (successes, trials)) > 1",
+    "invalid rates count every terminal answer": "SELECT * FROM invalid_rates WHERE answers <> (SELECT count(*) FROM stg_terminal_responses AS r "
+    "WHERE r.model = invalid_rates.model) OR abs(invalid_share - invalid_answers / answers) > 1e-12",
+    "benchmark summary counts the staging views": "SELECT * FROM benchmark_summary WHERE tasks <> (SELECT count(*) FROM tasks) "
+    "OR families <> (SELECT count(*) FROM families)",
+    "a single channel's pair distance is stored once": "SELECT * FROM pair_separation WHERE channel IN (SELECT channel FROM channels WHERE components IS NULL) "
+    "AND distance IS NULL",
 }
 
 
@@ -94,8 +78,7 @@ def default_db(tmp_path_factory):
 @pytest.mark.parametrize("view", sorted(KEYS))
 def test_view_key_is_unique_and_not_null(default_db, view):
     key = ", ".join(KEYS[view])
-    total, distinct = default_db.execute(
-        f"SELECT count(*), count(DISTINCT ({key})) FROM {view}").fetchone()
+    total, distinct = default_db.execute(f"SELECT count(*), count(DISTINCT ({key})) FROM {view}").fetchone()
     assert total > 0, f"{view} is empty on the default data"
     assert total == distinct, f"{view}: key ({key}) is not unique"
     nulls = " OR ".join(f"{c} IS NULL" for c in KEYS[view])
@@ -120,7 +103,8 @@ def test_bundle_pairs_separate_when_any_component_does(default_db):
     rows = default_db.execute(
         """SELECT channel, separated FROM pair_separation
            WHERE family_id = 'F08' AND label_a = 'A' AND label_b = 'B'
-             AND channel IN ('ir', 'raman', 'vibrational_bundle') ORDER BY channel""").fetchall()
+             AND channel IN ('ir', 'raman', 'vibrational_bundle') ORDER BY channel"""
+    ).fetchall()
     assert rows == [("ir", False), ("raman", True), ("vibrational_bundle", True)]
 
 
@@ -137,7 +121,8 @@ def test_separability_scales_uvvis_and_bundles_by_the_cutoff(default_db):
                  ON p.family_id = t.family_id AND p.channel = t.channel
                 AND t.source_label IN (p.label_a, p.label_b)
                WHERE t.condition = 'source' AND t.channel = 'uvvis' GROUP BY t.task_id)
-           SELECT median(d) FROM nearest""").fetchall()[0][0]
+           SELECT median(d) FROM nearest"""
+    ).fetchall()[0][0]
     got = default_db.execute("SELECT nearest_median FROM separability WHERE channel = 'uvvis'").fetchall()[0][0]
     assert got == pytest.approx(expected)
 

@@ -10,7 +10,6 @@ from typer.testing import CliRunner
 from molp2s_stats import store
 from molp2s_stats.cli import app
 from molp2s_stats.ingest import load
-
 from tests.support.tiny_benchmark import write_benchmark, write_responses
 
 
@@ -39,9 +38,14 @@ def _damaged(database, tmp_path, how: str):
     return path
 
 
-@pytest.mark.parametrize("how, says", [("text", "not a DuckDB database file"),
-                                       ("flipped", "the database file is damaged or truncated"),
-                                       ("truncated", "the database file is damaged or truncated")])
+@pytest.mark.parametrize(
+    "how, says",
+    [
+        ("text", "not a DuckDB database file"),
+        ("flipped", "the database file is damaged or truncated"),
+        ("truncated", "the database file is damaged or truncated"),
+    ],
+)
 def test_a_damaged_database_is_a_message(database, tmp_path, how, says):
     path = _damaged(database, tmp_path, how)
     result = CliRunner().invoke(app, ["metrics", "--db", str(path), "--bootstrap", "0"])
@@ -49,7 +53,6 @@ def test_a_damaged_database_is_a_message(database, tmp_path, how, says):
     assert f"error: {path}: {says}" in result.output
     assert "Traceback" not in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)  # a message, not an exception
-
 
 
 @pytest.mark.parametrize("how", ["--debug", "MOLP2S_DEBUG"])
@@ -67,9 +70,11 @@ def test_debug_shows_the_traceback_behind_the_message(database, tmp_path, monkey
     cause = result.exception.__cause__ or result.exception.__context__  # DuckDB's own error, behind ours
     assert "duckdb" in type(cause).__module__
 
+
 def test_explain_failure_reads_what_duckdb_says():
     assert store.explain_failure(OSError("IO Error: No space left on device"), "a.duckdb").startswith(
-        "a.duckdb: the disk is full or the file is over its size limit")
+        "a.duckdb: the disk is full or the file is over its size limit"
+    )
     assert "File too large" in store.explain_failure(OSError("IO Error: File too large"), "a.duckdb")
     assert store.explain_failure(OSError("Binder Error: no such column"), "a.duckdb") is None
 
@@ -83,14 +88,27 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from tests.support import DATA
+
 MOLP2S = Path(sys.executable).with_name("molp2s")
 
 
 def _load_process(db):
     """`molp2s load` of the default data (389 families, 8 models: about 160,000 answers, several seconds)."""
-    return subprocess.Popen([str(MOLP2S), "load", "--benchmark", str(DATA / "benchmark"), "--responses",
-                             *map(str, sorted((DATA / "responses").glob("*.parquet"))), "--db", str(db)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [
+            str(MOLP2S),
+            "load",
+            "--benchmark",
+            str(DATA / "benchmark"),
+            "--responses",
+            *map(str, sorted((DATA / "responses").glob("*.parquet"))),
+            "--db",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _counts(db) -> tuple[int, int]:
@@ -98,10 +116,14 @@ def _counts(db) -> tuple[int, int]:
     try:
         # a kill between DuckDB making the file and the schema's commit leaves a database with no
         # tables: nothing loaded, as (0, 0) says
-        if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'families'").fetchone()[0]:
+        if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'families'").fetchone()[
+            0
+        ]:
             return (0, 0)
-        return (con.execute("SELECT count(*) FROM families").fetchall()[0][0],
-                con.execute("SELECT count(*) FROM responses").fetchall()[0][0])
+        return (
+            con.execute("SELECT count(*) FROM families").fetchall()[0][0],
+            con.execute("SELECT count(*) FROM responses").fetchall()[0][0],
+        )
     finally:
         con.close()
 
@@ -198,18 +220,34 @@ def test_check_says_how_to_rebuild_a_damaged_database(database, tmp_path):
     result = CliRunner().invoke(app, ["check", "--db", str(path)])
     assert result.exit_code in (1, 2)  # 2 where it cannot even be opened
     # damaged where the check reads it: either it cannot be opened at all, or a table fails to read through
-    assert (f"error: {path}: the database file is damaged or truncated" in result.output
-            or f"{path}: cannot be trusted" in result.output), result.output
+    assert (
+        f"error: {path}: the database file is damaged or truncated" in result.output
+        or f"{path}: cannot be trusted" in result.output
+    ), result.output
 
 
 def test_a_full_disk_during_a_load_is_a_message_and_leaves_nothing(tmp_path):
     db = tmp_path / "full.duckdb"
     # every file the load writes capped at 4 MB (bash's ulimit -f counts 1,024-byte blocks): the database
     # outgrows it. Set by the shell, not by a preexec_fn: forking this process (JAX's threads) is unsafe
-    done = subprocess.run(["bash", "-c", 'ulimit -f 4096 && exec "$0" "$@"', str(MOLP2S), "load", "--benchmark",
-                           str(DATA / "benchmark"), "--responses",
-                           *map(str, sorted((DATA / "responses").glob("*.parquet"))), "--db", str(db)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            "bash",
+            "-c",
+            'ulimit -f 4096 && exec "$0" "$@"',
+            str(MOLP2S),
+            "load",
+            "--benchmark",
+            str(DATA / "benchmark"),
+            "--responses",
+            *map(str, sorted((DATA / "responses").glob("*.parquet"))),
+            "--db",
+            str(db),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 1, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
     assert f"error: {db}: the disk is full or the file is over its size limit" in done.stderr
@@ -223,8 +261,12 @@ def test_a_reader_during_a_load_is_told_to_wait_and_two_loads_both_land(tmp_path
     while not db.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     second = _load_process(db)  # the same files: it waits for the first, then finds them loaded
-    reader = subprocess.run([str(MOLP2S), "sql", "--db", str(db), "SELECT count(*) FROM responses"],
-                            capture_output=True, text=True, timeout=120)
+    reader = subprocess.run(
+        [str(MOLP2S), "sql", "--db", str(db), "SELECT count(*) FROM responses"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     first.communicate(timeout=300)
     _, second_err = second.communicate(timeout=300)
     assert first.returncode == 0 and second.returncode == 0, second_err

@@ -35,18 +35,51 @@ CHANNEL = "dipole_norm"
 # (family, task kind) -> choice; task kinds: p0, source, shuffled, cf-<k>.
 # None means an invalid answer (given as raw text that parses to nothing).
 M1 = {
-    ("F1", "p0"): "A", ("F1", "source"): "A", ("F1", "shuffled"): "B", ("F1", "cf-B"): "B", ("F1", "cf-C"): "A",
-    ("F2", "p0"): "A", ("F2", "source"): "B", ("F2", "shuffled"): "B", ("F2", "cf-A"): "A", ("F2", "cf-C"): None,
-    ("F3", "p0"): "A", ("F3", "source"): "A", ("F3", "shuffled"): "A", ("F3", "cf-B"): "B",
-    ("F4", "p0"): "B", ("F4", "source"): "A", ("F4", "shuffled"): "B", ("F4", "cf-A"): "B",
-    ("F5", "p0"): "A", ("F5", "source"): "A", ("F5", "shuffled"): "A", ("F5", "cf-B"): "B",
+    ("F1", "p0"): "A",
+    ("F1", "source"): "A",
+    ("F1", "shuffled"): "B",
+    ("F1", "cf-B"): "B",
+    ("F1", "cf-C"): "A",
+    ("F2", "p0"): "A",
+    ("F2", "source"): "B",
+    ("F2", "shuffled"): "B",
+    ("F2", "cf-A"): "A",
+    ("F2", "cf-C"): None,
+    ("F3", "p0"): "A",
+    ("F3", "source"): "A",
+    ("F3", "shuffled"): "A",
+    ("F3", "cf-B"): "B",
+    ("F4", "p0"): "B",
+    ("F4", "source"): "A",
+    ("F4", "shuffled"): "B",
+    ("F4", "cf-A"): "B",
+    ("F5", "p0"): "A",
+    ("F5", "source"): "A",
+    ("F5", "shuffled"): "A",
+    ("F5", "cf-B"): "B",
 }
 M2 = {
-    ("F1", "p0"): "B", ("F1", "source"): "A", ("F1", "shuffled"): "A", ("F1", "cf-B"): "A", ("F1", "cf-C"): "C",
-    ("F2", "p0"): "B", ("F2", "source"): "A", ("F2", "shuffled"): "C", ("F2", "cf-A"): "B", ("F2", "cf-C"): "C",
-    ("F3", "p0"): "B", ("F3", "source"): "A", ("F3", "shuffled"): "B", ("F3", "cf-B"): "B",
-    ("F4", "p0"): "A", ("F4", "source"): "B", ("F4", "shuffled"): "A", ("F4", "cf-A"): "A",
-    ("F5", "p0"): "A", ("F5", "source"): "A", ("F5", "shuffled"): "A",  # no ("F5", "cf-B")
+    ("F1", "p0"): "B",
+    ("F1", "source"): "A",
+    ("F1", "shuffled"): "A",
+    ("F1", "cf-B"): "A",
+    ("F1", "cf-C"): "C",
+    ("F2", "p0"): "B",
+    ("F2", "source"): "A",
+    ("F2", "shuffled"): "C",
+    ("F2", "cf-A"): "B",
+    ("F2", "cf-C"): "C",
+    ("F3", "p0"): "B",
+    ("F3", "source"): "A",
+    ("F3", "shuffled"): "B",
+    ("F3", "cf-B"): "B",
+    ("F4", "p0"): "A",
+    ("F4", "source"): "B",
+    ("F4", "shuffled"): "A",
+    ("F4", "cf-A"): "A",
+    ("F5", "p0"): "A",
+    ("F5", "source"): "A",
+    ("F5", "shuffled"): "A",  # no ("F5", "cf-B")
 }
 
 
@@ -72,11 +105,15 @@ def write_benchmark(directory: Path) -> Path:
                 tasks.append((task_id(family, f"cf-{k}"), family, CHANNEL, "cf", k, family, k))
     pl.DataFrame(fams, schema=["family_id", "scaffold", "source"], orient="row").write_csv(directory / "families.csv")
     pl.DataFrame(cands, schema=["family_id", "label", "fragment", "molecule"], orient="row").write_csv(
-        directory / "candidates.csv")
+        directory / "candidates.csv"
+    )
     # JSONL with the JSON value itself (a number), as the loader allows.
     (directory / "properties.jsonl").write_text("".join(json.dumps(p) + "\n" for p in props))
-    pl.DataFrame(tasks, schema=["task_id", "family_id", "channel", "condition", "target", "shown_family",
-                                "shown_label"], orient="row").write_csv(directory / "tasks.csv")
+    pl.DataFrame(
+        tasks,
+        schema=["task_id", "family_id", "channel", "condition", "target", "shown_family", "shown_label"],
+        orient="row",
+    ).write_csv(directory / "tasks.csv")
     return directory
 
 
@@ -98,5 +135,7 @@ def write_responses(directory: Path) -> list[Path]:
     # A retry: the first attempt at F2's source task was right (B), the terminal one is A.
     m2_rows.append(("m2", task_id("F2", "source"), 1, "A"))
     m2_rows = [r if r[1] != task_id("F2", "source") or r[2] == 1 else (r[0], r[1], 0, "B") for r in m2_rows]
-    pl.DataFrame(m2_rows, schema=["model", "task_id", "attempt", "choice"], orient="row").write_csv(directory / "m2.csv")
+    pl.DataFrame(m2_rows, schema=["model", "task_id", "attempt", "choice"], orient="row").write_csv(
+        directory / "m2.csv"
+    )
     return [directory / "m1.jsonl", directory / "m2.csv"]

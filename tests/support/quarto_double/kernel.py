@@ -11,10 +11,14 @@ from nbclient import NotebookClient
 
 def main(path: str) -> None:
     notebook = nbformat.read(path, as_version=4)
-    skipped = {i: cell for i, cell in enumerate(notebook.cells)
-               if cell.cell_type == "code" and not cell.metadata.get("double", {}).get("eval", True)}
-    runnable = nbformat.v4.new_notebook(cells=[c for i, c in enumerate(notebook.cells) if i not in skipped],
-                                        metadata=notebook.metadata)
+    skipped = {
+        i: cell
+        for i, cell in enumerate(notebook.cells)
+        if cell.cell_type == "code" and not cell.metadata.get("double", {}).get("eval", True)
+    }
+    runnable = nbformat.v4.new_notebook(
+        cells=[c for i, c in enumerate(notebook.cells) if i not in skipped], metadata=notebook.metadata
+    )
     # resources path ".": the kernel starts in this process's folder, the page's
     NotebookClient(runnable, timeout=600, kernel_name="python3", resources={"metadata": {"path": "."}}).execute()
     executed = iter(runnable.cells)

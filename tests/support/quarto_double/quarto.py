@@ -104,14 +104,14 @@ def front_matter(text: str) -> tuple[dict, str]:
     if not text.startswith("---\n"):
         return {}, text
     end = text.index("\n---", 4)
-    return yaml.safe_load(text[4:end]) or {}, text[end + 4:]
+    return yaml.safe_load(text[4:end]) or {}, text[end + 4 :]
 
 
 def as_notebook(text: str, execute: dict) -> tuple[nbformat.NotebookNode, list[dict]]:
     cells, options = [], []
     position = 0
     for match in CELL.finditer(text):
-        prose = text[position:match.start()].strip()
+        prose = text[position : match.start()].strip()
         if prose:
             cells.append(nbformat.v4.new_markdown_cell(prose))
             options.append({})
@@ -178,7 +178,7 @@ def render_page(project: Path, config: dict, page: Path, out_dir: Path, python: 
             fail(f"{page}: the kernel failed (exit code {completed.returncode})")
         executed = nbformat.read(ipynb, as_version=4)
     table_processing = (config.get("format", {}).get("html", {}) or {}).get("html-table-processing")
-    parts = [f"<h1 class=\"title\">{html.escape(str(front.get('title', page.stem)))}</h1>"]
+    parts = [f'<h1 class="title">{html.escape(str(front.get("title", page.stem)))}</h1>']
     used: set[str] = set()
     for cell, cell_options in zip(executed.cells, options):
         if cell.cell_type == "markdown":
@@ -192,7 +192,7 @@ def render_page(project: Path, config: dict, page: Path, out_dir: Path, python: 
                         ident = f"{pandoc_identifier(heading.group(2))}-{n}"
                     used.add(ident)
                     level = len(heading.group(1))
-                    parts.append(f"<h{level} id=\"{ident}\">{html.escape(heading.group(2))}</h{level}>")
+                    parts.append(f'<h{level} id="{ident}">{html.escape(heading.group(2))}</h{level}>')
                 elif line.strip():
                     parts.append(f"<p>{html.escape(line)}</p>")
             continue
@@ -202,13 +202,13 @@ def render_page(project: Path, config: dict, page: Path, out_dir: Path, python: 
         inner = []
         if shows(cell_options, execute, "echo"):
             code = "\n".join(line for line in cell.source.splitlines() if not OPTION.match(line))
-            inner.append(f"<pre class=\"cell-code\"><code>{html.escape(code)}</code></pre>")
+            inner.append(f'<pre class="cell-code"><code>{html.escape(code)}</code></pre>')
         if shows(cell_options, execute, "output"):
             for output in cell.outputs:
                 if output.output_type == "stream":
                     if output.name == "stderr" and not shows(cell_options, execute, "warning"):
                         continue
-                    inner.append(f"<pre class=\"cell-output-{output.name}\">{html.escape(output.text)}</pre>")
+                    inner.append(f'<pre class="cell-output-{output.name}">{html.escape(output.text)}</pre>')
                 elif output.output_type in ("display_data", "execute_result"):
                     data = output.data
                     if "text/html" in data:
@@ -217,15 +217,18 @@ def render_page(project: Path, config: dict, page: Path, out_dir: Path, python: 
                         inner.append(data["image/svg+xml"])
                     elif "text/plain" in data:
                         inner.append(f"<pre>{html.escape(data['text/plain'])}</pre>")
-        ident = f" id=\"{html.escape(str(label))}\"" if label else ""
-        parts.append(f"<div{ident} class=\"cell\">{''.join(inner)}</div>")
+        ident = f' id="{html.escape(str(label))}"' if label else ""
+        parts.append(f'<div{ident} class="cell">{"".join(inner)}</div>')
     page_html = "\n".join(parts)
     if table_processing != "none":
-        page_html = re.sub(r"<table(?![^>]*data-quarto-disable-processing=\"true\")",
-                           "<table data-double-reprocessed=\"true\"", page_html)
+        page_html = re.sub(
+            r"<table(?![^>]*data-quarto-disable-processing=\"true\")",
+            '<table data-double-reprocessed="true"',
+            page_html,
+        )
     target = out_dir / page.relative_to(project).with_suffix(".html")
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"></head><body>{page_html}</body></html>\n")
+    target.write_text(f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"></head><body>{page_html}</body></html>\n')
     return target
 
 
@@ -261,7 +264,7 @@ def main(argv: list[str]) -> None:
     if "--output-dir" in args:
         i = args.index("--output-dir")
         output_dir = args[i + 1]
-        del args[i:i + 2]
+        del args[i : i + 2]
     target = Path(args[0] if args else ".").resolve()
     project = find_project(target)
     config = yaml.safe_load((project / "_quarto.yml").read_text()) or {}
@@ -285,8 +288,10 @@ def main(argv: list[str]) -> None:
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(resource, destination)
     if scripts_of(config, "post-render"):
-        env = {"QUARTO_PROJECT_OUTPUT_DIR": str(out_dir),
-               "QUARTO_PROJECT_OUTPUT_FILES": "\n".join(os.path.relpath(o, project) for o in outputs)}
+        env = {
+            "QUARTO_PROJECT_OUTPUT_DIR": str(out_dir),
+            "QUARTO_PROJECT_OUTPUT_FILES": "\n".join(os.path.relpath(o, project) for o in outputs),
+        }
         if render_all:
             env["QUARTO_PROJECT_RENDER_ALL"] = "1"
         run_scripts("post-render", project, scripts_of(config, "post-render"), python, env)

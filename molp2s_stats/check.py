@@ -12,7 +12,7 @@ One row per check (``check, subject, status, detail``; status ``ok``, ``changed`
 - ``benchmark``: the benchmark folder the database was built from, still there.
 
 A database whose tables all read and whose rows match its record can be trusted; the
-files are what it can be rebuilt from (``rebuild_command``).
+files are what it can be rebuilt from (``rebuild_sources``).
 """
 
 from __future__ import annotations
@@ -91,14 +91,9 @@ def trusted(result: pl.DataFrame) -> bool:
     return not result.filter(pl.col("check").is_in(["readable", "rows"]) & (pl.col("status") != "ok")).height
 
 
-def rebuild_command(result: pl.DataFrame, db: str) -> str:
-    """The `molp2s load` that rebuilds the database from what it recorded (the files it names must still exist)."""
+def rebuild_sources(result: pl.DataFrame) -> tuple[str | None, list[str]]:
+    """What the database can be rebuilt from, as it recorded them: ``(benchmark folder or None,
+    response files)``. The files must still exist (the ``file`` rows say whether they do)."""
     benchmark = result.filter(pl.col("check") == "benchmark")["subject"].to_list()
     files = result.filter(pl.col("check") == "file")["subject"].to_list()
-    parts = ["molp2s load"]
-    if benchmark:
-        parts.append(f"--benchmark {benchmark[-1]}")
-    if files:
-        parts.append("--responses " + " ".join(files))
-    parts.append(f"--db {Path(db).with_suffix('.rebuilt.duckdb')}")
-    return " ".join(parts)
+    return (benchmark[-1] if benchmark else None), files

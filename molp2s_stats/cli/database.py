@@ -38,9 +38,13 @@ def check_command(
     con.close()
     emit(result, fmt, out, title=f"Database check ({db})")
     if not checking.trusted(result):
-        files = result.filter(pl.col("check") == "file").height
+        benchmark, files = checking.rebuild_sources(result)
         how = (
-            checking.rebuild_command(result, str(db))
+            " ".join(
+                ["molp2s load"]
+                + ([f"--benchmark {benchmark}"] if benchmark else [])
+                + ["--responses", *files, f"--db {Path(db).with_suffix('.rebuilt.duckdb')}"]
+            )
             if files
             else "molp2s load --benchmark BENCHMARK --responses FILES --db NEW.duckdb (its file list cannot be read)"
         )

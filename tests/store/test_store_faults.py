@@ -273,3 +273,15 @@ def test_a_reader_during_a_load_is_told_to_wait_and_two_loads_both_land(tmp_path
     if reader.returncode:  # it came while a load held the file: a message, not a traceback
         assert "another process has the database open" in reader.stderr and "Traceback" not in reader.stderr
     assert _counts(db) == _counts(default_database)
+
+
+def test_a_database_names_the_files_it_can_be_rebuilt_from(database):
+    from molp2s_stats import check
+
+    con = store.connect(database, read_only=True)
+    try:
+        benchmark, files = check.rebuild_sources(check.check(con))
+    finally:
+        con.close()
+    assert benchmark == str(database.parent / "bench")
+    assert sorted(Path(f).name for f in files) == ["m1.jsonl", "m2.csv"]

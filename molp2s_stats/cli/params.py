@@ -53,6 +53,10 @@ MetricsOption = Annotated[
     list[str] | None, typer.Option("--metric", help=f"One of: {', '.join(METRICS)}; repeat for several. Default: all.")
 ]
 ConditionOption = Annotated[str, typer.Option("--condition", help="none | source | shuffled | cf.")]
+# ranks and stability: the one metric a ranking is by (--score, the older name, still works)
+RankMetricOption = Annotated[
+    str, typer.Option("--metric", "--score", help="The metric models are ranked by: pgr, reliance_margin, cfr, …")
+]
 
 
 # --- checks: one per kind of value --------------------------------------------------------------

@@ -22,6 +22,7 @@ from .params import (
     FormatOption,
     LevelOption,
     OutOption,
+    RankMetricOption,
     SeedOption,
     chosen_metrics,
     cohort_outcomes,
@@ -40,9 +41,7 @@ store = lazy_import("molp2s_stats.store")
 @command("stability")
 def stability_command(
     db: DbOption = Path(DEFAULT_DB),
-    score: Annotated[
-        str, typer.Option("--metric", "--score", help="The metric models are ranked by: pgr | reliance_margin | cfr.")
-    ] = "pgr",
+    score: RankMetricOption = "pgr",
     channel: ChannelsOption = None,
     macro: Annotated[bool, typer.Option("--macro", help="Rank by the mean of the metric over the channels.")] = False,
     sizes: Annotated[
@@ -85,9 +84,7 @@ def stability_command(
 @command("ranks")
 def ranks_command(
     db: DbOption = Path(DEFAULT_DB),
-    score: Annotated[
-        str, typer.Option("--metric", "--score", help="The metric models are ranked by, e.g. pgr.")
-    ] = "pgr",
+    score: RankMetricOption = "pgr",
     channel: ChannelsOption = None,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates.")] = DEFAULT_DRAWS,
     distribution: Annotated[

@@ -98,12 +98,16 @@ def ranks_command(
 ) -> None:
     """Each model's rank range ("2–4") and tie group per channel: what the data can and cannot tell apart.
 
-    Every pair of models is compared on the same family-bootstrap replicates, the p-values
-    Holm-adjusted over the channel's pairs; a model's rank range runs from 1 + the models
-    significantly ahead of it to the number of models − those significantly behind. Tie group
-    (tier) 1 is the best model and every model not separated from it, and so on down. A channel
-    whose top tie group holds two or more models at the ceiling is marked saturated: its families
-    cannot separate the top models. --distribution prints P(rank) per model instead.
+    Every pair of models is tested on its family-clustered difference, by a step-down max-T test on
+    the family bootstrap and by a sign-flip (clustered McNemar) test with Holm's adjustment; a pair
+    is separated where both separate it, so the ranges are simultaneous within a channel at
+    --conf-level (95%: the chance that any pair called separated is not is at most 5%; not across
+    channels). A model's rank range runs from 1 + the models separated ahead of it to the number of
+    models − those separated behind. Tie groups run down the leaderboard, no two models of a group
+    separated ("not separated at 95%" says the data could not tell them apart, not that they are
+    equal). A channel whose top tie group holds two or more models with lower ends at or above 90%
+    is marked saturated. A model with no score on the cohort is listed last, unranked.
+    --distribution prints P(rank) per model instead.
 
     Example: molp2s ranks --metric pgr --channel ir
     """
@@ -116,15 +120,15 @@ def ranks_command(
     )
     for saturated in stability.saturated_channels(ranges):
         typer.echo(
-            f"saturated: {saturated}: the top models are at the ceiling; these families cannot separate "
-            f"them by {score}",
+            f"saturated: {saturated}: the top tie group's models all have lower ends at or above "
+            f"{stability.SATURATION_LEVEL:.0%} by {score}; these families do not separate them",
             err=True,
         )
     emit(
         probabilities if distribution else ranges,
         fmt,
         out,
-        title=f"Rank ranges and tie groups by {score} (1 = best; paired bootstrap, Holm)",
+        title=f"Rank ranges and tie groups by {score} (1 = best; {conf_level:.0%} simultaneous within a channel)",
     )
 
 

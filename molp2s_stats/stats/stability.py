@@ -202,22 +202,171 @@ RANK_SCHEMA = {
     "seed": pl.Int64,
     "adjustment": pl.String,
 }
-ADJUSTMENT = "holm"
+# Rank ranges come from two tests of every pair of a channel's models, each with its family-wise
+# error over the pairs at most 1 − conf_level: step-down max-T (Romano and Wolf 2005) on
+# studentised differences from the family bootstrap, and a sign-flip (clustered McNemar) test
+# with Holm's adjustment; a pair is separated where both separate it. Written here: scipy,
+# pingouin and statsmodels have no step-down over bootstrap replicates and no clustered sign flip.
+ADJUSTMENT = "stepdown_max_t_and_sign_flip_holm"
+# A channel is saturated when its top tie group holds two or more models whose interval lower
+# ends are all at or above this share: the families cannot tell apart models this close to 100%.
+SATURATION_LEVEL = 0.90
+# replicates a block for the studentised differences: (block, families, models) at most
+_BLOCK = 256
 
 
-def pairwise_p_values(replicate_scores: np.ndarray) -> np.ndarray:
-    """Two-sided paired-bootstrap p-values of every model pair, (models, models), from replicate scores
-    (draws, models): twice the smaller share of replicates on either side of "no difference", a replicate
-    with no difference counting on both sides (two models right on every family are never separated).
+def studentized_differences(weights: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every model pair's difference of ratio scores ``Σ w a / Σ w b`` and its family-clustered
+    standard error, for each row of ``weights`` (draws, families): ``(difference, se)``, each
+    (draws, models, models), ``difference[:, i, j]`` = model i − model j.
 
-    >>> pairwise_p_values(np.array([[1.0, 1.0], [1.0, 1.0]])).tolist()
+    The standard error is the linearised (Taylor) one of `intervals.linearized_covariance`, with the
+    resampled families as the clusters: Var(R_i − R_j) = n / (n − 1) · Σ_f w_f (e_fi − e_fj)², where
+    e_f = (a_f − R b_f) / Σ w b and n = Σ w. NaN where a score is undefined (Σ w b = 0).
+
+    Two families, model 0 right on both, model 1 on one: difference ½; e = (0, 0) and (¼, −¼),
+    Var = 2 · (1/16 + 1/16) = ¼, se ½:
+
+    >>> d, se = studentized_differences(np.ones((1, 2)), np.array([[1.0, 1.0], [1.0, 0.0]]), np.ones((2, 2)))
+    >>> float(d[0, 0, 1]), float(se[0, 0, 1])
+    (0.5, 0.5)
+    """
+    draws, models = weights.shape[0], a.shape[1]
+    difference = np.empty((draws, models, models))
+    se = np.empty((draws, models, models))
+    for start in range(0, draws, _BLOCK):
+        w = weights[start : start + _BLOCK]
+        totals = w @ b
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rate = (w @ a) / totals
+            e = (a[None] - rate[:, None, :] * b[None]) / totals[:, None, :]
+        cross = np.einsum("df,dfi,dfj->dij", w, e, e)
+        n = w.sum(axis=1)[:, None, None]
+        variance = (
+            n
+            / np.maximum(n - 1, 1)
+            * (
+                np.diagonal(cross, axis1=1, axis2=2)[:, :, None]
+                + np.diagonal(cross, axis1=1, axis2=2)[:, None, :]
+                - 2 * cross
+            )
+        )
+        difference[start : start + len(w)] = rate[:, :, None] - rate[:, None, :]
+        se[start : start + len(w)] = np.sqrt(np.maximum(variance, 0.0))
+    return difference, se
+
+
+def _t(difference: np.ndarray, se: np.ndarray) -> np.ndarray:
+    """difference / se, where a zero difference with a zero se is 0 (no evidence either way) and a
+    non-zero one with a zero se ±inf (every family says the same); NaN stays NaN."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = difference / se
+        exact = np.abs(difference) <= intervals.NEGLIGIBLE
+        return np.where((se == 0) & exact, 0.0, np.where(se == 0, np.sign(difference) * np.inf, t))
+
+
+def stepdown_p_values(t_observed: np.ndarray, t_replicates: np.ndarray) -> np.ndarray:
+    """Romano–Wolf step-down max-T adjusted p-values, two-sided, never 0.
+
+    ``t_observed`` (hypotheses,): each test's studentised statistic; ``t_replicates`` (draws,
+    hypotheses): the bootstrap's, centred on the observed difference ((d* − d̂) / se*), so that they
+    mimic the statistics under the null; NaN or ±inf where a replicate leaves a test without a
+    statistic (it then counts against that test alone). The hypothesis with the largest |t| is compared with the
+    largest |t*| over all of them, the next with the largest over the rest, and so on; each
+    adjusted p-value is (1 + replicates at or beyond it) / (draws + 1), and never below the one
+    before it.
+
+    One hypothesis, t = 3, replicates 0, 1, 4: one of three reaches 3, p = (1 + 1) / 4:
+
+    >>> stepdown_p_values(np.array([3.0]), np.array([[0.0], [1.0], [4.0]])).tolist()
+    [0.5]
+    """
+    draws, hypotheses = t_replicates.shape
+    order = np.argsort(-np.abs(t_observed), kind="stable")
+    size = np.abs(t_replicates[:, order])
+    # NaN (a score undefined) or inf (a replicate whose standard error is 0 while its difference is
+    # not: none of the families that differ drawn): no studentised statistic, so it counts against
+    # its own test and is left out of the maximum the others are compared with
+    undefined = ~np.isfinite(size)
+    # the largest |t*| over each hypothesis and every one after it in the order (NaN counts as none)
+    tail_max = np.fmax.accumulate(np.where(undefined, -np.inf, size)[:, ::-1], axis=1)[:, ::-1]
+    crossings = ((tail_max >= np.abs(t_observed[order])[None, :]) | undefined).sum(axis=0)
+    adjusted = np.maximum.accumulate((1.0 + crossings) / (draws + 1.0))
+    out = np.empty(hypotheses)
+    out[order] = adjusted
+    return out
+
+
+# up to this many families that differ, the sign-flip test enumerates every pattern (2^k); above,
+# it draws patterns, as many as the bootstrap has replicates
+EXACT_FLIPS = 16
+
+
+def sign_flip_p_value(contributions: np.ndarray, draws: int, rng: np.random.Generator) -> float:
+    """Two-sided sign-flip (randomisation) p-value of ``Σ contributions`` against 0.
+
+    Under "no difference" each family's contribution to a paired difference is as likely to
+    have either sign; the p-value is the share of sign patterns whose |sum| reaches the
+    observed one. With one task a family and a 0/1 outcome this is the exact McNemar test:
+    k discordant families all one way give 2 · 2^−k. Exact (every pattern) up to
+    `EXACT_FLIPS` non-zero families; beyond, ``draws`` random patterns, (1 + reached) / (draws + 1).
+
+    >>> sign_flip_p_value(np.array([1.0] * 7 + [0.0] * 129), 2000, np.random.default_rng(0))
+    0.015625
+    """
+    x = contributions[np.abs(contributions) > intervals.NEGLIGIBLE]
+    if len(x) == 0:
+        return 1.0
+    observed = abs(x.sum()) * (1 - 1e-9)  # the observed pattern itself always reaches it
+    if len(x) <= EXACT_FLIPS:
+        patterns = 1 - 2 * ((np.arange(2 ** len(x))[:, None] >> np.arange(len(x))[None, :]) & 1)
+        return float((np.abs(patterns @ x) >= observed).mean())
+    signs = rng.choice([-1.0, 1.0], size=(draws, len(x)))
+    return float((1 + (np.abs(signs @ x) >= observed).sum()) / (draws + 1))
+
+
+def null_contributions(a: np.ndarray, b: np.ndarray, i: int, j: int) -> np.ndarray:
+    """Each family's contribution to R_i − R_j under "no difference": the linearised terms
+    (a_fi − R₀ b_fi) / Σ b_i − (a_fj − R₀ b_fj) / Σ b_j, R₀ the two models' pooled rate. They sum to
+    R_i − R_j; with the same denominators they are (a_fi − a_fj) / Σ b, the discordance of family f."""
+    ti, tj = b[:, i].sum(), b[:, j].sum()
+    pooled = (a[:, i].sum() + a[:, j].sum()) / (ti + tj)
+    return (a[:, i] - pooled * b[:, i]) / ti - (a[:, j] - pooled * b[:, j]) / tj
+
+
+def pairwise_p_values(weights: np.ndarray, a: np.ndarray, b: np.ndarray, *, seed: int = 0) -> np.ndarray:
+    """Adjusted p-values of every model pair, (models, models), symmetric, 1 on the diagonal: the
+    larger of two tests, each controlling the family-wise error over the pairs on its own.
+
+    - The studentised difference of each pair on the full cohort against the family bootstrap's
+      (``weights``: draws × families), centred on the estimate, step-down max-T
+      (`stepdown_p_values`): it uses the correlation between pairs, but with a handful of families
+      that differ its bootstrap is too coarse and its tail too thin.
+    - The sign-flip test of each pair's family contributions (`sign_flip_p_value`, exact
+      McNemar where each family has one task), Holm-adjusted: exact in that tail.
+
+    A pair is separated only where both separate it. Sign patterns, where there are too many to
+    enumerate, are drawn with ``seed``. Two models right and wrong on the same families are never
+    separated:
+
+    >>> same = np.array([[1.0, 1.0], [0.0, 0.0], [1.0, 1.0]])
+    >>> pairwise_p_values(np.ones((20, 3)), same, np.ones((3, 2))).tolist()
     [[1.0, 1.0], [1.0, 1.0]]
     """
-    difference = replicate_scores[:, :, None] - replicate_scores[:, None, :]
-    tie = np.isclose(difference, 0.0, atol=1e-11)
-    below = ((difference < 0) | tie).mean(axis=0)
-    above = ((difference > 0) | tie).mean(axis=0)
-    return np.minimum(1.0, 2 * np.minimum(below, above))
+    models = a.shape[1]
+    full_difference, full_se = studentized_differences(np.ones((1, a.shape[0])), a, b)
+    difference, se = studentized_differences(weights, a, b)
+    upper = np.triu_indices(models, 1)
+    t_observed = _t(full_difference[0], full_se[0])[upper]
+    t_replicates = _t(difference - full_difference, se)[:, upper[0], upper[1]]
+    p = np.ones((models, models))
+    if len(t_observed):
+        rng = np.random.default_rng(seed)
+        flips = [sign_flip_p_value(null_contributions(a, b, i, j), len(weights), rng) for i, j in zip(*upper)]
+        holm = pg.multicomp(np.array(flips), method="holm")[1]
+        p[upper] = np.maximum(stepdown_p_values(t_observed, t_replicates), holm)
+        p.T[upper] = p[upper]
+    return p
 
 
 def rank_ranges(estimates: np.ndarray, separated: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -225,25 +374,33 @@ def rank_ranges(estimates: np.ndarray, separated: np.ndarray) -> tuple[np.ndarra
 
     ``separated[i, j]``: model i is significantly ahead of j. A model ranks no better than 1 + the models
     ahead of it and no worse than M − the models behind it (simultaneous rank intervals from pairwise
-    tests, as in Al Mohamad, Goeman and van Zwet 2022). Tie groups, from the top: the best model not yet
-    grouped and every other ungrouped model not separated from it.
+    tests, as in Al Mohamad, Goeman and van Zwet 2022). Tie groups run down the leaderboard: a model
+    joins the group above it unless the data separate it from one of that group's models, so that no
+    two models of a group are separated.
 
     >>> ahead = np.array([[False, True, True], [False, False, False], [False, False, False]])
     >>> [x.tolist() for x in rank_ranges(np.array([0.9, 0.6, 0.5]), ahead)]
     [[1.0, 2.0, 2.0], [1.0, 3.0, 3.0], [1, 2, 2]]
+
+    A separated from C but from neither B nor C: B joins A, C starts the next group.
+
+    >>> ahead = np.array([[False, False, True], [False, False, False], [False, False, False]])
+    >>> rank_ranges(np.array([0.9, 0.7, 0.5]), ahead)[2].tolist()
+    [1, 1, 2]
     """
     m = len(estimates)
     low = 1.0 + separated.sum(axis=0)
     high = float(m) - separated.sum(axis=1)
+    either = separated | separated.T
     tier = np.zeros(m, dtype=np.int64)
-    order = np.argsort(-np.nan_to_num(estimates, nan=-np.inf), kind="stable")
-    for leader in order:
-        if tier[leader]:
-            continue
-        group = tier.max() + 1
-        for j in order:
-            if not tier[j] and (j == leader or not separated[leader, j]):
-                tier[j] = group
+    group: list[int] = []
+    for j in np.argsort(-np.nan_to_num(estimates, nan=-np.inf), kind="stable"):
+        if not group or either[j, group].any():
+            group = []
+            tier[j] = tier.max() + 1
+        else:
+            tier[j] = tier[group[0]]
+        group.append(j)
     return low, high, tier
 
 
@@ -260,12 +417,14 @@ def rank_intervals(
     """Each model's rank range, tie group and bootstrap rank distribution per channel.
 
     Families are resampled with replacement (the same replicates as the metric intervals for this
-    seed). Every pair of models is compared on those replicates (`pairwise_p_values`), the p-values
-    Holm-adjusted over the channel's pairs; a pair is separated where the adjusted p-value is under
-    1 − ``conf_level``. From the separated pairs come each model's rank range and tie group
-    (`rank_ranges`). A channel is ``saturated`` where the top tie group holds two or more models,
-    each at the ceiling (its failures count fewer than `intervals.MIN_MINORITY` effective families,
-    where its interval is a score interval): these families cannot separate the top models.
+    seed). Every pair of models is tested on its studentised difference, the p-values adjusted by a
+    step-down max-T over the channel's pairs (`pairwise_p_values`): the chance that any pair the
+    data call separated is not is at most 1 − ``conf_level`` within a channel (not across
+    channels). From the separated pairs come each model's rank range and tie group (`rank_ranges`):
+    no two models of a tie group are separated at that level. A channel is ``saturated`` where the
+    top tie group holds two or more models whose interval lower ends are all at or above
+    `SATURATION_LEVEL`. A model whose score is undefined on the cohort (a CFR with no right source
+    answer, say) is listed last with no rank, and takes no part in the others' ranges.
 
     Returns
     -------
@@ -275,41 +434,45 @@ def rank_intervals(
         ``rank_low, rank_high`` (the rank range), ``tier`` (1 = the top tie group), ``saturated``,
         ``conf_level, draws, draws_undefined, seed, adjustment``.
         ``distribution``: one row per model × channel × rank: ``model, channel, metric, rank,
-        probability`` (the share of replicates with that rank).
+        probability`` (the share of replicates with that rank, among those where every ranked
+        model's score is defined).
     """
     resample.check_options(draws=draws, conf_level=conf_level)
     rows, distribution = [], []
     for channel in channels:
         a, b, trials = _family_matrices(outcomes, channel, models, score, trials=True)
         estimates = resample.ratio_of_sums(np.ones((1, len(a))), a, b)[0]
-        full_ranks = _ranks(estimates)
+        ranked = np.flatnonzero(~np.isnan(estimates))  # the models with a score on this cohort
         weights = resample.family_weights(len(a), draws, resample.rng_for(seed, channel))
-        replicate_scores = resample.ratio_of_sums(weights, a, b)
+        replicate_scores = resample.ratio_of_sums(weights, a, b)[:, ranked]
         defined = ~np.isnan(replicate_scores).any(axis=1)
         ranks = _ranks(replicate_scores[defined])
-        separated = np.zeros((len(models), len(models)), dtype=bool)
-        if defined.sum() and len(models) > 1:
-            p = pairwise_p_values(replicate_scores[defined])
-            upper = np.triu_indices(len(models), 1)
-            adjusted = np.ones_like(p)
-            adjusted[upper] = pg.multicomp(p[upper], method="holm")[1]
-            adjusted.T[upper] = adjusted[upper]
-            separated = (adjusted < 1 - conf_level) & (estimates[:, None] > estimates[None, :])
-        low, high, tier = rank_ranges(estimates, separated)
+        full_ranks = _ranks(estimates[ranked])
+        separated = np.zeros((len(ranked), len(ranked)), dtype=bool)
+        if len(ranked) > 1:
+            p = pairwise_p_values(weights, a[:, ranked], b[:, ranked], seed=seed)
+            separated = (p < 1 - conf_level) & (estimates[ranked][:, None] > estimates[ranked][None, :])
+        low, high, tier = rank_ranges(estimates[ranked], separated)
         top = tier == 1
-        saturated = bool(top.sum() >= 2 and intervals.near_ceiling(a, b, trials=trials)[top].all())
-        for j in np.argsort(full_ranks, kind="stable"):  # a leaderboard: best first
-            model = models[j]
+        lower_ends, _, _ = intervals.rate_intervals(
+            a[:, ranked],
+            b[:, ranked],
+            resample.ratio_of_sums(weights, a[:, ranked], b[:, ranked]),
+            conf_level,
+            trials=trials[:, ranked],
+        )
+        saturated = bool(top.sum() >= 2 and (lower_ends[top] >= SATURATION_LEVEL).all())
+        for k in np.argsort(full_ranks, kind="stable"):  # a leaderboard: best first
             rows.append(
                 (
-                    model,
+                    models[ranked[k]],
                     channel,
                     score,
-                    float(estimates[j]),
-                    float(full_ranks[j]),
-                    float(low[j]),
-                    float(high[j]),
-                    int(tier[j]),
+                    float(estimates[ranked[k]]),
+                    float(full_ranks[k]),
+                    float(low[k]),
+                    float(high[k]),
+                    int(tier[k]),
                     saturated,
                     conf_level,
                     draws,
@@ -318,10 +481,29 @@ def rank_intervals(
                     ADJUSTMENT,
                 )
             )
-        for j, model in enumerate(models):
-            values, counts = np.unique(ranks[:, j], return_counts=True)
+        for j in sorted(set(range(len(models))) - set(ranked.tolist())):  # listed apart, unranked
+            rows.append(
+                (
+                    models[j],
+                    channel,
+                    score,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    saturated,
+                    conf_level,
+                    draws,
+                    draws,
+                    seed,
+                    ADJUSTMENT,
+                )
+            )
+        for k, j in enumerate(ranked):
+            values, counts = np.unique(ranks[:, k], return_counts=True)
             for value, count in zip(values, counts):
-                distribution.append((model, channel, score, float(value), float(count / len(ranks))))
+                distribution.append((models[j], channel, score, float(value), float(count / len(ranks))))
     frame = pl.DataFrame(rows, schema=RANK_SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None))
     return (
         units.percent_columns(frame, ("estimate",)),

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from molp2s_stats.stats import stability
 
@@ -106,9 +108,10 @@ def test_stability_needs_two_models_and_a_known_score():
 
 
 def test_two_models_at_the_ceiling_share_the_top_and_the_channel_is_saturated():
-    # 40 families: a and b right on all of them (b wrong on one), c right on half. a and b cannot be told
-    # apart (rank range 1–2, one tie group), c is behind both (rank 3–3), and the top sits at the ceiling.
-    outcomes = outcomes_from({"a": [1.0] * 40, "b": [1.0] * 39 + [0.0], "c": [1.0, 0.0] * 20})
+    # 80 families: a and b right on all of them (b wrong on one), c right on half. a and b are not
+    # separated (rank range 1–2, one tie group), c is behind both (rank 3–3), and both top models'
+    # lower ends are above 90% (a: 80 / (80 + t(79)²) = 95.3%), so the channel is saturated.
+    outcomes = outcomes_from({"a": [1.0] * 80, "b": [1.0] * 79 + [0.0], "c": [1.0, 0.0] * 40})
     ranks, _ = stability.rank_intervals(outcomes, channels=["ir"], models=["a", "b", "c"], draws=500, seed=1)
     rows = {r["model"]: r for r in ranks.iter_rows(named=True)}
     assert [(rows[m]["rank_low"], rows[m]["rank_high"], rows[m]["tier"]) for m in "abc"] == [
@@ -117,10 +120,89 @@ def test_two_models_at_the_ceiling_share_the_top_and_the_channel_is_saturated():
         (3.0, 3.0, 2),
     ]
     assert ranks["saturated"].all() and stability.saturated_channels(ranks) == ["ir"]
-    assert (ranks["adjustment"] == "holm").all()
+    assert (ranks["adjustment"] == stability.ADJUSTMENT).all()
+
+
+def test_a_tie_below_the_saturation_level_is_not_saturation():
+    # the same shape at 75%: a and b not separated, but their lower ends are far below 90%
+    outcomes = outcomes_from({"a": [1.0, 1.0, 1.0, 0.0] * 20, "b": [1.0, 1.0, 0.0, 1.0] * 20, "c": [1.0, 0.0] * 40})
+    ranks, _ = stability.rank_intervals(outcomes, channels=["ir"], models=["a", "b", "c"], draws=500, seed=1)
+    assert ranks.filter(pl.col("tier") == 1).height == 2 and not ranks["saturated"].any()
 
 
 def test_a_clear_leader_is_not_saturated():
     outcomes = outcomes_from({"a": [1.0] * 40, "b": [1.0, 0.0] * 20})
     ranks, _ = stability.rank_intervals(outcomes, channels=["ir"], models=["a", "b"], draws=500, seed=1)
     assert ranks["tier"].to_list() == [1, 2] and not ranks["saturated"].any()
+
+
+# --- rank ranges: the error rate they state -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("discordant", [2, 3, 5, 7, 10, 12])
+def test_a_pair_is_never_surer_than_exact_mcnemar(discordant):
+    """136 families of one task; model 0 right on `discordant` more than model 1, the rest agree. With
+    no clustering the exact McNemar p-value is the binomial test's, 2 · 2^-k (scipy); the package's is
+    never below it (the bootstrap alone said 1.5e-3 at k = 7, where McNemar says 0.016)."""
+    from scipy import stats
+
+    a = np.zeros((136, 2))
+    a[:60] = 1.0
+    a[60 : 60 + discordant, 0] = 1.0
+    weights = np.random.default_rng(1).multinomial(136, np.full(136, 1 / 136), size=2000).astype(float)
+    p = stability.pairwise_p_values(weights, a, np.ones((136, 2)), seed=1)[0, 1]
+    assert p >= stats.binomtest(discordant, discordant, 0.5).pvalue - 1e-12
+    assert p >= 1 / 2001  # never 0
+
+
+def test_the_sign_flip_test_is_exact_mcnemar_without_clustering():
+    # 7 discordant families all one way: 2 / 2^7 = 0.015625; 5 one way and 2 the other: P(|S| ≥ 3) over
+    # 2^7 patterns = 2 · (1 + 7 + 21) / 128 = 0.453125, scipy's binomial test on 5 of 7
+    from scipy import stats
+
+    rng = np.random.default_rng(0)
+    assert stability.sign_flip_p_value(np.array([1.0] * 7 + [0.0] * 50), 100, rng) == 0.015625
+    mixed = np.array([1.0] * 5 + [-1.0] * 2)
+    assert stability.sign_flip_p_value(mixed, 100, rng) == pytest.approx(stats.binomtest(5, 7).pvalue)
+    assert stability.sign_flip_p_value(np.zeros(10), 100, rng) == 1.0
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    rates=st.lists(st.floats(0.05, 0.95), min_size=3, max_size=5),
+    families=st.integers(8, 40),
+    seed=st.integers(0, 1000),
+)
+def test_separations_are_antisymmetric_and_tie_groups_hold_no_separated_pair(rates, families, seed):
+    rng = np.random.default_rng(seed)
+    a = (rng.random((families, len(rates))) < np.array(rates)).astype(float)
+    b = np.ones_like(a)
+    weights = rng.multinomial(families, np.full(families, 1 / families), size=200).astype(float)
+    p = stability.pairwise_p_values(weights, a, b, seed=seed)
+    assert np.array_equal(p, p.T) and (p >= 1 / 201).all() and (p <= 1).all()
+    estimates = a.mean(axis=0)
+    separated = (p < 0.05) & (estimates[:, None] > estimates[None, :])
+    assert not (separated & separated.T).any()  # A ahead of B and B ahead of A never both
+    low, high, tier = stability.rank_ranges(estimates, separated)
+    for group in np.unique(tier):
+        members = np.flatnonzero(tier == group)
+        assert not separated[np.ix_(members, members)].any()
+    order = stability._ranks(estimates[None])[0]
+    assert ((low <= np.floor(order)) & (np.ceil(order) <= high)).all()
+
+
+def test_a_model_without_a_score_is_listed_apart_and_leaves_the_others_ranges_alone():
+    outcomes = outcomes_from({"a": [1.0] * 30, "b": [1.0, 0.0] * 15, "c": [0.0, 1.0, 0.0] * 10})
+    # d answers no cf source right anywhere: its CFR is undefined on the cohort
+    undefined = outcomes_from({"d": [0.0] * 30})
+    kwargs = dict(score="cfr", channels=["ir"], draws=300, seed=2)
+    alone, _ = stability.rank_intervals(outcomes, models=["a", "b", "c"], **kwargs)
+    both, distribution = stability.rank_intervals(
+        pl.concat([outcomes, undefined]), models=["a", "b", "c", "d"], **kwargs
+    )
+    assert both["model"].to_list()[-1] == "d"
+    row = both.row(-1, named=True)
+    assert row["rank"] is None and row["tier"] is None and row["estimate"] is None
+    columns = ["model", "rank", "rank_low", "rank_high", "tier"]
+    assert both.head(3).select(columns).equals(alone.select(columns))
+    assert "d" not in distribution["model"].to_list()

@@ -84,7 +84,8 @@ def test_project_lists_the_eight_pages():
     assert [p.source for p in pages] == [f"{name}.qmd" for name in PAGES]
     assert [p.source for p in pages] == config["project"]["render"]  # the render list, not the navbar
     assert config["project"]["type"] == "website"
-    # Quarto renders these pages in one-shot kernels; the fallback always does
+    # Quarto renders these pages in one-shot kernels; the fallback reuses one kernel a worker, its namespace
+    # reset before each page (render.py), so a page still cannot read what another left
     assert config["execute"]["daemon"] is False
 
 

@@ -77,6 +77,23 @@ TINY = {
         "of a bound",
     ),
     "bench_intervals.py": (["--quick"], "Mid-range (truth 50%)"),
+    "bench_rank_ranges.py": (
+        [
+            "--replicates",
+            "1",
+            "--draws",
+            "100",
+            "--models",
+            "8",
+            "--families",
+            "30",
+            "--sizes",
+            "equal",
+            "--out",
+            "{tmp}/rank_ranges.csv",
+        ],
+        "worst cell",
+    ),
     "bench_loo.py": (["--observations", "300", "--repeats", "1"], "largest difference"),
     "bench_sbc.py": (
         ["--replicates", "2", "--draws", "60", "--out", "{tmp}/ranks.csv", "--figure", "{tmp}/ranks.svg"],

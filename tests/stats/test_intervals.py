@@ -186,3 +186,28 @@ def test_a_family_counts_as_many_trials_as_the_independent_tasks_behind_its_shar
     assert frame.select(metrics.metric_trials("cfr").alias("m"))["m"].to_list() == [2.0, 0.0]
     assert metrics.metric_trials("acc_source") is None
     assert intervals.trial_capacity(np.ones((40, 1)), np.full((40, 1), 8 / 3))[0] == pytest.approx(40 * 8 / 3)
+
+
+def test_a_near_perfect_model_is_no_surer_than_a_perfect_one():
+    # cf accuracy, 100 families × 3 tasks. 300/300: Wilson on the 100 Kish families, t(99) = 1.9842,
+    # lower end 100 / (100 + 1.9842²) = 96.21%. 299/300 measured as if every task were independent
+    # said 98.1%, above the perfect model's; now at most 96.21%.
+    b = np.full((100, 2), 3.0)
+    a = b.copy()
+    a[0, 1] = 2.0
+    _, _, _, low, _ = intervals._score(a, b, 0.95)
+    assert round(float(low[0]), 4) == round(100 / (100 + stats.t.ppf(0.975, 99) ** 2), 4) == 0.9621
+    assert low[1] <= low[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(1, 5), min_size=2, max_size=60), family=st.integers(0, 59))
+def test_one_answer_off_a_bound_is_no_surer_than_the_bound(sizes, family):
+    """A perfect model and the same model with one task wrong, in any family of any size: the second's
+    lower end is never above the first's; mirrored at 0 for the upper end. (Inside, the ends follow the
+    measured design effect; their monotonicity there is left to the interval benchmark.)"""
+    b = np.array(sizes, dtype=float)[:, None]
+    one_off = np.zeros_like(b)
+    one_off[family % len(sizes), 0] = 1.0
+    assert intervals._score(b - one_off, b, 0.95)[3][0] <= intervals._score(b, b, 0.95)[3][0] + 1e-12
+    assert intervals._score(one_off, b, 0.95)[4][0] >= intervals._score(np.zeros_like(b), b, 0.95)[4][0] - 1e-12

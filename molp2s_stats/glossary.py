@@ -86,7 +86,8 @@ COLUMNS: dict[str, str] = {
     "loss": "families right with input X and wrong with Y",
     "net": "accuracy of model B minus model A, pp",
     "delta": "accuracy with input Y minus with X, pp",
-    "p_value": "exact McNemar p-value (two-sided binomial test of the discordant tasks); in the model checks, "
+    "p_value": "clustered McNemar p-value (two-sided sign-flip test of each family's net of discordant tasks; "
+    "the exact McNemar test when every family has one task); in the model checks, "
     "the predictive p-value: the share of replicates whose statistic is at least the observed one "
     "(near 0 or 1: the model does not reproduce it)",
     "p_adjusted": "p_value adjusted for the comparisons in the same output (see adjustment)",

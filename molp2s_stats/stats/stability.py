@@ -17,6 +17,7 @@ from scipy import stats
 from .. import units
 from ..errors import UsageError
 from . import intervals, resample
+from .compare import sign_flip_p_value
 from .metrics import family_matrices, metric_components, metric_trials
 
 SCORES = ("reliance_margin", "cfr", "pgr")
@@ -295,37 +296,6 @@ def stepdown_p_values(t_observed: np.ndarray, t_replicates: np.ndarray) -> np.nd
     out = np.empty(hypotheses)
     out[order] = adjusted
     return out
-
-
-# up to this many families that differ, the sign-flip test enumerates every pattern (2^k); above,
-# the normal approximation to the patterns' sum, with a continuity correction
-EXACT_FLIPS = 16
-
-
-def sign_flip_p_value(contributions: np.ndarray) -> float:
-    """Two-sided sign-flip (randomisation) p-value of ``Σ contributions`` against 0.
-
-    Under "no difference" each family's contribution to a paired difference is as likely to
-    have either sign; the p-value is the share of the 2^k sign patterns of the k non-zero
-    contributions whose |sum| reaches the observed one. With one task a family and a 0/1
-    outcome this is the exact McNemar test: k discordant families all one way give 2 · 2^−k.
-    Exact up to `EXACT_FLIPS` families; beyond, the patterns' sum is near normal with variance
-    Σ x², and |S| is shortened by the smallest |x| (half a step of the sum's lattice when every
-    |x| is alike) so that the tail is not thinner than the exact one. Not Monte Carlo: a p-value
-    must reach 0.05 / pairs under Holm, below any count of random patterns' resolution.
-
-    >>> sign_flip_p_value(np.array([1.0] * 7 + [0.0] * 129))
-    0.015625
-    """
-    x = contributions[np.abs(contributions) > intervals.NEGLIGIBLE]
-    if len(x) == 0:
-        return 1.0
-    observed = abs(x.sum())
-    if len(x) <= EXACT_FLIPS:
-        patterns = 1 - 2 * ((np.arange(2 ** len(x))[:, None] >> np.arange(len(x))[None, :]) & 1)
-        return float((np.abs(patterns @ x) >= observed * (1 - 1e-9)).mean())  # the observed pattern reaches it
-    z = max(observed - np.abs(x).min(), 0.0) / np.sqrt((x**2).sum())
-    return float(min(1.0, 2 * stats.norm.sf(z)))
 
 
 def null_contributions(a: np.ndarray, b: np.ndarray, i: int, j: int) -> np.ndarray:

@@ -427,6 +427,40 @@ def estimate_coverage(results: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def rank_range_errors(results: pl.DataFrame) -> pl.DataFrame:
+    """One row per leaderboard (models × families × family sizes) of benchmarks/bench_rank_ranges.py:
+    replicates; the share with any false separation (%, with its 95% Clopper–Pearson interval: the
+    family-wise error the rank ranges promise to keep at or below 5%); a false separation of the
+    tied top block (%); and the power on pairs at least 5 pp apart (% of them separated)."""
+    from scipy import stats
+
+    summary = (
+        results.group_by("models", "families", "sizes")
+        .agg(
+            replicates=pl.len(),
+            false_count=pl.col("any_false").sum(),
+            top_false=pl.col("top_tied_separated").mean() * PERCENT,
+            power=pl.col("separated_apart").sum() / pl.col("pairs_apart").sum() * PERCENT,
+        )
+        .sort("models", "families", "sizes")
+    )
+    ends = [
+        stats.binomtest(int(k), int(n)).proportion_ci(0.95)
+        for k, n in zip(summary["false_count"], summary["replicates"])
+    ]
+    return summary.select(
+        "models",
+        "families",
+        "sizes",
+        "replicates",
+        (pl.col("false_count") / pl.col("replicates") * PERCENT).alias("any_false"),
+        pl.Series("any_false_low", [e.low * PERCENT for e in ends]),
+        pl.Series("any_false_high", [e.high * PERCENT for e in ends]),
+        "top_false",
+        "power",
+    )
+
+
 if __name__ == "__main__":
     # python -m molp2s_stats.performance RESULTS SCRIPT [ARGUMENTS…]: record a run whose output was
     # saved by the caller (`make bench` saves each script's printout)

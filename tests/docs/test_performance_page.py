@@ -96,3 +96,22 @@ def test_sbc_uniformity_tells_uniform_ranks_from_skewed_ones():
     table = {r["quantity"]: r for r in performance.sbc_uniformity(frame).iter_rows(named=True)}
     assert table["u"]["p_value"] > 0.01 and table["s"]["p_value"] < 1e-6
     assert table["u"]["ranks"] == 2000 and table["u"]["replicates"] == 200
+
+
+def test_rank_range_errors_count_replicates_with_any_false_separation():
+    # 4 replicates of one cell: one with a false separation → 25%, Clopper–Pearson [0.63, 80.6]%;
+    # power: 9 of 20 pairs apart separated = 45%
+    frame = pl.DataFrame(
+        {
+            "models": [8] * 4,
+            "families": [30] * 4,
+            "sizes": ["equal"] * 4,
+            "any_false": [False, True, False, False],
+            "top_tied_separated": [False, False, False, False],
+            "separated_apart": [2, 3, 1, 3],
+            "pairs_apart": [5, 5, 5, 5],
+        }
+    )
+    row = performance.rank_range_errors(frame).row(0, named=True)
+    assert (row["replicates"], row["any_false"], row["power"], row["top_false"]) == (4, 25.0, 45.0, 0.0)
+    assert round(row["any_false_low"], 2) == 0.63 and round(row["any_false_high"], 1) == 80.6

@@ -91,6 +91,10 @@ COLUMNS: dict[str, str] = {
     "the predictive p-value: the share of replicates whose statistic is at least the observed one "
     "(near 0 or 1: the model does not reproduce it)",
     "p_adjusted": "p_value adjusted for the comparisons in the same output (see adjustment)",
+    "verdict": "the paired difference in words (model B against A; input `to` against `from`): ahead or behind "
+    "(its interval excludes 0), equivalent (its 1 − 2α interval lies within ±margin: two one-sided tests), "
+    "else undecided",
+    "margin": "the equivalence margin of verdict, pp",
     "adjustment": "multiple-comparison method behind p_adjusted, e.g. holm",
     "answers": "terminal answers counted (explanations: those with justification text)",
     "invalid_answers": "terminal answers that name no candidate",

@@ -21,6 +21,7 @@ from .params import (
     ExcludeOption,
     FormatOption,
     LevelOption,
+    MarginOption,
     MetricsOption,
     OutOption,
     SeedOption,
@@ -36,6 +37,7 @@ compare = lazy_import("molp2s_stats.stats.compare")
 metrics = lazy_import("molp2s_stats.stats.metrics")
 store = lazy_import("molp2s_stats.store")
 subsample = lazy_import("molp2s_stats.stats.subsample")
+units = lazy_import("molp2s_stats.units")
 
 
 def _metrics_help() -> str:
@@ -274,6 +276,7 @@ def compare_inputs_command(
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates.")] = DEFAULT_PAIRED_DRAWS,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
+    margin: MarginOption = None,
     fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
@@ -281,7 +284,8 @@ def compare_inputs_command(
 
     Δ's interval is the family bootstrap's percentile interval while the two inputs' answers differ on
     10 or more families' worth of tasks, else the MOVER interval of the gain and loss shares (the
-    method column says which).
+    method column says which). The verdict says Y against X in words: ahead or behind (the interval
+    excludes 0), equivalent within ±--margin (the 1 − 2α interval lies inside it), or undecided.
 
     Example: molp2s compare-inputs --from vibrational_bundle --to all --model sim-vibrational-expert
     """
@@ -301,6 +305,7 @@ def compare_inputs_command(
         draws=bootstrap,
         seed=seed,
         conf_level=conf_level,
+        margin=None if margin is None else units.proportion(margin),
     )
     emit(result, fmt, out, title=f"Paired input comparison {from_channel} → {to_channel} ({condition} tasks)")
 
@@ -319,6 +324,7 @@ def transitions_command(
     ] = DEFAULT_DRAWS,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
+    margin: MarginOption = None,
     fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
@@ -327,6 +333,8 @@ def transitions_command(
     The net's interval is the family bootstrap's percentile interval while the two models disagree on
     10 or more families' worth of tasks, else the MOVER interval of its two discordant shares (the
     method column says which): two models right on every task are not reported as certainly tied.
+    The p-value is McNemar's, clustered by family. The verdict says B against A in words: ahead or
+    behind (net's interval excludes 0), equivalent within ±--margin, or undecided.
 
     Example: molp2s transitions --channel ir --condition source --model-a sim-vibrational-expert --model-b sim-generalist
     """
@@ -343,7 +351,14 @@ def transitions_command(
         fail(f"no cohort tasks for channel {channel!r} and condition {condition!r}")
     pairs = [(model_a, model_b)] if model_a else None
     result = compare.model_transitions(
-        outcomes, channel=channel, condition=condition, pairs=pairs, draws=bootstrap, seed=seed, conf_level=conf_level
+        outcomes,
+        channel=channel,
+        condition=condition,
+        pairs=pairs,
+        draws=bootstrap,
+        seed=seed,
+        conf_level=conf_level,
+        margin=None if margin is None else units.proportion(margin),
     )
     emit(result, fmt, out, title=f"Model-pair transitions, {channel} / {condition} (% of tasks; net in pp)")
 

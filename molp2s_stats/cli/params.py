@@ -53,6 +53,15 @@ MetricsOption = Annotated[
     list[str] | None, typer.Option("--metric", help=f"One of: {', '.join(METRICS)}; repeat for several. Default: all.")
 ]
 ConditionOption = Annotated[str, typer.Option("--condition", help="none | source | shuffled | cf.")]
+MarginOption = Annotated[
+    float | None,
+    typer.Option(
+        "--margin",
+        help="Equivalence margin, pp (default 2): a difference whose 1 − 2α interval lies within ±margin is "
+        "called equivalent (the verdict column).",
+        show_default=False,
+    ),
+]
 # ranks and stability: the one metric a ranking is by (--score, the older name, still works)
 RankMetricOption = Annotated[
     str, typer.Option("--metric", "--score", help="The metric models are ranked by: pgr, reliance_margin, cfr, …")

@@ -15,7 +15,7 @@ import polars as pl
 from scipy import stats
 
 from .. import units
-from ..defaults import DEFAULT_DRAWS, DEFAULT_PAIRED_DRAWS
+from ..defaults import DEFAULT_DRAWS, DEFAULT_MARGIN, DEFAULT_PAIRED_DRAWS
 from ..errors import UsageError
 from . import intervals, resample
 from .metrics import family_matrices
@@ -39,6 +39,8 @@ PAIRED_INPUT_SCHEMA = {
     "draws": pl.Int64,
     "draws_undefined": pl.Int64,
     "seed": pl.Int64,
+    "verdict": pl.String,
+    "margin": pl.Float64,
 }
 TRANSITION_SCHEMA = {
     "channel": pl.String,
@@ -62,7 +64,49 @@ TRANSITION_SCHEMA = {
     "p_value": pl.Float64,
     "p_adjusted": pl.Float64,
     "adjustment": pl.String,
+    "verdict": pl.String,
+    "margin": pl.Float64,
 }
+VERDICTS = ("ahead", "behind", "equivalent", "undecided")
+
+
+def verdicts(
+    low: np.ndarray, high: np.ndarray, tost_low: np.ndarray, tost_high: np.ndarray, margin: float
+) -> list[str | None]:
+    """The word for each paired difference (second minus first), from its intervals.
+
+    ``ahead`` / ``behind``: the interval at the confidence level lies above / below 0. Else
+    ``equivalent``: the interval at 1 − 2α lies inside ±``margin`` (two one-sided tests at
+    level α, Schuirmann 1987). Else ``undecided``: the data show neither a difference nor its
+    absence. None where the difference is undefined. Swapping the two sides swaps ahead and
+    behind and leaves the rest.
+
+    >>> verdicts(*[np.array(v) for v in ([0.01, -0.03, -0.01, -0.05], [0.05, -0.01, 0.01, 0.04],
+    ...          [0.015, -0.028, -0.008, -0.04], [0.045, -0.012, 0.009, 0.03])], margin=0.02)
+    ['ahead', 'behind', 'equivalent', 'undecided']
+    """
+    out: list[str | None] = []
+    for lo, hi, tlo, thi in zip(low, high, tost_low, tost_high):
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            out.append(None)
+        elif lo > 0:
+            out.append("ahead")
+        elif hi < 0:
+            out.append("behind")
+        elif np.isfinite(tlo) and np.isfinite(thi) and -margin < tlo and thi < margin:
+            out.append("equivalent")
+        else:
+            out.append("undecided")
+    return out
+
+
+def _check_margin(margin: float | None) -> float:
+    """The margin to use: ``DEFAULT_MARGIN`` for None; a share strictly between 0 and 1."""
+    if margin is None:
+        return DEFAULT_MARGIN
+    if not (np.isfinite(margin) and 0 < margin < 1):
+        raise UsageError(f"the equivalence margin must be a share between 0 and 1 (2 pp is 0.02), got {margin!r}")
+    return margin
 
 
 # up to this many families that differ, the sign-flip test enumerates every pattern (2^k); above,
@@ -106,8 +150,12 @@ def paired_inputs(
     draws: int = DEFAULT_PAIRED_DRAWS,
     seed: int = 0,
     conf_level: float = 0.95,
+    margin: float | None = None,
 ) -> pl.DataFrame:
     """One model, inputs X → Y, over the families in both cohorts (the paper's Table 12).
+
+    ``verdict`` (`verdicts`): Y against X, ahead, behind, equivalent within ±``margin``
+    (a share; default ``DEFAULT_MARGIN``, 2 pp), or undecided.
 
     Tasks are paired across the two inputs by family and target, so a cf task for
     candidate k under X meets the cf task for k under Y. With several samples per task
@@ -172,20 +220,21 @@ def paired_inputs(
     _, arrays = family_matrices(
         per_family, models=models, columns=["tasks", "both_correct", "gain", "loss", "both_wrong", "diff"]
     )
+    margin = _check_margin(margin)
+    key = f"{from_channel}->{to_channel}:{condition}"
     low, high, undefined, method, used = resample.bootstrap_difference(
-        arrays["gain"],
-        arrays["loss"],
-        arrays["tasks"],
-        draws=draws,
-        seed=seed,
-        key=f"{from_channel}->{to_channel}:{condition}",
-        conf_level=conf_level,
+        arrays["gain"], arrays["loss"], arrays["tasks"], draws=draws, seed=seed, key=key, conf_level=conf_level
+    )
+    # the same replicates (same seed and key) at 1 − 2α, for the two one-sided tests of equivalence
+    tost_low, tost_high, *_ = resample.bootstrap_difference(
+        arrays["gain"], arrays["loss"], arrays["tasks"], draws=draws, seed=seed, key=key, conf_level=2 * conf_level - 1
     )
     tasks = arrays["tasks"].sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         delta = np.where(tasks > 0, arrays["diff"].sum(axis=0) / np.where(tasks > 0, tasks, 1), np.nan)
     if from_channel == to_channel and used:  # the same answers on both sides: Δ is 0 by construction
         low, high = np.where(tasks > 0, 0.0, np.nan), np.where(tasks > 0, 0.0, np.nan)
+        tost_low, tost_high = low, high
         method = np.full(len(models), intervals.FIXED, dtype=object)
     frame = pl.DataFrame(
         {
@@ -204,10 +253,12 @@ def paired_inputs(
             "draws": used,
             "draws_undefined": undefined,
             "seed": seed,
+            "verdict": verdicts(low, high, tost_low, tost_high, margin) if used else [None] * len(models),
+            "margin": margin,
         },
         schema=PAIRED_INPUT_SCHEMA,
     ).with_columns(pl.col(pl.Float64).fill_nan(None))
-    return units.percent_columns(frame, ("delta", "conf_low", "conf_high"))
+    return units.percent_columns(frame, ("delta", "conf_low", "conf_high", "margin"))
 
 
 def read_condition_outcomes(con: duckdb.DuckDBPyConnection, *, channels: list[str], condition: str) -> pl.DataFrame:
@@ -233,6 +284,7 @@ def model_transitions(
     draws: int = DEFAULT_DRAWS,
     seed: int = 0,
     conf_level: float = 0.95,
+    margin: float | None = None,
 ) -> pl.DataFrame:
     """Model-pair transitions on the same tasks (the paper's Figure 2).
 
@@ -249,7 +301,9 @@ def model_transitions(
         One row per pair: shares of tasks (%) both correct, A only, B only, both
         wrong; ``net`` = Acc_B − Acc_A (pp) with a family-bootstrap interval; the clustered
         McNemar ``p_value`` (`sign_flip_p_value` of each family's net: exact McNemar when every
-        family has one task) and its Holm adjustment over the pairs (``p_adjusted``).
+        family has one task) and its Holm adjustment over the pairs (``p_adjusted``); ``verdict``
+        (`verdicts`): model B against A, ahead, behind, equivalent within ±``margin`` (a share),
+        or undecided, from ``net``'s interval.
     """
     models = sorted(task_outcomes["model"].unique().to_list())
     pairs = pairs if pairs is not None else list(itertools.combinations(models, 2))
@@ -294,18 +348,18 @@ def model_transitions(
         counts.append(np.bincount(index, minlength=len(families)).astype(float))
     if not rows:
         return pl.DataFrame(schema=TRANSITION_SCHEMA)
+    margin = _check_margin(margin)
     counts = np.column_stack(counts)
+    gains, losses, key = np.column_stack(gains), np.column_stack(losses), f"{channel}:{condition}"
     low, high, undefined, method, used = resample.bootstrap_difference(
-        np.column_stack(gains),
-        np.column_stack(losses),
-        counts,
-        draws=draws,
-        seed=seed,
-        key=f"{channel}:{condition}",
-        conf_level=conf_level,
+        gains, losses, counts, draws=draws, seed=seed, key=key, conf_level=conf_level
     )
+    tost_low, tost_high, *_ = resample.bootstrap_difference(
+        gains, losses, counts, draws=draws, seed=seed, key=key, conf_level=2 * conf_level - 1
+    )
+    words = verdicts(low, high, tost_low, tost_high, margin) if used else [None] * len(rows)
     adjusted = pg.multicomp([row["p_value"] for row in rows], method="holm")[1]
-    for row, lo, hi, und, how, p_holm in zip(rows, low, high, undefined, method, adjusted):
+    for row, lo, hi, und, how, p_holm, word in zip(rows, low, high, undefined, method, adjusted, words):
         row.update(
             conf_low=lo,
             conf_high=hi,
@@ -316,8 +370,10 @@ def model_transitions(
             seed=seed,
             p_adjusted=float(p_holm),
             adjustment="holm",
+            verdict=word,
+            margin=margin,
         )
     frame = pl.DataFrame(rows, schema=TRANSITION_SCHEMA).with_columns(pl.col(pl.Float64).fill_nan(None))
     return units.percent_columns(
-        frame, ("both_correct", "a_only", "b_only", "both_wrong", "net", "conf_low", "conf_high")
+        frame, ("both_correct", "a_only", "b_only", "both_wrong", "net", "conf_low", "conf_high", "margin")
     )

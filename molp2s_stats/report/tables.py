@@ -307,6 +307,29 @@ def podium(values: list[float | None], higher_is_better: bool = True) -> list[st
 WIDE_SINGLE_ROW = 6
 
 
+def verdict_sentence(subject: str, other: str, verdict: str | None, margin: float) -> str:
+    """One pair's verdict as the pages say it: the only way a page words a comparison of two.
+
+    >>> verdict_sentence("B", "A", "equivalent", 2.0)
+    'B and A are equivalent within ±2 pp'
+    """
+    return {
+        "ahead": f"{subject} is ahead of {other}",
+        "behind": f"{subject} is behind {other}",
+        "equivalent": f"{subject} and {other} are equivalent within ±{margin:g} pp",
+        "undecided": f"{subject} and {other}: undecided (neither a difference nor equivalence shown)",
+    }.get(verdict or "", f"{subject} and {other}: no verdict (the difference is undefined)")
+
+
+def verdict_sentences(frame: pl.DataFrame, subject: str, other: str) -> str:
+    """Every row's `verdict_sentence`, as a Markdown list: ``subject`` and ``other`` name the columns
+    (model_b and model_a for transitions; to and from for paired inputs)."""
+    return "\n".join(
+        f"- {verdict_sentence(row[subject], row[other], row['verdict'], row['margin'])}."
+        for row in frame.iter_rows(named=True)
+    )
+
+
 def plain_table(
     frame: pl.DataFrame,
     *,

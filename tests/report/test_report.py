@@ -450,3 +450,34 @@ def test_chart_panels_follow_the_paper_order_and_the_channels_names():
         {"channel": ["ir", "all"], "model_a": ["a", "a"], "model_b": ["b", "b"], "probability": [0.5, 0.6]}
     )
     assert charts.heatmap(contrasts, title="t").to_dict()["facet"]["sort"] == ["IR", "All channels"]
+
+
+def test_every_sentence_about_a_pair_on_the_comparisons_page_is_its_verdict(site):
+    """The page's sentences about two models or two inputs, read back from the rendered HTML, are exactly
+    the verdicts of the exported tables: one a pair, and none the tables do not hold."""
+    import html as html_module
+
+    from molp2s_stats.report import tables
+    from molp2s_stats.stats import compare
+
+    page = html_module.unescape(re.sub(r"<[^>]+>", "", (site / "comparisons.html").read_text()))
+    said = set(
+        re.findall(
+            r"^.*(?:is ahead of|is behind|are equivalent within|undecided \(neither|no verdict).*$", page, re.MULTILINE
+        )
+    )
+    transitions = pl.read_csv(site / "tables" / "figure2_transitions.csv")
+    paired = pl.read_csv(site / "tables" / "table12_paired_inputs.csv")
+    expected = {
+        tables.verdict_sentence(r["model_b"], r["model_a"], r["verdict"], r["margin"]) + "."
+        for r in transitions.iter_rows(named=True)
+    }
+    expected |= {
+        tables.verdict_sentence(
+            f"{r['model']} with {r['to']}", f"{r['model']} with {r['from']}", r["verdict"], r["margin"]
+        )
+        + "."
+        for r in paired.iter_rows(named=True)
+    }
+    assert transitions["verdict"].is_not_null().all() and set(transitions["verdict"]) <= set(compare.VERDICTS)
+    assert {line.strip() for line in said} == expected

@@ -87,7 +87,10 @@ def tiny_data():
 def test_a_fit_made_to_miss_the_gate_is_extended_and_records_each_attempt(tiny_data, tmp_path):
     # 2 chains × 100 draws cannot reach an ESS of 400: the fit must lengthen or add chains until it passes
     seen = []
-    idata = bayes_fit.fit(tiny_data, draws=100, tune=200, chains=2, seed=4, budget=120, on_attempt=seen.append)
+    # a budget far above the ~100 s it needs on 2 cores: the budget is wall time, and a busy machine's
+    # clock must not decide this behaviour test (CI, 2026-12-06, cut it short at 120 s); the cut itself is
+    # tested with budget=0 below
+    idata = bayes_fit.fit(tiny_data, draws=100, tune=200, chains=2, seed=4, budget=3600, on_attempt=seen.append)
     table = health.attempts(idata)
     check_columns(table.columns)
     assert table.height == len(seen) >= 2

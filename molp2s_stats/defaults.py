@@ -27,7 +27,7 @@ DB_ENV_VAR = "MOLP2S_DB"
 DEFAULT_DRAWS = 2000  # family-bootstrap replicates of every metric
 DEFAULT_PAIRED_DRAWS = 10_000  # paired input comparisons (the paper's check figure)
 # A paired difference within ±2 pp is called equivalent (when its 1 − 2α interval lies inside):
-# on a 136-family cohort about one family's worth of tasks, below what a leaderboard reports
+# on a 136-family cohort of one task a family, about 2.7 families' answers
 DEFAULT_MARGIN = 0.02
 DEFAULT_MAX_PEAKS = 20  # IR and Raman peaks shown in a prompt
 SIMULATION_SEED = 20261129

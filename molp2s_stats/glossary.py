@@ -93,7 +93,7 @@ COLUMNS: dict[str, str] = {
     "p_adjusted": "p_value adjusted for the comparisons in the same output (see adjustment)",
     "verdict": "the paired difference in words (model B against A; input `to` against `from`): ahead or behind "
     "(its interval excludes 0), equivalent (its 1 − 2α interval lies within ±margin: two one-sided tests), "
-    "else undecided",
+    "else undecided; per pair, not adjusted over the pairs",
     "margin": "the equivalence margin of verdict, pp",
     "adjustment": "multiple-comparison method behind p_adjusted, e.g. holm",
     "answers": "terminal answers counted (explanations: those with justification text)",
@@ -129,7 +129,7 @@ COLUMNS: dict[str, str] = {
     "rank_high": "worst rank the data allow: the number of ranked models − those separated behind it",
     "rank_range": "rank_low–rank_high as printed on the Leaderboard page",
     "tier": "tie group, 1 = the top: models in leaderboard order, no two of a group separated at conf_level; empty for a model with no score",
-    "saturated": "the channel's top tie group holds two or more models, every one with its interval's lower end at or above 90%",
+    "saturated": "the channel's top tie group holds two or more models, every one with its interval's lower end at or above 90% (rates; never for the reliance margin)",
     "probability": "share of bootstrap replicates with this rank",
     "alpha": "two-sided test level",
     "power": "probability of detecting the difference",

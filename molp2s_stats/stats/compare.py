@@ -6,13 +6,13 @@ replicate matrix across all models so that rows are comparable.
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import duckdb
 import numpy as np
 import pingouin as pg
 import polars as pl
-from scipy import stats
 
 from .. import units
 from ..defaults import DEFAULT_DRAWS, DEFAULT_MARGIN, DEFAULT_PAIRED_DRAWS
@@ -100,18 +100,43 @@ def verdicts(
     return out
 
 
+def _tost_interval(gain, loss, denominators, draws, seed, key, conf_level) -> tuple[np.ndarray, np.ndarray]:
+    """The 1 − 2α interval of the two one-sided tests, on the same replicates (seed and key); NaN (no
+    equivalence verdict) at a confidence level of 50% or less, where there is none."""
+    if conf_level <= 0.5:
+        nothing = np.full(gain.shape[1], np.nan)
+        return nothing, nothing
+    low, high, *_ = resample.bootstrap_difference(
+        gain, loss, denominators, draws=draws, seed=seed, key=key, conf_level=2 * conf_level - 1
+    )
+    return low, high
+
+
 def _check_margin(margin: float | None) -> float:
     """The margin to use: ``DEFAULT_MARGIN`` for None; a share strictly between 0 and 1."""
     if margin is None:
         return DEFAULT_MARGIN
     if not (np.isfinite(margin) and 0 < margin < 1):
-        raise UsageError(f"the equivalence margin must be a share between 0 and 1 (2 pp is 0.02), got {margin!r}")
+        raise UsageError(
+            f"the equivalence margin must be above 0 and below 100 pp (a share: 2 pp is 0.02), got {margin!r}"
+        )
     return margin
 
 
-# up to this many families that differ, the sign-flip test enumerates every pattern (2^k); above,
-# the normal approximation to the patterns' sum, with a continuity correction
+# up to this many families that differ, the sign-flip test enumerates every pattern (2^k)
 EXACT_FLIPS = 16
+
+
+# beyond EXACT_FLIPS families, the sums of the sign patterns are counted on a lattice: at most this many
+# cells (families × the lattice's length) of work for one p-value
+LATTICE_CELLS = 4_000_000
+SMALL_SHARE = 0.01
+
+
+@functools.cache
+def _patterns(k: int) -> np.ndarray:
+    """Every sign pattern of k terms, (2^k, k) of ±1."""
+    return (1 - 2 * ((np.arange(2**k)[:, None] >> np.arange(k)[None, :]) & 1)).astype(float)
 
 
 def sign_flip_p_value(contributions: np.ndarray) -> float:
@@ -121,10 +146,16 @@ def sign_flip_p_value(contributions: np.ndarray) -> float:
     have either sign; the p-value is the share of the 2^k sign patterns of the k non-zero
     contributions whose |sum| reaches the observed one. With one task a family and a 0/1
     outcome this is the exact McNemar test: k discordant families all one way give 2 · 2^−k.
-    Exact up to `EXACT_FLIPS` families; beyond, the patterns' sum is near normal with variance
-    Σ x², and |S| is shortened by the smallest |x| (half a step of the sum's lattice when every
-    |x| is alike) so that the tail is not thinner than the exact one. Not Monte Carlo: a p-value
-    must reach 0.05 / pairs under Holm, below any count of random patterns' resolution.
+
+    Contributions under `SMALL_SHARE` of the largest are left out, the observed |sum| lowered by
+    their total (conservative: they could only break ties). Up to `EXACT_FLIPS` families every
+    pattern is summed. Beyond, the patterns' sums are counted
+    exactly on a lattice (a convolution, family by family): exact where the contributions are
+    whole multiples of the smallest (counts of discordant tasks); otherwise each is rounded to
+    the lattice, and the observed |sum| is lowered by the rounding errors' total, so the p-value
+    is never below the exact one. Not Monte Carlo: under Holm a p-value must reach 0.05 / pairs,
+    below the resolution of any count of random patterns; and not the normal approximation,
+    whose tail is thinner than the exact one where a few families weigh more than the rest.
 
     >>> sign_flip_p_value(np.array([1.0] * 7 + [0.0] * 129))
     0.015625
@@ -133,11 +164,26 @@ def sign_flip_p_value(contributions: np.ndarray) -> float:
     if len(x) == 0:
         return 1.0
     observed = abs(x.sum())
+    # contributions under 1% of the largest (a concordant family's, where the two models' denominators
+    # differ) are left out and their total taken off the observed sum: they could only split ties
+    trivial = np.abs(x) < SMALL_SHARE * np.abs(x).max()
+    observed, x = observed - np.abs(x[trivial]).sum(), x[~trivial]
     if len(x) <= EXACT_FLIPS:
-        patterns = 1 - 2 * ((np.arange(2 ** len(x))[:, None] >> np.arange(len(x))[None, :]) & 1)
-        return float((np.abs(patterns @ x) >= observed * (1 - 1e-9)).mean())  # the observed pattern reaches it
-    z = max(observed - np.abs(x).min(), 0.0) / np.sqrt((x**2).sum())
-    return float(min(1.0, 2 * stats.norm.sf(z)))
+        return float((np.abs(_patterns(len(x)) @ x) >= observed - 1e-9 * max(observed, 1e-12)).mean())
+    size = np.abs(x)
+    longest = LATTICE_CELLS // (2 * len(x))  # lattice points on each side of 0
+    step = size.min()
+    if not np.allclose(size / step, np.rint(size / step), rtol=0, atol=1e-6) or size.sum() / step > longest:
+        step = size.sum() / longest
+    units = np.rint(size / step).astype(np.int64)
+    error = np.abs(size - units * step).sum()  # no pattern's lattice sum is further than this from its own
+    reach = units.sum()
+    counts = np.zeros(2 * reach + 1)
+    counts[reach] = 1.0
+    for u in units:  # the sums never leave [−reach, reach], so the rolls never wrap
+        counts = 0.5 * (np.roll(counts, u) + np.roll(counts, -u))
+    sums = np.abs(np.arange(-reach, reach + 1) * step)
+    return float(min(1.0, counts[sums >= observed - error - 1e-9 * max(observed, step)].sum()))
 
 
 def paired_inputs(
@@ -226,9 +272,7 @@ def paired_inputs(
         arrays["gain"], arrays["loss"], arrays["tasks"], draws=draws, seed=seed, key=key, conf_level=conf_level
     )
     # the same replicates (same seed and key) at 1 − 2α, for the two one-sided tests of equivalence
-    tost_low, tost_high, *_ = resample.bootstrap_difference(
-        arrays["gain"], arrays["loss"], arrays["tasks"], draws=draws, seed=seed, key=key, conf_level=2 * conf_level - 1
-    )
+    tost_low, tost_high = _tost_interval(arrays["gain"], arrays["loss"], arrays["tasks"], draws, seed, key, conf_level)
     tasks = arrays["tasks"].sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         delta = np.where(tasks > 0, arrays["diff"].sum(axis=0) / np.where(tasks > 0, tasks, 1), np.nan)
@@ -305,6 +349,7 @@ def model_transitions(
         (`verdicts`): model B against A, ahead, behind, equivalent within ±``margin`` (a share),
         or undecided, from ``net``'s interval.
     """
+    margin = _check_margin(margin)
     models = sorted(task_outcomes["model"].unique().to_list())
     pairs = pairs if pairs is not None else list(itertools.combinations(models, 2))
     wide = task_outcomes.pivot(on="model", index=["task_id", "family_id"], values="y").sort("task_id")
@@ -348,15 +393,12 @@ def model_transitions(
         counts.append(np.bincount(index, minlength=len(families)).astype(float))
     if not rows:
         return pl.DataFrame(schema=TRANSITION_SCHEMA)
-    margin = _check_margin(margin)
     counts = np.column_stack(counts)
     gains, losses, key = np.column_stack(gains), np.column_stack(losses), f"{channel}:{condition}"
     low, high, undefined, method, used = resample.bootstrap_difference(
         gains, losses, counts, draws=draws, seed=seed, key=key, conf_level=conf_level
     )
-    tost_low, tost_high, *_ = resample.bootstrap_difference(
-        gains, losses, counts, draws=draws, seed=seed, key=key, conf_level=2 * conf_level - 1
-    )
+    tost_low, tost_high = _tost_interval(gains, losses, counts, draws, seed, key, conf_level)
     words = verdicts(low, high, tost_low, tost_high, margin) if used else [None] * len(rows)
     adjusted = pg.multicomp([row["p_value"] for row in rows], method="holm")[1]
     for row, lo, hi, und, how, p_holm, word in zip(rows, low, high, undefined, method, adjusted, words):

@@ -353,7 +353,7 @@ def rank_ranges(estimates: np.ndarray, separated: np.ndarray) -> tuple[np.ndarra
     >>> [x.tolist() for x in rank_ranges(np.array([0.9, 0.6, 0.5]), ahead)]
     [[1.0, 2.0, 2.0], [1.0, 3.0, 3.0], [1, 2, 2]]
 
-    A separated from C but from neither B nor C: B joins A, C starts the next group.
+    A separated from C only: B joins A, and C, separated from A, starts the next group.
 
     >>> ahead = np.array([[False, False, True], [False, False, False], [False, False, False]])
     >>> rank_ranges(np.array([0.9, 0.7, 0.5]), ahead)[2].tolist()
@@ -388,10 +388,10 @@ def rank_intervals(
     """Each model's rank range, tie group and bootstrap rank distribution per channel.
 
     Families are resampled with replacement (the same replicates as the metric intervals for this
-    seed). Every pair of models is tested on its studentised difference, the p-values adjusted by a
-    step-down max-T over the channel's pairs (`pairwise_p_values`): the chance that any pair the
-    data call separated is not is at most 1 − ``conf_level`` within a channel (not across
-    channels). From the separated pairs come each model's rank range and tie group (`rank_ranges`):
+    seed). Every pair of models is tested twice (`pairwise_p_values`): a step-down max-T test on its
+    studentised difference over the channel's pairs, and a Holm-adjusted sign-flip test; a pair is
+    separated where both separate it, so the chance that any pair the data call separated is not is
+    at most 1 − ``conf_level`` within a channel (not across channels). From the separated pairs come each model's rank range and tie group (`rank_ranges`):
     no two models of a tie group are separated at that level. A channel is ``saturated`` where the
     top tie group holds two or more models whose interval lower ends are all at or above
     `SATURATION_LEVEL`. A model whose score is undefined on the cohort (a CFR with no right source
@@ -432,7 +432,8 @@ def rank_intervals(
             conf_level,
             trials=trials[:, ranked],
         )
-        saturated = bool(top.sum() >= 2 and (lower_ends[top] >= SATURATION_LEVEL).all())
+        # a ceiling is a rate's: reliance margin (a difference of rates) is never saturated
+        saturated = bool(score != "reliance_margin" and top.sum() >= 2 and (lower_ends[top] >= SATURATION_LEVEL).all())
         for k in np.argsort(full_ranks, kind="stable"):  # a leaderboard: best first
             rows.append(
                 (

@@ -167,14 +167,28 @@ def test_the_sign_flip_test_is_exact_mcnemar_without_clustering():
 
 
 @pytest.mark.parametrize("right, wrong", [(17, 0), (15, 5), (30, 14), (60, 40), (25, 25)])
-def test_beyond_exact_enumeration_the_sign_flip_is_no_surer_than_mcnemar(right, wrong):
-    """Past 16 families the normal approximation, continuity-corrected, stays at or above the exact
-    binomial test's p-value (scipy) on one-task families: 15 vs 5 gives 0.044 against 0.041."""
+def test_beyond_exact_enumeration_the_sign_flip_is_still_exact_mcnemar(right, wrong):
+    """Past 16 families the sign patterns are counted on a lattice: on one-task families that is still
+    the exact binomial test (scipy), 15 vs 5 gives 0.0414."""
     from scipy import stats
 
     x = np.array([1.0] * right + [-1.0] * wrong)
-    exact = stats.binomtest(right, right + wrong).pvalue
-    assert exact <= stability.sign_flip_p_value(x) <= min(1.0, 1.5 * exact + 0.01)
+    assert stability.sign_flip_p_value(x) == pytest.approx(stats.binomtest(right, right + wrong).pvalue, rel=1e-9)
+
+
+def test_uneven_and_tiny_contributions_never_make_the_sign_flip_surer_than_its_exact_value():
+    # two heavy families and 15 light ones (every pattern counted by brute force), and 12 vs 2 discordant
+    # families beside ten near-zero contributions, which must not split the McNemar test's ties
+    import itertools
+
+    from scipy import stats
+
+    x = np.array([1.0, 1.0] + [0.05] * 8 + [-0.05] * 7)
+    patterns = np.array(list(itertools.product([-1.0, 1.0], repeat=len(x))))
+    exact = float((np.abs(patterns @ x) >= abs(x.sum()) - 1e-12).mean())
+    assert stability.sign_flip_p_value(x) >= exact - 1e-12
+    tiny = np.array([1.0] * 12 + [-1.0] * 2 + [1e-4] * 10)
+    assert stability.sign_flip_p_value(tiny) == pytest.approx(stats.binomtest(12, 14).pvalue)
 
 
 @settings(max_examples=25, deadline=None)

@@ -428,7 +428,7 @@ def rank_intervals(
         lower_ends, _, _ = intervals.rate_intervals(
             a[:, ranked],
             b[:, ranked],
-            resample.ratio_of_sums(weights, a[:, ranked], b[:, ranked]),
+            replicate_scores,
             conf_level,
             trials=trials[:, ranked],
         )

@@ -100,16 +100,21 @@ def verdicts(
     return out
 
 
-def _tost_interval(gain, loss, denominators, draws, seed, key, conf_level) -> tuple[np.ndarray, np.ndarray]:
-    """The 1 − 2α interval of the two one-sided tests, on the same replicates (seed and key); NaN (no
-    equivalence verdict) at a confidence level of 50% or less, where there is none."""
-    if conf_level <= 0.5:
-        nothing = np.full(gain.shape[1], np.nan)
-        return nothing, nothing
-    low, high, *_ = resample.bootstrap_difference(
-        gain, loss, denominators, draws=draws, seed=seed, key=key, conf_level=2 * conf_level - 1
+def _difference_and_equivalence(gain, loss, denominators, *, draws, seed, key, conf_level):
+    """The bootstrap difference at the confidence level and, from the same replicates, the 1 − 2α
+    interval of the two one-sided tests of equivalence: (low, high, undefined, method, used, tost_low,
+    tost_high). The TOST interval is NaN (no equivalence verdict) at a level of 50% or less, where
+    there is none."""
+    levels = (conf_level, 2 * conf_level - 1) if conf_level > 0.5 else (conf_level,)
+    found, undefined, used = resample.bootstrap_difference_levels(
+        gain, loss, denominators, levels=levels, draws=draws, seed=seed, key=key
     )
-    return low, high
+    (low, high, method), *tost = found
+    if tost:
+        tost_low, tost_high, _ = tost[0]
+    else:
+        tost_low = tost_high = np.full(gain.shape[1], np.nan)
+    return low, high, undefined, method, used, tost_low, tost_high
 
 
 def _check_margin(margin: float | None) -> float:
@@ -268,11 +273,9 @@ def paired_inputs(
     )
     margin = _check_margin(margin)
     key = f"{from_channel}->{to_channel}:{condition}"
-    low, high, undefined, method, used = resample.bootstrap_difference(
+    low, high, undefined, method, used, tost_low, tost_high = _difference_and_equivalence(
         arrays["gain"], arrays["loss"], arrays["tasks"], draws=draws, seed=seed, key=key, conf_level=conf_level
     )
-    # the same replicates (same seed and key) at 1 − 2α, for the two one-sided tests of equivalence
-    tost_low, tost_high = _tost_interval(arrays["gain"], arrays["loss"], arrays["tasks"], draws, seed, key, conf_level)
     tasks = arrays["tasks"].sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         delta = np.where(tasks > 0, arrays["diff"].sum(axis=0) / np.where(tasks > 0, tasks, 1), np.nan)
@@ -395,10 +398,9 @@ def model_transitions(
         return pl.DataFrame(schema=TRANSITION_SCHEMA)
     counts = np.column_stack(counts)
     gains, losses, key = np.column_stack(gains), np.column_stack(losses), f"{channel}:{condition}"
-    low, high, undefined, method, used = resample.bootstrap_difference(
+    low, high, undefined, method, used, tost_low, tost_high = _difference_and_equivalence(
         gains, losses, counts, draws=draws, seed=seed, key=key, conf_level=conf_level
     )
-    tost_low, tost_high = _tost_interval(gains, losses, counts, draws, seed, key, conf_level)
     words = verdicts(low, high, tost_low, tost_high, margin) if used else [None] * len(rows)
     adjusted = pg.multicomp([row["p_value"] for row in rows], method="holm")[1]
     for row, lo, hi, und, how, p_holm, word in zip(rows, low, high, undefined, method, adjusted, words):

@@ -109,9 +109,25 @@ def bootstrap_difference(
     middle of the range, the MOVER interval from the parts' score intervals near a bound
     (`intervals.difference_intervals`). Options and returns as :func:`bootstrap_ratio`.
     """
-    weights = bootstrap_weights(gain.shape[0], **options)
+    conf_level = options.pop("conf_level")
+    (found,), undefined, used = bootstrap_difference_levels(gain, loss, denominators, levels=(conf_level,), **options)
+    low, high, method = found
+    return low, high, undefined, method, used
+
+
+def bootstrap_difference_levels(
+    gain: np.ndarray, loss: np.ndarray, denominators: np.ndarray, *, levels: tuple[float, ...], **options
+) -> tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]], np.ndarray, int]:
+    """:func:`bootstrap_difference` at several confidence levels from one set of replicates (a verdict
+    reads the interval at 1 − α and, for equivalence, at 1 − 2α): ``[(low, high, method) per level]``,
+    the undefined count per column and the draws used.
+    """
+    for level in levels:
+        check_options(draws=options["draws"], conf_level=level)
+    weights = bootstrap_weights(gain.shape[0], conf_level=levels[0], **options)
     if weights is None:
-        return no_interval(gain.shape[1])
+        low, high, undefined, method, used = no_interval(gain.shape[1])
+        return [(low.copy(), high.copy(), method.copy()) for _ in levels], undefined, used
     replicates = ratio_of_sums(weights, gain - loss, denominators)
-    low, high, method = intervals.difference_intervals(gain, loss, denominators, replicates, options["conf_level"])
-    return low, high, np.isnan(replicates).sum(axis=0).astype(np.int64), method, len(weights)
+    found = [intervals.difference_intervals(gain, loss, denominators, replicates, level) for level in levels]
+    return found, np.isnan(replicates).sum(axis=0).astype(np.int64), len(weights)

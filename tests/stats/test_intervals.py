@@ -89,6 +89,24 @@ def test_a_difference_at_zero_and_at_one():
     assert (low[0], high[0]) == pytest.approx((0.960465, 1.0), abs=1e-6)
 
 
+def test_several_levels_read_one_set_of_replicates():
+    """The verdict's two intervals (at 1 − α and, for equivalence, at 1 − 2α) come from one resample: each
+    equals the interval computed alone at its level from the same seed and key."""
+    rng = np.random.default_rng(3)
+    gain, loss = rng.binomial(1, 0.2, (60, 3)).astype(float), rng.binomial(1, 0.1, (60, 3)).astype(float)
+    tasks = np.ones((60, 3))
+    found, undefined, used = resample.bootstrap_difference_levels(
+        gain, loss, tasks, levels=(0.95, 0.90), draws=300, seed=5, key="k"
+    )
+    for (low, high, method), level in zip(found, (0.95, 0.90)):
+        alone = resample.bootstrap_difference(gain, loss, tasks, draws=300, seed=5, key="k", conf_level=level)
+        np.testing.assert_array_equal(low, alone[0])
+        np.testing.assert_array_equal(high, alone[1])
+        assert list(method) == list(alone[3])
+    assert used == 300 and undefined.tolist() == [0, 0, 0]
+    assert (found[1][0] >= found[0][0]).all() and (found[1][1] <= found[0][1]).all()  # 90% inside 95%
+
+
 def test_a_ceiling_model_in_the_metrics_table():
     """A model right on every task of 40 families: its accuracy is 100 with a score interval that leaves
     room below, and its RM (100 − its shuffled accuracy) is not a point either."""

@@ -212,47 +212,48 @@ ADJUSTMENT = "stepdown_max_t_and_sign_flip_holm"
 # A channel is saturated when its top tie group holds two or more models whose interval lower
 # ends are all at or above this share: the families cannot tell apart models this close to 100%.
 SATURATION_LEVEL = 0.90
-# replicates a block for the studentised differences: (block, families, models) at most
-_BLOCK = 256
+# cells (replicates × families × models) of one block of the studentised differences: about 32 MB of
+# residuals at a time, whatever the number of models (56 models × 389 families: 183 replicates a block)
+_BLOCK_CELLS = 4_000_000
 
 
-def studentized_differences(weights: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every model pair's difference of ratio scores ``Σ w a / Σ w b`` and its family-clustered
-    standard error, for each row of ``weights`` (draws, families): ``(difference, se)``, each
-    (draws, models, models), ``difference[:, i, j]`` = model i − model j.
+def studentized_differences(
+    weights: np.ndarray, a: np.ndarray, b: np.ndarray, pairs: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The difference of ratio scores ``Σ w a / Σ w b`` of each model pair (i, j) in ``pairs`` and its
+    family-clustered standard error, for each row of ``weights`` (draws, families): ``(difference,
+    se)``, each (draws, pairs), model i − model j.
 
     The standard error is the linearised (Taylor) one of `intervals.linearized_covariance`, with the
     resampled families as the clusters: Var(R_i − R_j) = n / (n − 1) · Σ_f w_f (e_fi − e_fj)², where
-    e_f = (a_f − R b_f) / Σ w b and n = Σ w. NaN where a score is undefined (Σ w b = 0).
+    e_f = (a_f − R b_f) / Σ w b and n = Σ w. NaN where a score is undefined (Σ w b = 0). Computed a
+    block of replicates at a time, so memory stays flat in the number of draws and models.
 
     Two families, model 0 right on both, model 1 on one: difference ½; e = (0, 0) and (¼, −¼),
     Var = 2 · (1/16 + 1/16) = ¼, se ½:
 
-    >>> d, se = studentized_differences(np.ones((1, 2)), np.array([[1.0, 1.0], [1.0, 0.0]]), np.ones((2, 2)))
-    >>> float(d[0, 0, 1]), float(se[0, 0, 1])
+    >>> pair = (np.array([0]), np.array([1]))
+    >>> d, se = studentized_differences(np.ones((1, 2)), np.array([[1.0, 1.0], [1.0, 0.0]]), np.ones((2, 2)), pair)
+    >>> float(d[0, 0]), float(se[0, 0])
     (0.5, 0.5)
     """
-    draws, models = weights.shape[0], a.shape[1]
-    difference = np.empty((draws, models, models))
-    se = np.empty((draws, models, models))
-    for start in range(0, draws, _BLOCK):
-        w = weights[start : start + _BLOCK]
+    first, second = pairs
+    draws = weights.shape[0]
+    difference = np.empty((draws, len(first)))
+    se = np.empty((draws, len(first)))
+    block = max(1, _BLOCK_CELLS // max(1, a.shape[0] * a.shape[1]))
+    for start in range(0, draws, block):
+        w = weights[start : start + block]
         totals = w @ b
         with np.errstate(invalid="ignore", divide="ignore"):
             rate = (w @ a) / totals
             e = (a[None] - rate[:, None, :] * b[None]) / totals[:, None, :]
+        # Σ_f w_f (e_fi − e_fj)² = C_ii + C_jj − 2 C_ij, C = Σ_f w_f e_f e_fᵀ
         cross = np.einsum("df,dfi,dfj->dij", w, e, e)
-        n = w.sum(axis=1)[:, None, None]
-        variance = (
-            n
-            / np.maximum(n - 1, 1)
-            * (
-                np.diagonal(cross, axis1=1, axis2=2)[:, :, None]
-                + np.diagonal(cross, axis1=1, axis2=2)[:, None, :]
-                - 2 * cross
-            )
-        )
-        difference[start : start + len(w)] = rate[:, :, None] - rate[:, None, :]
+        own = np.diagonal(cross, axis1=1, axis2=2)
+        n = w.sum(axis=1)[:, None]
+        variance = n / np.maximum(n - 1, 1) * (own[:, first] + own[:, second] - 2 * cross[:, first, second])
+        difference[start : start + len(w)] = rate[:, first] - rate[:, second]
         se[start : start + len(w)] = np.sqrt(np.maximum(variance, 0.0))
     return difference, se
 
@@ -326,11 +327,11 @@ def pairwise_p_values(weights: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.n
     [[1.0, 1.0], [1.0, 1.0]]
     """
     models = a.shape[1]
-    full_difference, full_se = studentized_differences(np.ones((1, a.shape[0])), a, b)
-    difference, se = studentized_differences(weights, a, b)
     upper = np.triu_indices(models, 1)
-    t_observed = _t(full_difference[0], full_se[0])[upper]
-    t_replicates = _t(difference - full_difference, se)[:, upper[0], upper[1]]
+    full_difference, full_se = studentized_differences(np.ones((1, a.shape[0])), a, b, upper)
+    difference, se = studentized_differences(weights, a, b, upper)
+    t_observed = _t(full_difference[0], full_se[0])
+    t_replicates = _t(difference - full_difference, se)
     p = np.ones((models, models))
     if len(t_observed):
         flips = [sign_flip_p_value(null_contributions(a, b, i, j)) for i, j in zip(*upper)]

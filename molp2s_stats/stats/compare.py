@@ -183,12 +183,30 @@ def sign_flip_p_value(contributions: np.ndarray) -> float:
     units = np.rint(size / step).astype(np.int64)
     error = np.abs(size - units * step).sum()  # no pattern's lattice sum is further than this from its own
     reach = units.sum()
-    counts = np.zeros(2 * reach + 1)
-    counts[reach] = 1.0
-    for u in units:  # the sums never leave [−reach, reach], so the rolls never wrap
-        counts = 0.5 * (np.roll(counts, u) + np.roll(counts, -u))
+    counts = _lattice_counts(units, reach)
     sums = np.abs(np.arange(-reach, reach + 1) * step)
     return float(min(1.0, counts[sums >= observed - error - 1e-9 * max(observed, step)].sum()))
+
+
+def _lattice_counts(units: np.ndarray, reach: int) -> np.ndarray:
+    """The share of sign patterns whose sum is each point of [−reach, reach], reach = Σ units: each
+    term ±u with probability ½ added in turn (a convolution). Two buffers in turn, and only the span
+    the sums can have reached so far is touched: a fraction of the lattice's length per term.
+
+    >>> _lattice_counts(np.array([1, 2]), 3).tolist()  # ±1 ± 2: −3, −1, 1, 3, a quarter each
+    [0.25, 0.0, 0.25, 0.0, 0.25, 0.0, 0.25]
+    """
+    current, following = np.zeros(2 * reach + 1), np.zeros(2 * reach + 1)
+    current[reach] = 1.0
+    span = 0  # the sums so far lie in [−span, span]
+    for u in units.tolist():
+        low, high = reach - span, reach + span + 1
+        half = 0.5 * current[low:high]  # ½ x + ½ y equals ½ (x + y) exactly: halving is exact
+        following[low - u : high + u] = 0.0
+        following[low - u : high - u] += half
+        following[low + u : high + u] += half
+        current, following, span = following, current, span + u
+    return current
 
 
 def paired_inputs(

@@ -249,7 +249,7 @@ def studentized_differences(
             rate = (w @ a) / totals
             e = (a[None] - rate[:, None, :] * b[None]) / totals[:, None, :]
         # Σ_f w_f (e_fi − e_fj)² = C_ii + C_jj − 2 C_ij, C = Σ_f w_f e_f e_fᵀ
-        cross = np.einsum("df,dfi,dfj->dij", w, e, e)
+        cross = np.matmul((w[:, :, None] * e).transpose(0, 2, 1), e)  # batched BLAS, not einsum's loop
         own = np.diagonal(cross, axis1=1, axis2=2)
         n = w.sum(axis=1)[:, None]
         variance = n / np.maximum(n - 1, 1) * (own[:, first] + own[:, second] - 2 * cross[:, first, second])

@@ -92,9 +92,11 @@ COLUMNS: dict[str, str] = {
     "(near 0 or 1: the model does not reproduce it)",
     "p_adjusted": "p_value adjusted for the comparisons in the same output (see adjustment)",
     "verdict": "the paired difference in words (model B against A; input `to` against `from`): ahead or behind "
-    "(its interval excludes 0), equivalent (its 1 − 2α interval lies within ±margin: two one-sided tests), "
-    "else undecided; per pair, not adjusted over the pairs",
-    "margin": "the equivalence margin of verdict, pp",
+    "(its interval excludes 0; in ranks --pairs, the pair is separated by the rank ranges' simultaneous test), "
+    "equivalent (its 1 − 2α interval lies within ±margin: two one-sided tests), non-inferior where "
+    "non-inferiority was asked for (that interval's lower end lies above −margin), else undecided; equivalence "
+    "and non-inferiority per pair, not adjusted over the pairs",
+    "margin": "the equivalence (or non-inferiority) margin of verdict, pp",
     "adjustment": "multiple-comparison method behind p_adjusted, e.g. holm",
     "answers": "terminal answers counted (explanations: those with justification text)",
     "invalid_answers": "terminal answers that name no candidate",

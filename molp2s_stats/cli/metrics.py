@@ -23,6 +23,7 @@ from .params import (
     LevelOption,
     MarginOption,
     MetricsOption,
+    NonInferiorityOption,
     OutOption,
     SeedOption,
     check_conditions,
@@ -30,6 +31,7 @@ from .params import (
     cohort_outcomes,
     known_channels,
     open_database,
+    verdict_test,
 )
 
 pl = lazy_import("polars")
@@ -277,6 +279,7 @@ def compare_inputs_command(
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
     margin: MarginOption = None,
+    non_inferiority: NonInferiorityOption = False,
     fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
@@ -285,7 +288,9 @@ def compare_inputs_command(
     Δ's interval is the family bootstrap's percentile interval while the two inputs' answers differ on
     10 or more families' worth of tasks, else the MOVER interval of the gain and loss shares (the
     method column says which). The verdict says Y against X in words: ahead or behind (the interval
-    excludes 0), equivalent within ±--margin (the 1 − 2α interval lies inside it), or undecided.
+    excludes 0), equivalent within ±--margin (the 1 − 2α interval lies inside it), or undecided;
+    with --non-inferiority, non-inferior (Y not worse than X by more than the margin) in place of
+    equivalent.
 
     Example: molp2s compare-inputs --from vibrational_bundle --to all --model sim-vibrational-expert
     """
@@ -306,6 +311,7 @@ def compare_inputs_command(
         seed=seed,
         conf_level=conf_level,
         margin=None if margin is None else units.proportion(margin),
+        test=verdict_test(non_inferiority),
     )
     emit(result, fmt, out, title=f"Paired input comparison {from_channel} → {to_channel} ({condition} tasks)")
 
@@ -325,6 +331,7 @@ def transitions_command(
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
     margin: MarginOption = None,
+    non_inferiority: NonInferiorityOption = False,
     fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
@@ -334,7 +341,8 @@ def transitions_command(
     10 or more families' worth of tasks, else the MOVER interval of its two discordant shares (the
     method column says which): two models right on every task are not reported as certainly tied.
     The p-value is McNemar's, clustered by family. The verdict says B against A in words: ahead or
-    behind (net's interval excludes 0), equivalent within ±--margin, or undecided.
+    behind (net's interval excludes 0), equivalent within ±--margin (non-inferior with
+    --non-inferiority), or undecided.
 
     Example: molp2s transitions --channel ir --condition source --model-a sim-vibrational-expert --model-b sim-generalist
     """
@@ -359,6 +367,7 @@ def transitions_command(
         seed=seed,
         conf_level=conf_level,
         margin=None if margin is None else units.proportion(margin),
+        test=verdict_test(non_inferiority),
     )
     emit(result, fmt, out, title=f"Model-pair transitions, {channel} / {condition} (% of tasks; net in pp)")
 

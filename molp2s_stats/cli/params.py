@@ -62,6 +62,22 @@ MarginOption = Annotated[
         show_default=False,
     ),
 ]
+NonInferiorityOption = Annotated[
+    bool,
+    typer.Option(
+        "--non-inferiority",
+        help="Where no difference is shown, test non-inferiority instead of equivalence: the verdict is "
+        "non-inferior where the second side's 1 − 2α interval lies above −margin (not worse by more than the "
+        "margin).",
+    ),
+]
+
+
+def verdict_test(non_inferiority: bool) -> str:
+    """The verdict's test for --non-inferiority: non_inferiority, else equivalence."""
+    return "non_inferiority" if non_inferiority else "equivalence"
+
+
 # ranks and stability: the one metric a ranking is by (--score, the older name, still works)
 RankMetricOption = Annotated[
     str, typer.Option("--metric", "--score", help="The metric models are ranked by: pgr, reliance_margin, cfr, …")

@@ -21,6 +21,8 @@ from .params import (
     ExcludeOption,
     FormatOption,
     LevelOption,
+    MarginOption,
+    NonInferiorityOption,
     OutOption,
     RankMetricOption,
     SeedOption,
@@ -29,9 +31,11 @@ from .params import (
     known_channels,
     open_database,
     ranked_models,
+    verdict_test,
 )
 
 pl = lazy_import("polars")
+units = lazy_import("molp2s_stats.units")
 metrics = lazy_import("molp2s_stats.stats.metrics")
 power = lazy_import("molp2s_stats.stats.power")
 stability = lazy_import("molp2s_stats.stats.stability")
@@ -90,8 +94,13 @@ def ranks_command(
     distribution: Annotated[
         bool, typer.Option("--distribution", help="Print P(rank) per model instead of the intervals.")
     ] = False,
+    pairs: Annotated[
+        bool, typer.Option("--pairs", help="Print every pair of models in words (the verdicts) instead.")
+    ] = False,
     seed: SeedOption = 0,
     conf_level: LevelOption = 0.95,
+    margin: MarginOption = None,
+    non_inferiority: NonInferiorityOption = False,
     exclude: ExcludeOption = None,
     fmt: FormatOption = None,
     out: OutOption = None,
@@ -109,12 +118,40 @@ def ranks_command(
     is marked saturated. A model with no score on the cohort is listed last, unranked.
     --distribution prints P(rank) per model instead.
 
+    --pairs prints every pair of ranked models per channel instead, the better placed as model_a:
+    model_b's score minus model_a's with its per-pair interval, and a verdict: behind where the
+    test above separates them (so a verdict never contradicts the tie groups), else equivalent
+    where the 1 − 2α interval lies within ±--margin (per pair), or non-inferior with
+    --non-inferiority, else undecided.
+
     Example: molp2s ranks --metric pgr --channel ir
     """
+    if distribution and pairs:
+        raise UsageError("give --distribution or --pairs, not both")
     con = open_database(db, responses=True)
     outcomes, channels, models = cohort_outcomes(con, exclude)
     chosen = known_channels(channel, channels)  # a misspelt channel is said before any note
     models = ranked_models(con, models)
+    if pairs:
+        verdicts = stability.pair_verdicts(
+            outcomes,
+            score=score,
+            channels=chosen,
+            models=models,
+            draws=bootstrap,
+            seed=seed,
+            conf_level=conf_level,
+            margin=None if margin is None else units.proportion(margin),
+            test=verdict_test(non_inferiority),
+        )
+        emit(
+            verdicts,
+            fmt,
+            out,
+            title=f"Every pair of models by {score}: model_b against model_a (pp; behind: separated at "
+            f"{conf_level:.0%}, simultaneous within a channel)",
+        )
+        return
     ranges, probabilities = stability.rank_intervals(
         outcomes, score=score, channels=chosen, models=models, draws=bootstrap, seed=seed, conf_level=conf_level
     )

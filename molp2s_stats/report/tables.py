@@ -317,6 +317,7 @@ def verdict_sentence(subject: str, other: str, verdict: str | None, margin: floa
         "ahead": f"{subject} is ahead of {other}",
         "behind": f"{subject} is behind {other}",
         "equivalent": f"{subject} and {other} are equivalent within ±{margin:g} pp",
+        "non-inferior": f"{subject} is non-inferior to {other} (not worse by more than {margin:g} pp)",
         "undecided": f"{subject} and {other}: undecided (neither a difference nor equivalence shown)",
     }.get(verdict or "", f"{subject} and {other}: no verdict (the difference is undefined)")
 
@@ -328,6 +329,30 @@ def verdict_sentences(frame: pl.DataFrame, subject: str, other: str) -> str:
         f"- {verdict_sentence(row[subject], row[other], row['verdict'], row['margin'])}."
         for row in frame.iter_rows(named=True)
     )
+
+
+def leader_sentences(pairs: pl.DataFrame, ranges: pl.DataFrame, names: dict[str, str] | None = None) -> str:
+    """What the data say of each channel's leader, as a Markdown list: one line a channel, the leader
+    against every other model of its tie group and against the first model behind the group, each a
+    `verdict_sentence` of ``pairs`` (`stability.pair_verdicts`). ``ranges`` (`stability.rank_intervals`)
+    gives the leaderboard order and the tie groups; ``names`` channel ids to the names shown."""
+    names = names or {}
+    lines = []
+    for channel in ranges["channel"].unique(maintain_order=True).to_list():
+        board = ranges.filter((pl.col("channel") == channel) & pl.col("tier").is_not_null())
+        if board.height < 2:
+            continue
+        leader = board["model"][0]
+        others = board.filter(pl.col("tier") == 1)["model"].to_list()[1:]
+        others += board.filter(pl.col("tier") == 2)["model"].head(1).to_list()
+        rows = {
+            r["model_b"]: r
+            for r in pairs.filter((pl.col("channel") == channel) & (pl.col("model_a") == leader)).iter_rows(named=True)
+        }
+        said = [verdict_sentence(m, leader, rows[m]["verdict"], rows[m]["margin"]) for m in others if m in rows]
+        if said:
+            lines.append(f"- {names.get(channel, channel)}: " + "; ".join(said) + ".")
+    return "\n".join(lines)
 
 
 def plain_table(

@@ -67,24 +67,48 @@ TRANSITION_SCHEMA = {
     "verdict": pl.String,
     "margin": pl.Float64,
 }
-VERDICTS = ("ahead", "behind", "equivalent", "undecided")
+VERDICTS = ("ahead", "behind", "equivalent", "non-inferior", "undecided")
+# what a verdict tests where no difference is shown: equivalence (within ±margin, the default) or
+# non-inferiority (the second side not worse than the first by more than the margin)
+TESTS = ("equivalence", "non_inferiority")
+
+
+def check_test(test: str) -> str:
+    """``test`` if it is one of `TESTS`, else a UsageError naming them."""
+    if test not in TESTS:
+        raise UsageError(f"the verdict's test must be one of {', '.join(TESTS)}, got {test!r}")
+    return test
 
 
 def verdicts(
-    low: np.ndarray, high: np.ndarray, tost_low: np.ndarray, tost_high: np.ndarray, margin: float
+    low: np.ndarray,
+    high: np.ndarray,
+    tost_low: np.ndarray,
+    tost_high: np.ndarray,
+    margin: float,
+    *,
+    test: str = "equivalence",
 ) -> list[str | None]:
     """The word for each paired difference (second minus first), from its intervals.
 
-    ``ahead`` / ``behind``: the interval at the confidence level lies above / below 0. Else
-    ``equivalent``: the interval at 1 − 2α lies inside ±``margin`` (two one-sided tests at
-    level α, Schuirmann 1987). Else ``undecided``: the data show neither a difference nor its
-    absence. None where the difference is undefined. Swapping the two sides swaps ahead and
-    behind and leaves the rest.
+    ``ahead`` / ``behind``: the interval at the confidence level lies above / below 0. Else, with
+    ``test="equivalence"``, ``equivalent``: the interval at 1 − 2α lies inside ±``margin`` (two
+    one-sided tests at level α, Schuirmann 1987); with ``test="non_inferiority"``,
+    ``non-inferior``: its lower end lies above −``margin`` (the one-sided test at level α). Else
+    ``undecided``: the data show neither a difference nor what the test asks. None where the
+    difference is undefined. Swapping the two sides swaps ahead and behind and leaves equivalence.
 
     >>> verdicts(*[np.array(v) for v in ([0.01, -0.03, -0.01, -0.05], [0.05, -0.01, 0.01, 0.04],
     ...          [0.015, -0.028, -0.008, -0.04], [0.045, -0.012, 0.009, 0.03])], margin=0.02)
     ['ahead', 'behind', 'equivalent', 'undecided']
+
+    A second side at most 1.5 pp worse and perhaps 3 pp better: not equivalent within 2 pp, but
+    non-inferior:
+
+    >>> verdicts(*[np.array([v]) for v in (-0.02, 0.035, -0.015, 0.03)], margin=0.02, test="non_inferiority")
+    ['non-inferior']
     """
+    check_test(test)
     out: list[str | None] = []
     for lo, hi, tlo, thi in zip(low, high, tost_low, tost_high):
         if not (np.isfinite(lo) and np.isfinite(hi)):
@@ -93,8 +117,10 @@ def verdicts(
             out.append("ahead")
         elif hi < 0:
             out.append("behind")
-        elif np.isfinite(tlo) and np.isfinite(thi) and -margin < tlo and thi < margin:
+        elif test == "equivalence" and np.isfinite(tlo) and np.isfinite(thi) and -margin < tlo and thi < margin:
             out.append("equivalent")
+        elif test == "non_inferiority" and np.isfinite(tlo) and -margin < tlo:
+            out.append("non-inferior")
         else:
             out.append("undecided")
     return out
@@ -220,11 +246,13 @@ def paired_inputs(
     seed: int = 0,
     conf_level: float = 0.95,
     margin: float | None = None,
+    test: str = "equivalence",
 ) -> pl.DataFrame:
     """One model, inputs X → Y, over the families in both cohorts (the paper's Table 12).
 
     ``verdict`` (`verdicts`): Y against X, ahead, behind, equivalent within ±``margin``
-    (a share; default ``DEFAULT_MARGIN``, 2 pp), or undecided.
+    (a share; default ``DEFAULT_MARGIN``, 2 pp) or, with ``test="non_inferiority"``, non-inferior
+    (not worse by more than the margin), or undecided.
 
     Tasks are paired across the two inputs by family and target, so a cf task for
     candidate k under X meets the cf task for k under Y. With several samples per task
@@ -289,7 +317,7 @@ def paired_inputs(
     _, arrays = family_matrices(
         per_family, models=models, columns=["tasks", "both_correct", "gain", "loss", "both_wrong", "diff"]
     )
-    margin = _check_margin(margin)
+    margin, test = _check_margin(margin), check_test(test)
     key = f"{from_channel}->{to_channel}:{condition}"
     low, high, undefined, method, used, tost_low, tost_high = _difference_and_equivalence(
         arrays["gain"], arrays["loss"], arrays["tasks"], draws=draws, seed=seed, key=key, conf_level=conf_level
@@ -318,7 +346,7 @@ def paired_inputs(
             "draws": used,
             "draws_undefined": undefined,
             "seed": seed,
-            "verdict": verdicts(low, high, tost_low, tost_high, margin) if used else [None] * len(models),
+            "verdict": verdicts(low, high, tost_low, tost_high, margin, test=test) if used else [None] * len(models),
             "margin": margin,
         },
         schema=PAIRED_INPUT_SCHEMA,
@@ -350,6 +378,7 @@ def model_transitions(
     seed: int = 0,
     conf_level: float = 0.95,
     margin: float | None = None,
+    test: str = "equivalence",
 ) -> pl.DataFrame:
     """Model-pair transitions on the same tasks (the paper's Figure 2).
 
@@ -367,10 +396,10 @@ def model_transitions(
         wrong; ``net`` = Acc_B − Acc_A (pp) with a family-bootstrap interval; the clustered
         McNemar ``p_value`` (`sign_flip_p_value` of each family's net: exact McNemar when every
         family has one task) and its Holm adjustment over the pairs (``p_adjusted``); ``verdict``
-        (`verdicts`): model B against A, ahead, behind, equivalent within ±``margin`` (a share),
-        or undecided, from ``net``'s interval.
+        (`verdicts`): model B against A, ahead, behind, equivalent within ±``margin`` (a share;
+        non-inferior with ``test="non_inferiority"``), or undecided, from ``net``'s interval.
     """
-    margin = _check_margin(margin)
+    margin, test = _check_margin(margin), check_test(test)
     models = sorted(task_outcomes["model"].unique().to_list())
     pairs = pairs if pairs is not None else list(itertools.combinations(models, 2))
     wide = task_outcomes.pivot(on="model", index=["task_id", "family_id"], values="y").sort("task_id")
@@ -419,7 +448,7 @@ def model_transitions(
     low, high, undefined, method, used, tost_low, tost_high = _difference_and_equivalence(
         gains, losses, counts, draws=draws, seed=seed, key=key, conf_level=conf_level
     )
-    words = verdicts(low, high, tost_low, tost_high, margin) if used else [None] * len(rows)
+    words = verdicts(low, high, tost_low, tost_high, margin, test=test) if used else [None] * len(rows)
     adjusted = pg.multicomp([row["p_value"] for row in rows], method="holm")[1]
     for row, lo, hi, und, how, p_holm, word in zip(rows, low, high, undefined, method, adjusted, words):
         row.update(

@@ -8,6 +8,7 @@ the cohort's families, so every draw of every model is one matrix product.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pingouin as pg
@@ -17,7 +18,7 @@ from scipy import stats
 from .. import units
 from ..errors import UsageError
 from . import intervals, resample
-from .compare import sign_flip_p_value
+from .compare import _check_margin, check_test, sign_flip_p_value, verdicts
 from .metrics import family_matrices, metric_components, metric_trials
 
 SCORES = ("reliance_margin", "cfr", "pgr")
@@ -376,6 +377,39 @@ def rank_ranges(estimates: np.ndarray, separated: np.ndarray) -> tuple[np.ndarra
     return low, high, tier
 
 
+@dataclass(frozen=True)
+class _ChannelTests:
+    """One channel's pair tests, as `rank_intervals` and `pair_verdicts` both read them: the family
+    matrices (families × models), every model's estimate, the models with one (``ranked``), the bootstrap
+    weights and the ranked models' replicate scores, and the ranked pairs' adjusted p-values and
+    separations (row model ahead of column model)."""
+
+    a: np.ndarray
+    b: np.ndarray
+    trials: np.ndarray
+    estimates: np.ndarray
+    ranked: np.ndarray
+    weights: np.ndarray
+    replicate_scores: np.ndarray
+    p: np.ndarray
+    separated: np.ndarray
+
+
+def _channel_tests(outcomes, channel, models, score, draws, seed, conf_level) -> _ChannelTests:
+    a, b, trials = _family_matrices(outcomes, channel, models, score, trials=True)
+    estimates = resample.ratio_of_sums(np.ones((1, len(a))), a, b)[0]
+    ranked = np.flatnonzero(~np.isnan(estimates))  # the models with a score on this cohort
+    # the same replicates as the metric intervals for this seed (the stream is the channel's)
+    weights = resample.family_weights(len(a), draws, resample.rng_for(seed, channel))
+    replicate_scores = resample.ratio_of_sums(weights, a, b)[:, ranked]
+    p = np.ones((len(ranked), len(ranked)))
+    separated = np.zeros((len(ranked), len(ranked)), dtype=bool)
+    if len(ranked) > 1:
+        p = pairwise_p_values(weights, a[:, ranked], b[:, ranked])
+        separated = (p < 1 - conf_level) & (estimates[ranked][:, None] > estimates[ranked][None, :])
+    return _ChannelTests(a, b, trials, estimates, ranked, weights, replicate_scores, p, separated)
+
+
 def rank_intervals(
     outcomes: pl.DataFrame,
     *,
@@ -412,18 +446,12 @@ def rank_intervals(
     resample.check_options(draws=draws, conf_level=conf_level)
     rows, distribution = [], []
     for channel in channels:
-        a, b, trials = _family_matrices(outcomes, channel, models, score, trials=True)
-        estimates = resample.ratio_of_sums(np.ones((1, len(a))), a, b)[0]
-        ranked = np.flatnonzero(~np.isnan(estimates))  # the models with a score on this cohort
-        weights = resample.family_weights(len(a), draws, resample.rng_for(seed, channel))
-        replicate_scores = resample.ratio_of_sums(weights, a, b)[:, ranked]
+        tested = _channel_tests(outcomes, channel, models, score, draws, seed, conf_level)
+        a, b, trials, estimates, ranked = tested.a, tested.b, tested.trials, tested.estimates, tested.ranked
+        replicate_scores, separated = tested.replicate_scores, tested.separated
         defined = ~np.isnan(replicate_scores).any(axis=1)
         ranks = _ranks(replicate_scores[defined])
         full_ranks = _ranks(estimates[ranked])
-        separated = np.zeros((len(ranked), len(ranked)), dtype=bool)
-        if len(ranked) > 1:
-            p = pairwise_p_values(weights, a[:, ranked], b[:, ranked])
-            separated = (p < 1 - conf_level) & (estimates[ranked][:, None] > estimates[ranked][None, :])
         low, high, tier = rank_ranges(estimates[ranked], separated)
         top = tier == 1
         lower_ends, _, _ = intervals.rate_intervals(
@@ -492,6 +520,119 @@ def rank_intervals(
             orient="row",
         ),
     )
+
+
+PAIR_SCHEMA = {
+    "channel": pl.String,
+    "metric": pl.String,
+    "model_a": pl.String,
+    "model_b": pl.String,
+    "estimate": pl.Float64,
+    "conf_low": pl.Float64,
+    "conf_high": pl.Float64,
+    "conf_level": pl.Float64,
+    "method": pl.String,
+    "p_adjusted": pl.Float64,
+    "adjustment": pl.String,
+    "verdict": pl.String,
+    "margin": pl.Float64,
+    "draws": pl.Int64,
+    "seed": pl.Int64,
+}
+
+
+def _pair_intervals(tested: _ChannelTests, i: int, j: int, levels: tuple[float, ...]):
+    """(low, high, method) at each level of ranked models j − i's score difference. A rate with the same
+    denominators on both sides (accuracy, PGR): each family's difference splits into what j gains and
+    what it loses, and `intervals.difference_intervals` keeps MOVER's honest width near 0 and 100%. Any
+    other score (a reliance margin, a CFR on each model's own right sources): the percentile interval,
+    none where it is a point (no replicate moved it: nothing can be said of its width)."""
+    m, n = tested.ranked[i], tested.ranked[j]
+    a, b = tested.a, tested.b
+    replicates = (tested.replicate_scores[:, j] - tested.replicate_scores[:, i])[:, None]
+    rate = np.array_equal(b[:, m], b[:, n]) and (a[:, [m, n]] >= 0).all() and (a[:, [m, n]] <= b[:, [m, n]]).all()
+    out = []
+    for level in levels:
+        if rate:
+            gain = np.maximum(a[:, n] - a[:, m], 0.0)[:, None]
+            loss = np.maximum(a[:, m] - a[:, n], 0.0)[:, None]
+            low, high, method = intervals.difference_intervals(gain, loss, b[:, [m]], replicates, level)
+            out.append((float(low[0]), float(high[0]), str(method[0])))
+        else:
+            low, high, _ = intervals.percentile_interval(replicates, level)
+            point = not (high[0] > low[0])
+            out.append((np.nan, np.nan, "point") if point else (float(low[0]), float(high[0]), intervals.PERCENTILE))
+    return out
+
+
+def pair_verdicts(
+    outcomes: pl.DataFrame,
+    *,
+    score: str = "pgr",
+    channels: list[str],
+    models: list[str],
+    draws: int = 2000,
+    seed: int = 0,
+    conf_level: float = 0.95,
+    margin: float | None = None,
+    test: str = "equivalence",
+) -> pl.DataFrame:
+    """Every pair of models on each channel in words: the verdicts behind the rank ranges.
+
+    One row per pair of ranked models, in leaderboard order (model_a the better placed): ``estimate``
+    = model_b's score − model_a's (pp), its family-bootstrap interval at ``conf_level`` (per pair), and
+    ``verdict`` (`compare.verdicts`' words, model B against A):
+
+    - ``behind``: the pair is separated by the test the rank ranges rest on (`pairwise_p_values`,
+      ``p_adjusted`` below 1 − ``conf_level``: simultaneous within the channel), so a verdict never
+      contradicts a tie group;
+    - else ``equivalent``: the pair's 1 − 2α interval lies within ±``margin`` (two one-sided tests,
+      per pair); with ``test="non_inferiority"``, ``non-inferior``: its lower end lies above −margin;
+    - else ``undecided``.
+
+    The same replicates as `rank_intervals` for this seed. A model with no score on a channel's cohort
+    has no pairs there.
+    """
+    if score not in SCORES:
+        raise UsageError(f"score must be one of {', '.join(SCORES)}, got {score!r}")
+    resample.check_options(draws=draws, conf_level=conf_level)
+    margin, test = _check_margin(margin), check_test(test)
+    levels = (conf_level, 2 * conf_level - 1) if conf_level > 0.5 else (conf_level,)
+    rows = []
+    for channel in channels:
+        tested = _channel_tests(outcomes, channel, models, score, draws, seed, conf_level)
+        order = np.argsort(_ranks(tested.estimates[tested.ranked]), kind="stable")
+        for x, i in enumerate(order):
+            for j in order[x + 1 :]:
+                found = _pair_intervals(tested, i, j, levels) if draws else [(np.nan, np.nan, "point")] * len(levels)
+                (low, high, method), *tost = found
+                tost_low, tost_high, _ = tost[0] if tost else (np.nan, np.nan, None)
+                if tested.separated[i, j]:
+                    word = "behind"
+                else:  # not separated: what is left to say is whether the difference is within the margin
+                    word = verdicts(*[np.array([v]) for v in (-1.0, 1.0, tost_low, tost_high)], margin, test=test)[0]
+                estimates = tested.estimates[tested.ranked]
+                rows.append(
+                    (
+                        channel,
+                        score,
+                        models[tested.ranked[i]],
+                        models[tested.ranked[j]],
+                        float(estimates[j] - estimates[i]),
+                        low,
+                        high,
+                        conf_level,
+                        method,
+                        float(tested.p[i, j]),
+                        ADJUSTMENT,
+                        word,
+                        margin,
+                        draws,
+                        seed,
+                    )
+                )
+    frame = pl.DataFrame(rows, schema=PAIR_SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None))
+    return units.percent_columns(frame, ("estimate", "conf_low", "conf_high", "margin"))
 
 
 def saturated_channels(ranks: pl.DataFrame) -> list[str]:

@@ -481,3 +481,32 @@ def test_every_sentence_about_a_pair_on_the_comparisons_page_is_its_verdict(site
     }
     assert transitions["verdict"].is_not_null().all() and set(transitions["verdict"]) <= set(compare.VERDICTS)
     assert {line.strip() for line in said} == expected
+
+
+def test_every_sentence_about_a_pair_on_the_leaderboard_is_its_verdict(site, small_fit):
+    """The Leaderboard's lines about each channel's leader, read back from the rendered HTML: every
+    sentence is the verdict of a row of the exported pair table, about the channel's leader, and a
+    channel says as many as its top tie group has other models, plus one where a second group exists."""
+    import html as html_module
+
+    from molp2s_stats import store
+    from molp2s_stats.report import tables
+    from molp2s_stats.stats import metrics
+
+    con = store.connect(small_fit[0], read_only=True)
+    names = metrics.channel_names(metrics.read_channel_table(con))
+    con.close()
+    page = html_module.unescape(re.sub(r"<[^>]+>", "", (site / "leaderboard.html").read_text()))
+    pairs = pl.read_csv(site / "tables" / "pgr_pair_verdicts.csv")
+    ranges = pl.read_csv(site / "tables" / "pgr_rank_ranges.csv").filter(pl.col("tier").is_not_null())
+    for channel in ranges["channel"].unique(maintain_order=True):
+        board = ranges.filter(pl.col("channel") == channel).sort("rank")
+        leader = board["model"][0]
+        rows = pairs.filter((pl.col("channel") == channel) & (pl.col("model_a") == leader))
+        verdicts = {
+            tables.verdict_sentence(r["model_b"], leader, r["verdict"], r["margin"]) for r in rows.iter_rows(named=True)
+        }
+        (line,) = [ln.strip() for ln in page.splitlines() if ln.strip().startswith(f"{names[channel]}: ")]
+        said = line.split(": ", 1)[1].removesuffix(".").split("; ")
+        expected = board.filter(pl.col("tier") == 1).height - 1 + int((board["tier"] == 2).any())
+        assert len(said) == expected and set(said) <= verdicts, (channel, said)

@@ -230,3 +230,65 @@ def test_a_model_without_a_score_is_listed_apart_and_leaves_the_others_ranges_al
     columns = ["model", "rank", "rank_low", "rank_high", "tier"]
     assert both.head(3).select(columns).equals(alone.select(columns))
     assert "d" not in distribution["model"].to_list()
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    rates=st.lists(st.floats(0.05, 0.95), min_size=3, max_size=5),
+    families=st.integers(8, 60),
+    seed=st.integers(0, 1000),
+)
+def test_pair_verdicts_are_the_rank_ranges_in_words(rates, families, seed):
+    """A pair is 'behind' exactly where the rank ranges separate it: a model's rows as model_a that say
+    behind are the models separated below it (M − rank_high), its rows as model_b those above it
+    (rank_low − 1); and an 'equivalent' pair's estimate lies inside the margin."""
+    rng = np.random.default_rng(seed)
+    models = [f"m{k}" for k in range(len(rates))]
+    values = {m: (rng.random(families) < r).astype(float).tolist() for m, r in zip(models, rates)}
+    outcomes = outcomes_from(values)
+    kwargs = dict(channels=["ir"], models=models, draws=200, seed=seed)
+    ranks, _ = stability.rank_intervals(outcomes, **kwargs)
+    pairs = stability.pair_verdicts(outcomes, margin=0.10, **kwargs)
+    assert pairs.height == len(models) * (len(models) - 1) // 2
+    assert set(pairs["verdict"]) <= {"behind", "equivalent", "undecided"}
+    assert (pairs["estimate"] <= 1e-9).all()  # model_a is the better placed
+    behind = pairs.filter(pl.col("verdict") == "behind")
+    for row in ranks.iter_rows(named=True):
+        below = behind.filter(pl.col("model_a") == row["model"]).height
+        above = behind.filter(pl.col("model_b") == row["model"]).height
+        assert (below, above) == (len(models) - row["rank_high"], row["rank_low"] - 1)
+    same_group = dict(ranks.select("model", "tier").iter_rows())
+    assert all(same_group[a] != same_group[b] for a, b in behind.select("model_a", "model_b").iter_rows())
+    assert (pairs.filter(pl.col("verdict") == "equivalent")["estimate"].abs() < 10.0).all()
+
+
+@pytest.mark.parametrize(
+    "families, verdict",
+    # Both perfect: no family differs, so the 90% interval is MOVER's ±t²/(F + t²) with t = t(F − 1) at
+    # 95% one-sided. F = 30: t = 1.6991, 2.8870 / 32.8870 = ±8.78 pp, wider than 2 pp: undecided.
+    # F = 1000: t = 1.6464, 2.7107 / 1002.7107 = ±0.27 pp: equivalent within 2 pp.
+    [(30, "undecided"), (1000, "equivalent")],
+)
+def test_two_perfect_models_are_equivalent_only_where_the_families_can_show_it(families, verdict):
+    outcomes = outcomes_from({"a": [1.0] * families, "b": [1.0] * families})
+    pairs = stability.pair_verdicts(outcomes, channels=["ir"], models=["a", "b"], draws=200, seed=0)
+    row = pairs.row(0, named=True)
+    assert (row["estimate"], row["verdict"], row["margin"]) == (0.0, verdict, 2.0)
+    assert row["method"] == "family_mover_wilson" and row["p_adjusted"] == 1.0
+    half = {30: 4.1829 / 34.1829, 1000: 3.8447 / 1003.8447}[families]  # 95%: t(F − 1) at 97.5%, squared
+    assert (row["conf_low"], row["conf_high"]) == pytest.approx((-100 * half, 100 * half), abs=2e-3)
+    asked = stability.pair_verdicts(
+        outcomes, channels=["ir"], models=["a", "b"], draws=200, seed=0, test="non_inferiority"
+    )
+    assert asked["verdict"][0] == {"undecided": "undecided", "equivalent": "non-inferior"}[verdict]
+
+
+def test_pair_verdicts_of_a_clear_gap_and_a_ceiling_tie():
+    # the saturated example above: a and b not separated (one failure in 80 families), c behind both
+    outcomes = outcomes_from({"a": [1.0] * 80, "b": [1.0] * 79 + [0.0], "c": [1.0, 0.0] * 40})
+    pairs = stability.pair_verdicts(outcomes, channels=["ir"], models=["a", "b", "c"], draws=500, seed=1)
+    words = {(a, b): v for a, b, v in pairs.select("model_a", "model_b", "verdict").iter_rows()}
+    assert words[("a", "c")] == words[("b", "c")] == "behind"
+    assert words[("a", "b")] == "undecided"  # −1.25 pp, but its 90% interval reaches below −2 pp
+    with pytest.raises(ValueError, match="non_inferiority"):
+        stability.pair_verdicts(outcomes, channels=["ir"], models=["a", "b"], test="superiority")

@@ -62,6 +62,26 @@ MarginOption = Annotated[
         show_default=False,
     ),
 ]
+IntervalOption = Annotated[
+    str,
+    typer.Option(
+        "--interval",
+        help="Which interval: auto (the family bootstrap's percentile interval in the middle of the range, a "
+        "score or MOVER interval near 0% and 100%), percentile (the percentile interval everywhere, as the "
+        "paper's tables were computed) or score (the score or MOVER interval everywhere). The method column "
+        "says which a row carries.",
+    ),
+]
+
+
+def interval_rule(interval: str) -> str:
+    """--interval's value, checked before any work."""
+    from ..stats.intervals import RULES
+
+    require_known("interval", "--interval", [interval], list(RULES))
+    return interval
+
+
 NonInferiorityOption = Annotated[
     bool,
     typer.Option(

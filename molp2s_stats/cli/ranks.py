@@ -20,6 +20,7 @@ from .params import (
     DbOption,
     ExcludeOption,
     FormatOption,
+    IntervalOption,
     LevelOption,
     MarginOption,
     NonInferiorityOption,
@@ -28,6 +29,7 @@ from .params import (
     SeedOption,
     chosen_metrics,
     cohort_outcomes,
+    interval_rule,
     known_channels,
     open_database,
     ranked_models,
@@ -101,6 +103,7 @@ def ranks_command(
     conf_level: LevelOption = 0.95,
     margin: MarginOption = None,
     non_inferiority: NonInferiorityOption = False,
+    interval: IntervalOption = "auto",
     exclude: ExcludeOption = None,
     fmt: FormatOption = None,
     out: OutOption = None,
@@ -122,12 +125,14 @@ def ranks_command(
     model_b's score minus model_a's with its per-pair interval, and a verdict: behind where the
     test above separates them (so a verdict never contradicts the tie groups), else equivalent
     where the 1 − 2α interval lies within ±--margin (per pair), or non-inferior with
-    --non-inferiority, else undecided.
+    --non-inferiority, else undecided. --interval picks the pairs' interval (the rank ranges' tests
+    do not change with it).
 
     Example: molp2s ranks --metric pgr --channel ir
     """
     if distribution and pairs:
         raise UsageError("give --distribution or --pairs, not both")
+    interval_rule(interval)
     con = open_database(db, responses=True)
     outcomes, channels, models = cohort_outcomes(con, exclude)
     chosen = known_channels(channel, channels)  # a misspelt channel is said before any note
@@ -143,6 +148,7 @@ def ranks_command(
             conf_level=conf_level,
             margin=None if margin is None else units.proportion(margin),
             test=verdict_test(non_inferiority),
+            interval=interval,
         )
         emit(
             verdicts,

@@ -126,14 +126,14 @@ def verdicts(
     return out
 
 
-def _difference_and_equivalence(gain, loss, denominators, *, draws, seed, key, conf_level):
+def _difference_and_equivalence(gain, loss, denominators, *, draws, seed, key, conf_level, rule="auto"):
     """The bootstrap difference at the confidence level and, from the same replicates, the 1 − 2α
     interval of the two one-sided tests of equivalence: (low, high, undefined, method, used, tost_low,
     tost_high). The TOST interval is NaN (no equivalence verdict) at a level of 50% or less, where
     there is none."""
     levels = (conf_level, 2 * conf_level - 1) if conf_level > 0.5 else (conf_level,)
     found, undefined, used = resample.bootstrap_difference_levels(
-        gain, loss, denominators, levels=levels, draws=draws, seed=seed, key=key
+        gain, loss, denominators, levels=levels, draws=draws, seed=seed, key=key, rule=rule
     )
     (low, high, method), *tost = found
     if tost:
@@ -247,6 +247,7 @@ def paired_inputs(
     conf_level: float = 0.95,
     margin: float | None = None,
     test: str = "equivalence",
+    interval: str = "auto",
 ) -> pl.DataFrame:
     """One model, inputs X → Y, over the families in both cohorts (the paper's Table 12).
 
@@ -317,10 +318,17 @@ def paired_inputs(
     _, arrays = family_matrices(
         per_family, models=models, columns=["tasks", "both_correct", "gain", "loss", "both_wrong", "diff"]
     )
-    margin, test = _check_margin(margin), check_test(test)
+    margin, test, interval = _check_margin(margin), check_test(test), intervals.check_rule(interval)
     key = f"{from_channel}->{to_channel}:{condition}"
     low, high, undefined, method, used, tost_low, tost_high = _difference_and_equivalence(
-        arrays["gain"], arrays["loss"], arrays["tasks"], draws=draws, seed=seed, key=key, conf_level=conf_level
+        arrays["gain"],
+        arrays["loss"],
+        arrays["tasks"],
+        draws=draws,
+        seed=seed,
+        key=key,
+        conf_level=conf_level,
+        rule=interval,
     )
     tasks = arrays["tasks"].sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -379,6 +387,7 @@ def model_transitions(
     conf_level: float = 0.95,
     margin: float | None = None,
     test: str = "equivalence",
+    interval: str = "auto",
 ) -> pl.DataFrame:
     """Model-pair transitions on the same tasks (the paper's Figure 2).
 
@@ -399,7 +408,7 @@ def model_transitions(
         (`verdicts`): model B against A, ahead, behind, equivalent within ±``margin`` (a share;
         non-inferior with ``test="non_inferiority"``), or undecided, from ``net``'s interval.
     """
-    margin, test = _check_margin(margin), check_test(test)
+    margin, test, interval = _check_margin(margin), check_test(test), intervals.check_rule(interval)
     models = sorted(task_outcomes["model"].unique().to_list())
     pairs = pairs if pairs is not None else list(itertools.combinations(models, 2))
     wide = task_outcomes.pivot(on="model", index=["task_id", "family_id"], values="y").sort("task_id")
@@ -446,7 +455,7 @@ def model_transitions(
     counts = np.column_stack(counts)
     gains, losses, key = np.column_stack(gains), np.column_stack(losses), f"{channel}:{condition}"
     low, high, undefined, method, used, tost_low, tost_high = _difference_and_equivalence(
-        gains, losses, counts, draws=draws, seed=seed, key=key, conf_level=conf_level
+        gains, losses, counts, draws=draws, seed=seed, key=key, conf_level=conf_level, rule=interval
     )
     words = verdicts(low, high, tost_low, tost_high, margin, test=test) if used else [None] * len(rows)
     adjusted = pg.multicomp([row["p_value"] for row in rows], method="holm")[1]

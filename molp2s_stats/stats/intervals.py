@@ -40,6 +40,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
+from ..errors import UsageError
+
 PERCENTILE = "family_bootstrap_percentile"
 SCORE = "family_score_wilson"
 MOVER = "family_mover_wilson"
@@ -54,6 +56,28 @@ MIN_MINORITY = 10.0
 
 #: A variance (or a distance from a bound) this small is rounding, not a spread.
 NEGLIGIBLE = 1e-12
+
+#: Which interval a rate or difference gets: ``auto`` (the package's rule: the percentile interval
+#: while the minority holds `MIN_MINORITY` effective families, the score or MOVER interval below),
+#: ``percentile`` (the family bootstrap's percentile interval everywhere, as the paper computed its
+#: tables; a point where no replicate moves), ``score`` (the score or MOVER interval everywhere).
+RULES = ("auto", "percentile", "score")
+
+
+def check_rule(rule: str) -> str:
+    """``rule`` if it is one of `RULES`, else a UsageError naming them."""
+    if rule not in RULES:
+        raise UsageError(f"the interval rule must be one of {', '.join(RULES)}, got {rule!r}")
+    return rule
+
+
+def _percentile_kept(rule: str, minority: np.ndarray, low_pct: np.ndarray, high_pct: np.ndarray, threshold: float):
+    """Where the percentile interval stands, by ``rule``."""
+    if check_rule(rule) == "percentile":
+        return np.ones(minority.shape, dtype=bool)
+    if rule == "score":
+        return np.zeros(minority.shape, dtype=bool)
+    return (minority >= threshold) & (high_pct > low_pct)
 
 
 def linearized_covariance(a1: np.ndarray, b1: np.ndarray, a2: np.ndarray, b2: np.ndarray) -> np.ndarray:
@@ -243,12 +267,14 @@ def rate_intervals(
     *,
     min_minority: float = MIN_MINORITY,
     trials: np.ndarray | None = None,
+    rule: str = "auto",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The interval of each rate ``Σ a / Σ b`` (columns of a and b, shape (families, columns)), given its
     bootstrap ``replicates`` (draws, columns; NaN where undefined): the percentile interval in the
     normal regime, Wilson's score interval on the effective sample size near a bound.
 
     ``trials``: the independent tasks each family's share averages over (`trial_capacity`); default b.
+    ``rule`` (`RULES`): ``auto`` as above, or the percentile or the score interval everywhere.
     Returns (low, high, method) per column, as proportions; NaN where the rate is undefined.
 
     Ten families, every one right: the percentile interval would be [1, 1]; the score interval on
@@ -260,7 +286,7 @@ def rate_intervals(
     """
     estimate, _, minority, low_score, high_score = _score(a, b, conf_level, trials)
     low_pct, high_pct, _ = percentile_interval(replicates, conf_level)
-    normal = (minority >= min_minority) & (high_pct > low_pct)
+    normal = _percentile_kept(rule, minority, low_pct, high_pct, min_minority)
     return (
         np.where(normal, low_pct, low_score),
         np.where(normal, high_pct, high_score),
@@ -299,12 +325,14 @@ def difference_intervals(
     conf_level: float,
     *,
     min_minority: float = MIN_MINORITY,
+    rule: str = "auto",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The interval of each difference ``Σ (gain − loss) / Σ b`` from its two discordant rates, given the
     bootstrap ``replicates`` of the difference. The percentile interval stays while the discordant
     minority (gain's and loss's together, as McNemar's test counts them) holds ``min_minority``
     effective families; below that, MOVER on the two parts' score intervals.
 
+    ``rule`` (`RULES`): ``auto`` as above, or the percentile or the MOVER interval everywhere.
     Returns (low, high, method) per column, as proportions.
 
     Two inputs that agree on all 20 families: d = 0, and the percentile interval would be a point.
@@ -330,7 +358,7 @@ def difference_intervals(
     estimate = p_gain - p_loss
     low_m, high_m = mover(estimate, (p_gain, l_gain, u_gain), (p_loss, l_loss, u_loss), correlation)
     low_pct, high_pct, _ = percentile_interval(replicates, conf_level)
-    normal = (m_gain + m_loss >= min_minority) & (high_pct > low_pct)
+    normal = _percentile_kept(rule, m_gain + m_loss, low_pct, high_pct, min_minority)
     return (
         np.where(normal, low_pct, low_m),
         np.where(normal, high_pct, high_m),

@@ -308,6 +308,7 @@ def compute_metrics(
     seed: int = 0,
     conf_level: float = 0.95,
     invalid: str = "wrong",
+    interval: str = "auto",
 ) -> pl.DataFrame:
     """Point estimates and family-bootstrap intervals from per-family outcomes.
 
@@ -330,6 +331,9 @@ def compute_metrics(
         Coverage of the interval: the family bootstrap's percentile interval in the middle of
         the range; near 0% or 100%, Wilson's score interval on the effective number of families
         (a rate) or the MOVER interval of its discordant parts (RM). ``method`` says which.
+    interval
+        ``auto`` (that rule), ``percentile`` (the percentile interval everywhere, as the paper
+        computed its tables) or ``score`` (the score or MOVER interval everywhere).
     invalid
         ``wrong`` (the paper's rule): an invalid answer scores 0. ``exclude``: it leaves
         its task out of its family's means, a family with no valid answer where a metric
@@ -365,6 +369,7 @@ def compute_metrics(
     """
     require_known("metric", None, list(metrics), list(METRICS))
     resample.check_options(draws=draws, conf_level=conf_level)
+    intervals.check_rule(interval)
     outcomes = apply_invalid_rule(_current_names(outcomes), invalid)
     channels = channels if channels is not None else outcomes["channel"].unique(maintain_order=True).to_list()
     models = models if models is not None else sorted(outcomes["model"].unique().to_list())
@@ -380,7 +385,7 @@ def compute_metrics(
     for channel in channels:
         rows.append(
             _channel_metrics(
-                values.filter(pl.col("channel") == channel), channel, models, metrics, draws, seed, conf_level
+                values.filter(pl.col("channel") == channel), channel, models, metrics, draws, seed, conf_level, interval
             )
         )
     result = pl.concat(rows) if rows else pl.DataFrame(schema=RESULT_SCHEMA)
@@ -460,6 +465,7 @@ def _channel_metrics(
     draws: int,
     seed: int,
     conf_level: float,
+    interval: str = "auto",
 ) -> pl.DataFrame:
     # (families, models) matrices of a_f and b_f per metric, side by side: column
     # j·len(metrics) + k is model j, metric k.
@@ -489,7 +495,9 @@ def _channel_metrics(
         used = draws
         replicates = resample.ratio_of_sums(weights, a, b)
         undefined = np.isnan(replicates).sum(axis=0).astype(np.int64)
-        low, high, method = intervals.rate_intervals(a, b, replicates, conf_level, trials=stack("trials", "b"))
+        low, high, method = intervals.rate_intervals(
+            a, b, replicates, conf_level, trials=stack("trials", "b"), rule=interval
+        )
         difference = np.array([metric in DIFFERENCE_PARTS for _, metric in cells])
         if difference.any():
             low[difference], high[difference], method[difference] = intervals.difference_intervals(
@@ -498,6 +506,7 @@ def _channel_metrics(
                 b[:, difference],
                 replicates[:, difference],
                 conf_level,
+                rule=interval,
             )
         fixed = np.array([metric in DESIGN_FIXED for _, metric in cells])
         if fixed.any():

@@ -89,15 +89,17 @@ def bootstrap_ratio(
     """Family-bootstrap interval of the rate ``Σ a / Σ b`` for every column: the percentile interval in
     the middle of the range, a score interval near 0% and 100% (`intervals.rate_intervals`).
 
-    ``options``: ``draws, seed, key, conf_level`` (keyword-only, as for :func:`bootstrap_weights`).
+    ``options``: ``draws, seed, key, conf_level`` (keyword-only, as for :func:`bootstrap_weights`), and
+    ``rule`` (`intervals.RULES`, default ``auto``).
     Returns (low, high, undefined_count, method per column, draws_used); with ``draws = 0`` or no
     family the interval is NaN and the method is ``'point'``.
     """
+    rule = options.pop("rule", "auto")
     weights = bootstrap_weights(numerators.shape[0], **options)
     if weights is None:
         return no_interval(numerators.shape[1])
     replicates = ratio_of_sums(weights, numerators, denominators)
-    low, high, method = intervals.rate_intervals(numerators, denominators, replicates, options["conf_level"])
+    low, high, method = intervals.rate_intervals(numerators, denominators, replicates, options["conf_level"], rule=rule)
     return low, high, np.isnan(replicates).sum(axis=0).astype(np.int64), method, len(weights)
 
 
@@ -122,6 +124,7 @@ def bootstrap_difference_levels(
     reads the interval at 1 − α and, for equivalence, at 1 − 2α): ``[(low, high, method) per level]``,
     the undefined count per column and the draws used.
     """
+    rule = intervals.check_rule(options.pop("rule", "auto"))
     for level in levels:
         check_options(draws=options["draws"], conf_level=level)
     weights = bootstrap_weights(gain.shape[0], conf_level=levels[0], **options)
@@ -129,5 +132,5 @@ def bootstrap_difference_levels(
         low, high, undefined, method, used = no_interval(gain.shape[1])
         return [(low.copy(), high.copy(), method.copy()) for _ in levels], undefined, used
     replicates = ratio_of_sums(weights, gain - loss, denominators)
-    found = [intervals.difference_intervals(gain, loss, denominators, replicates, level) for level in levels]
+    found = [intervals.difference_intervals(gain, loss, denominators, replicates, level, rule=rule) for level in levels]
     return found, np.isnan(replicates).sum(axis=0).astype(np.int64), len(weights)

@@ -541,7 +541,7 @@ PAIR_SCHEMA = {
 }
 
 
-def _pair_intervals(tested: _ChannelTests, i: int, j: int, levels: tuple[float, ...]):
+def _pair_intervals(tested: _ChannelTests, i: int, j: int, levels: tuple[float, ...], rule: str = "auto"):
     """(low, high, method) at each level of ranked models j − i's score difference. A rate with the same
     denominators on both sides (accuracy, PGR): each family's difference splits into what j gains and
     what it loses, and `intervals.difference_intervals` keeps MOVER's honest width near 0 and 100%. Any
@@ -556,7 +556,7 @@ def _pair_intervals(tested: _ChannelTests, i: int, j: int, levels: tuple[float, 
         if rate:
             gain = np.maximum(a[:, n] - a[:, m], 0.0)[:, None]
             loss = np.maximum(a[:, m] - a[:, n], 0.0)[:, None]
-            low, high, method = intervals.difference_intervals(gain, loss, b[:, [m]], replicates, level)
+            low, high, method = intervals.difference_intervals(gain, loss, b[:, [m]], replicates, level, rule=rule)
             out.append((float(low[0]), float(high[0]), str(method[0])))
         else:
             low, high, _ = intervals.percentile_interval(replicates, level)
@@ -576,6 +576,7 @@ def pair_verdicts(
     conf_level: float = 0.95,
     margin: float | None = None,
     test: str = "equivalence",
+    interval: str = "auto",
 ) -> pl.DataFrame:
     """Every pair of models on each channel in words: the verdicts behind the rank ranges.
 
@@ -590,13 +591,14 @@ def pair_verdicts(
       per pair); with ``test="non_inferiority"``, ``non-inferior``: its lower end lies above −margin;
     - else ``undecided``.
 
-    The same replicates as `rank_intervals` for this seed. A model with no score on a channel's cohort
-    has no pairs there.
+    ``interval`` (`intervals.RULES`) picks the pair's interval for a rate, as for the metrics. The same
+    replicates as `rank_intervals` for this seed. A model with no score on a channel's cohort has no
+    pairs there.
     """
     if score not in SCORES:
         raise UsageError(f"score must be one of {', '.join(SCORES)}, got {score!r}")
     resample.check_options(draws=draws, conf_level=conf_level)
-    margin, test = _check_margin(margin), check_test(test)
+    margin, test, interval = _check_margin(margin), check_test(test), intervals.check_rule(interval)
     levels = (conf_level, 2 * conf_level - 1) if conf_level > 0.5 else (conf_level,)
     rows = []
     for channel in channels:
@@ -604,7 +606,11 @@ def pair_verdicts(
         order = np.argsort(_ranks(tested.estimates[tested.ranked]), kind="stable")
         for x, i in enumerate(order):
             for j in order[x + 1 :]:
-                found = _pair_intervals(tested, i, j, levels) if draws else [(np.nan, np.nan, "point")] * len(levels)
+                found = (
+                    _pair_intervals(tested, i, j, levels, interval)
+                    if draws
+                    else [(np.nan, np.nan, "point")] * len(levels)
+                )
                 (low, high, method), *tost = found
                 tost_low, tost_high, _ = tost[0] if tost else (np.nan, np.nan, None)
                 if tested.separated[i, j]:

@@ -126,6 +126,48 @@ def test_compare_inputs_and_transitions(db):
     assert (row["a_only"], row["b_only"], row["net"]) == (40.0, 60.0, 20.0)
 
 
+@pytest.mark.parametrize(
+    "rule, method", [("percentile", "family_bootstrap_percentile"), ("score", "family_mover_wilson")]
+)
+def test_the_interval_rule_reaches_every_command_that_prints_an_interval(db, rule, method):
+    """--interval on transitions and ranks --pairs (the differences), metrics (PGR on three families: auto
+    would choose the score interval there) and compare-inputs."""
+    commands = [
+        ["transitions", "--channel", "dipole_norm"],
+        ["ranks", "--pairs", "--channel", "dipole_norm"],
+    ]
+    for command in commands:
+        result = runner.invoke(
+            app, [*command, "--db", str(db), "--bootstrap", "50", "--interval", rule, "--format", "csv"]
+        )
+        assert result.exit_code == 0, result.output
+        assert set(pl.read_csv(result.stdout.encode())["method"].drop_nulls()) == {method}, command
+    result = runner.invoke(app, ["metrics", "--db", str(db), "--metric", "pgr", "--interval", rule, "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    expected = {"family_score_wilson" if rule == "score" else method}
+    assert set(pl.read_csv(result.stdout.encode())["method"].drop_nulls()) == expected
+    # the one channel compared with itself: a point by design, whatever the rule
+    result = runner.invoke(
+        app,
+        [
+            "compare-inputs",
+            "--db",
+            str(db),
+            "--from",
+            "dipole_norm",
+            "--to",
+            "dipole_norm",
+            "--interval",
+            rule,
+            "--format",
+            "csv",
+        ],
+    )
+    assert set(pl.read_csv(result.stdout.encode())["method"]) == {"fixed_by_design"}, result.output
+    result = runner.invoke(app, ["metrics", "--db", str(db), "--interval", "wald"])
+    assert result.exit_code == 2 and "unknown interval 'wald'" in result.output
+
+
 def test_unknown_channel_is_a_clear_error(db):
     result = runner.invoke(app, ["compare-inputs", "--db", str(db), "--from", "ir", "--to", "dipole_norm"])
     assert result.exit_code == 2

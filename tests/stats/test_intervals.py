@@ -229,3 +229,35 @@ def test_one_answer_off_a_bound_is_no_surer_than_the_bound(sizes, family):
     one_off[family % len(sizes), 0] = 1.0
     assert intervals._score(b - one_off, b, 0.95)[3][0] <= intervals._score(b, b, 0.95)[3][0] + 1e-12
     assert intervals._score(one_off, b, 0.95)[4][0] >= intervals._score(np.zeros_like(b), b, 0.95)[4][0] - 1e-12
+
+
+@pytest.mark.parametrize("rule, method", [("percentile", intervals.PERCENTILE), ("score", intervals.SCORE)])
+def test_the_interval_rule_can_be_chosen(rule, method):
+    """auto keeps the score interval at 100% and the percentile one mid-range; a rule asked for holds
+    everywhere. At 40 of 40 families the percentile interval is the point [1, 1] (the bootstrap cannot
+    move it; what the paper's tables show), the score interval's lower end 40 / (40 + t(39)²) =
+    40 / (40 + 2.0227²) = 0.9072."""
+    rng = np.random.default_rng(0)
+    a = np.column_stack([np.ones(40), rng.binomial(1, 0.5, 40)]).astype(float)
+    b = np.ones((40, 2))
+    replicates = resample.ratio_of_sums(resample.family_weights(40, 400, rng), a, b)
+    _, _, auto = intervals.rate_intervals(a, b, replicates, 0.95)
+    assert auto.tolist() == [intervals.SCORE, intervals.PERCENTILE]
+    low, high, chosen = intervals.rate_intervals(a, b, replicates, 0.95, rule=rule)
+    assert chosen.tolist() == [method, method]
+    expected = 1.0 if rule == "percentile" else 40 / (40 + stats.t.ppf(0.975, 39) ** 2)
+    assert (low[0], high[0]) == pytest.approx((expected, 1.0), abs=1e-4)
+    gain, loss = a[:, [1]], np.zeros((40, 1))
+    _, _, difference = intervals.difference_intervals(gain, loss, b[:, [0]], replicates[:, [1]], 0.95, rule=rule)
+    assert difference.tolist() == [intervals.PERCENTILE if rule == "percentile" else intervals.MOVER]
+    with pytest.raises(ValueError, match="auto, percentile, score"):
+        intervals.rate_intervals(a, b, replicates, 0.95, rule="wald")
+
+
+def test_the_metrics_table_carries_the_rule_asked_for():
+    from tests.stats.test_stability import outcomes_from
+
+    outcomes = outcomes_from({"a": [1.0] * 30, "b": [1.0, 0.0] * 15})
+    for rule, perfect in (("auto", intervals.SCORE), ("percentile", intervals.PERCENTILE), ("score", intervals.SCORE)):
+        table = metrics.compute_metrics(outcomes, metrics=("pgr",), draws=200, seed=1, interval=rule)
+        assert table.filter(pl.col("model") == "a")["method"][0] == perfect

@@ -461,6 +461,40 @@ def rank_range_errors(results: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def verdict_errors(results: pl.DataFrame) -> pl.DataFrame:
+    """One row per cell (families × family sizes × base rate × margin) of
+    benchmarks/bench_equivalence.py: the replicates a truth; ``equivalent_at_margin``, the share of
+    studies whose true difference is exactly the margin (the worse of +margin and −margin) called
+    equivalent (%, with its 95% Clopper–Pearson interval; the two one-sided tests promise at most
+    5%); ``difference_at_zero``, the share with no true difference called ahead or behind (%, with
+    its interval; at most 5% promised); and ``equivalent_at_zero``, the power to call no difference
+    equivalent (%). ``margin`` in pp."""
+    from scipy import stats
+
+    def share(frame: pl.DataFrame, words: tuple[str, ...]) -> tuple[int, int]:
+        return int(frame["verdict"].is_in(list(words)).sum()), frame.height
+
+    rows = []
+    for (families, sizes, base, margin), cell in results.sort("families", "sizes", "base", "margin").group_by(
+        "families", "sizes", "base", "margin", maintain_order=True
+    ):
+        edges = [share(cell.filter(pl.col("truth") == side), ("equivalent",)) for side in (-1, 1)]
+        edge = max((kn for kn in edges if kn[1]), key=lambda kn: kn[0] / kn[1], default=(0, 0))
+        zero = cell.filter(pl.col("truth") == 0)
+        moved = share(zero, ("ahead", "behind"))
+        row = {"families": families, "sizes": sizes, "base": base * PERCENT, "margin": margin * PERCENT}
+        row["replicates"] = zero.height
+        for name, (k, n) in (("equivalent_at_margin", edge), ("difference_at_zero", moved)):
+            interval = stats.binomtest(k, n).proportion_ci(0.95) if n else None
+            row[name] = k / n * PERCENT if n else None
+            row[f"{name}_low"] = interval.low * PERCENT if interval else None
+            row[f"{name}_high"] = interval.high * PERCENT if interval else None
+        equivalent, n = share(zero, ("equivalent",))
+        row["equivalent_at_zero"] = equivalent / n * PERCENT if n else None
+        rows.append(row)
+    return pl.DataFrame(rows)
+
+
 if __name__ == "__main__":
     # python -m molp2s_stats.performance RESULTS SCRIPT [ARGUMENTS…]: record a run whose output was
     # saved by the caller (`make bench` saves each script's printout)

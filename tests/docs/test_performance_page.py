@@ -115,3 +115,24 @@ def test_rank_range_errors_count_replicates_with_any_false_separation():
     row = performance.rank_range_errors(frame).row(0, named=True)
     assert (row["replicates"], row["any_false"], row["power"], row["top_false"]) == (4, 25.0, 45.0, 0.0)
     assert round(row["any_false_low"], 2) == 0.63 and round(row["any_false_high"], 1) == 80.6
+
+
+def test_verdict_errors_take_the_worse_edge_and_count_ahead_or_behind_at_zero():
+    # one cell, 4 studies a truth: at −margin 1 of 4 called equivalent, at +margin 2 of 4 (the worse edge:
+    # 50%, Clopper–Pearson [6.8, 93.2]%); at 0, 1 of 4 called ahead (25%) and 2 of 4 equivalent (50%)
+    frame = pl.DataFrame(
+        {
+            "families": [30] * 12,
+            "sizes": ["equal"] * 12,
+            "base": [0.6] * 12,
+            "margin": [0.02] * 12,
+            "truth": [-1] * 4 + [0] * 4 + [1] * 4,
+            "verdict": ["equivalent", "undecided", "undecided", "behind"]
+            + ["ahead", "equivalent", "equivalent", "undecided"]
+            + ["equivalent", "equivalent", "undecided", "ahead"],
+        }
+    )
+    row = performance.verdict_errors(frame).row(0, named=True)
+    assert (row["base"], row["margin"], row["replicates"]) == (60.0, 2.0, 4)
+    assert (row["equivalent_at_margin"], row["difference_at_zero"], row["equivalent_at_zero"]) == (50.0, 25.0, 50.0)
+    assert round(row["equivalent_at_margin_low"], 1) == 6.8 and round(row["equivalent_at_margin_high"], 1) == 93.2

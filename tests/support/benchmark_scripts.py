@@ -94,6 +94,10 @@ TINY = {
         ],
         "worst cell",
     ),
+    "bench_equivalence.py": (
+        ["--replicates", "2", "--draws", "100", "--families", "30", "--sizes", "equal", "--out", "{tmp}/eq.csv"],
+        "worst cell",
+    ),
     "bench_loo.py": (["--observations", "300", "--repeats", "1"], "largest difference"),
     "bench_sbc.py": (
         ["--replicates", "2", "--draws", "60", "--out", "{tmp}/ranks.csv", "--figure", "{tmp}/ranks.svg"],

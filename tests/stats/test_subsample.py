@@ -582,3 +582,19 @@ def test_a_model_run_on_one_channel_is_estimated_there_and_says_where_it_is_not(
     assert "new answered no cohort family in 1 channel(s) (gap): no estimate there" in result.stderr
     rows = dict(pl.read_csv(result.stdout.encode()).select("channel", "estimate").iter_rows())
     assert rows["dipole_norm"] is not None and rows["gap"] is None
+
+
+@pytest.mark.parametrize("families, fraction", [(12, 0.2), (30, 0.1), (60, 0.5)])
+def test_one_failure_off_the_ceiling_is_no_surer_than_the_ceiling(families, fraction):
+    """A partial model right on every answered family, and one wrong on one of them with the small
+    standard error a near-ceiling sample gives (measured n_eff far above the families answered): the
+    second's lower end is not above the first's (n_eff capped at the bound's, families / (1 − f))."""
+    perfect = subsample.score_interval(
+        1.0, 0.0, families - 1, families=families, sampling_fraction=fraction, conf_level=0.95
+    )
+    p = 1 - 1 / families
+    sure = math.sqrt(p * (1 - p) / (50 * families))  # as if 50 × the answered families
+    one_off = subsample.score_interval(
+        p, sure, families - 1, families=families, sampling_fraction=fraction, conf_level=0.95
+    )
+    assert one_off[0] <= perfect[0] + 1e-12

@@ -191,7 +191,8 @@ def score_interval(
     n_eff = p(1 − p) / se², which carries the design, the prediction and the finite-population
     correction; where se is 0 (or the estimate on a bound) nothing measures the design effect and it
     is taken as 1: n_eff = the answered ``families`` over 1 − the ``sampling_fraction``, a simple
-    random sample's. The quantile is Student's t at the design's ``df``. Written out here because
+    random sample's; inside the bounds the measured n_eff is capped there, so that one failure off a
+    bound never gives a narrower interval than the bound itself. The quantile is Student's t at the design's ``df``. Written out here because
     scipy's Wilson interval (``binomtest(k, n).proportion_ci``) takes whole counts, and n_eff is
     not one; where it is, the two agree (tests/stats/test_subsample.py).
 
@@ -204,14 +205,17 @@ def score_interval(
     if not np.isfinite(estimate):
         return np.nan, np.nan
     p = min(max(estimate, 0.0), 1.0)
-    if np.isfinite(se) and se > NEGLIGIBLE and NEGLIGIBLE < p < 1 - NEGLIGIBLE:
-        n_eff = p * (1 - p) / se**2
-    elif sampling_fraction < 1 and families > 0:
-        n_eff = families / (1 - sampling_fraction)
-    elif sampling_fraction >= 1:  # every family answered: the value itself, no uncertainty left
+    if sampling_fraction >= 1:  # every family answered: the value itself, no uncertainty left
         return p, p
-    else:
+    if families <= 0:
         return np.nan, np.nan
+    at_bound = families / (1 - sampling_fraction)
+    if np.isfinite(se) and se > NEGLIGIBLE and NEGLIGIBLE < p < 1 - NEGLIGIBLE:
+        # capped at the bound's: a rate one failure off 100% is never surer than 100% itself (the
+        # measured design effect under 1 there is noise of a handful of discordant families)
+        n_eff = min(p * (1 - p) / se**2, at_bound)
+    else:
+        n_eff = at_bound
     low, high = intervals.wilson(np.array([p]), np.array([n_eff]), stats.t.ppf(0.5 + conf_level / 2, max(df, 1)))
     return float(low[0]), float(high[0])
 

@@ -36,15 +36,16 @@ chromium:
 	  echo "note: could not install chromium (needs root and apt-get); the browser test will be skipped"
 
 # pytest exits 5 when it collects no test; that must fail CI, not pass it silently.
-# One worker a core (at most 4), each taking whole test files, so that a module's fixture (a
-# fit, a loaded database) is built once: much of the suite waits on subprocesses and I/O.
+# One worker a core (at most 4), each taking whole test files (tests/conftest.py groups them), so
+# that a module's fixture (a fit, a loaded database) is built once; the docs pages, which share
+# nothing, go one by one to whichever worker is free.
 # No test compares wall times (those are benchmarks/ scripts), so nothing runs apart.
 # ruff first (lint, then the formatter's check; settings in pyproject.toml): seconds, and a
 # formatting slip fails before the 10-minute run rather than after it.
 test: $(STAMP) chromium
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile
+	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadgroup
 
 # Each script's printout is saved in benchmarks/results/ with the command, date and machine beside it
 # (<file>.meta.json), for the documentation's Performance page. A script exits 1 when it misses a target.

@@ -18,6 +18,19 @@ from filelock import FileLock
 
 from tests.support.tiny_benchmark import write_benchmark, write_responses
 
+# `make test` runs pytest-xdist with --dist loadgroup: a module's tests stay on one worker (they share
+# its module fixtures: a fit, a loaded database, a chain of examples), except in these modules, whose
+# tests share nothing and are each a few minutes of subprocesses: one page of the docs each. Split, the
+# two workers take them as they come free instead of one worker running every page in turn.
+INDEPENDENT_TESTS = {"tests/docs/test_docs.py"}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    root = Path(str(config.rootpath))
+    for item in items:
+        module = Path(str(item.path)).relative_to(root).as_posix() if Path(str(item.path)).is_relative_to(root) else ""
+        item.add_marker(pytest.mark.xdist_group(item.nodeid if module in INDEPENDENT_TESTS else module))
+
 
 def _shared(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
     """``<run folder>/<name>``, built by ``build(folder)`` once for all the workers of this run."""

@@ -7,7 +7,7 @@ measures, for every metric the package prints, the coverage of the 95% interval 
 **population** value (over new families, not the cohort's own value) and its mean width, over a grid:
 
 - truth: every condition's rate at 0%, 0.5%, 3%, 50%, 90%, 97%, 99.5% or 100%;
-- families per cohort: 30, 136, 389 (each replicate draws new families);
+- families per cohort: 10, 20, 30, 136, 389 (each replicate draws new families);
 - family spread: a logit-normal family effect of sd 0, 1 or 1.5 shared by a model's conditions
   (with a condition × family deviation of half that sd), or ``mix``: a two-point mixture in
   which a share of families is impossible (right never) and the rest share one rate: a
@@ -49,7 +49,7 @@ from molp2s_stats import performance
 from molp2s_stats.stats import intervals, resample
 
 TRUTHS = (0.0, 0.005, 0.03, 0.5, 0.9, 0.97, 0.995, 1.0)
-FAMILIES = (30, 136, 389)
+FAMILIES = (10, 20, 30, 136, 389)
 SPREADS = ("0", "1", "1.5", "mix")
 SAMPLES = (1, 3)
 # the bootstrap alone; the package's rule; score everywhere; and the package's rule at other thresholds of
@@ -233,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicates", type=int, default=200, help="replicates (new families each) per cell")
     parser.add_argument("--draws", type=int, default=1000, help="family-bootstrap draws per interval")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--families", default=",".join(map(str, FAMILIES)), help="families per cohort, comma-separated")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "intervals.csv")
     parser.add_argument(
         "--quick",
@@ -242,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.quick:
         performance.record(args.out, __file__, argv)
-    grid = list(itertools.product(TRUTHS, FAMILIES, SPREADS, SAMPLES))
+    families = tuple(int(f) for f in args.families.split(","))
+    grid = list(itertools.product(TRUTHS, families, SPREADS, SAMPLES))
     reps = args.replicates
     if args.quick:
         grid = list(itertools.product((0.5, 0.995, 1.0), (136,), ("0", "1.5"), (1,)))

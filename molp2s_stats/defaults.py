@@ -33,12 +33,12 @@ DEFAULT_MAX_PEAKS = 20  # IR and Raman peaks shown in a prompt
 SIMULATION_SEED = 20261129
 # Which interval a row carries, in words, for --help and the report pages (the method column names it).
 INTERVAL_HELP = (
-    "Intervals: the family bootstrap's percentile interval in the middle of the range "
-    "(family_bootstrap_percentile); near 0% or 100%, where fewer than 10 families' worth of answers "
-    "go the other way and the bootstrap collapses towards a point, Wilson's score interval on the "
-    "effective number of families (family_score_wilson), and for a difference (RM, a paired or "
-    "model-pair difference) the MOVER interval of its two discordant parts (family_mover_wilson). "
-    "The method column says which a row carries."
+    "Intervals: the family bootstrap's percentile interval in the middle of the range; near 0% or "
+    "100%, where 5 families' worth of answers or fewer go the other way and the bootstrap collapses "
+    "towards a point, Wilson's score interval on the effective number of families, and for a "
+    "difference (RM, a paired or model-pair difference) the MOVER interval of its two discordant "
+    "parts; between 5 and 15 families' worth, the two intervals' ends weighted by how many, so that "
+    "one more answer never makes an interval jump. The method column says which a row carries."
 )
 CONDITIONS = ("none", "source", "shuffled", "cf")
 

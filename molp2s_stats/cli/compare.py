@@ -54,8 +54,8 @@ def compare_inputs_command(
     """Paired input comparison X → Y per model over the families in both cohorts (Table 12).
 
     Δ's interval is the family bootstrap's percentile interval while the two inputs' answers differ on
-    10 or more families' worth of tasks, else the MOVER interval of the gain and loss shares (the
-    method column says which). The verdict says Y against X in words: ahead or behind (the interval
+    15 or more families' worth of tasks, the MOVER interval of the gain and loss shares at 5 or fewer,
+    the two weighted in between (the method column says which; --interval asks for one). The verdict says Y against X in words: ahead or behind (the interval
     excludes 0), equivalent within ±--margin (the 1 − 2α interval lies inside it), or undecided;
     with --non-inferiority, non-inferior (Y not worse than X by more than the margin) in place of
     equivalent.
@@ -109,8 +109,9 @@ def transitions_command(
     """Model-pair transitions on one channel and condition (Figure 2): both right, A only, B only, both wrong.
 
     The net's interval is the family bootstrap's percentile interval while the two models disagree on
-    10 or more families' worth of tasks, else the MOVER interval of its two discordant shares (the
-    method column says which): two models right on every task are not reported as certainly tied.
+    15 or more families' worth of tasks, the MOVER interval of its two discordant shares at 5 or fewer,
+    the two weighted in between (the method column says which; --interval asks for one): two models
+    right on every task are not reported as certainly tied.
     The p-value is McNemar's, clustered by family. The verdict says B against A in words: ahead or
     behind (net's interval excludes 0), equivalent within ±--margin (non-inferior with
     --non-inferiority), or undecided.

@@ -17,16 +17,18 @@ variance can claim more than the sample holds.
 Which interval a statistic gets is decided per column from the sample (``method`` says which):
 
 - ``family_bootstrap_percentile`` when the rate's minority, ``n_eff · min(R, 1 − R)``, counts at
-  least :data:`MIN_MINORITY` families' worth (the normal regime where the bootstrap is right);
-- ``family_score_wilson`` otherwise (at or near 0% or 100%).
+  least 1.5 × :data:`MIN_MINORITY` (15) families' worth (the normal regime where the bootstrap is right);
+- ``family_score_wilson`` at half of it (5) or less (at or near 0% or 100%);
+- ``family_percentile_score_blend`` in between: each end the two intervals' ends weighted linearly
+  by the minority (`percentile_weight`), so that an interval never jumps from one rule to the other.
 
 A difference of two rates on the same denominators (RM, a paired input comparison, a model
 pair's net) is split into its discordant parts, ``d = gain − loss``, gain and loss each a rate in
 [0, 1] (the tasks right under one side only). Where the two parts' minorities together count at
-least :data:`MIN_MINORITY` families' worth (as McNemar's test counts discordant pairs) the
-difference keeps its percentile interval; otherwise it is the MOVER interval (Zou and Donner 2008;
-Newcombe 1998 for paired rates) built from the two parts' intervals and their correlation,
-``family_mover_wilson``. Working on the discordant parts matters at the bound of a difference:
+least 15 families' worth (as McNemar's test counts discordant pairs) the difference keeps its
+percentile interval; at 5 or fewer it is the MOVER interval (Zou and Donner 2008; Newcombe 1998
+for paired rates) built from the two parts' intervals and their correlation,
+``family_mover_wilson``; between, the two weighted (``family_percentile_mover_blend``). Working on the discordant parts matters at the bound of a difference:
 two models that agree on every task have d = 0 with no spread at all, yet a new family could
 split them; each part's score interval says by how much.
 
@@ -46,19 +48,25 @@ PERCENTILE = "family_bootstrap_percentile"
 SCORE = "family_score_wilson"
 MOVER = "family_mover_wilson"
 FIXED = "fixed_by_design"  # a quantity the design fixes (an input compared with itself): a point, rightly
-METHODS = (PERCENTILE, SCORE, MOVER, FIXED)
+# between the two: the percentile interval's ends and the score (or MOVER) interval's, weighted by the minority
+SCORE_BLEND = "family_percentile_score_blend"
+MOVER_BLEND = "family_percentile_mover_blend"
+METHODS = (PERCENTILE, SCORE, MOVER, FIXED, SCORE_BLEND, MOVER_BLEND)
 
-#: The smallest minority, in effective families, at which the percentile interval is kept. At 10
-#: (the usual "ten events each way" rule for a normal approximation to a binomial) the percentile
-#: interval's coverage is back at its mid-range value; below it, it falls off
-#: (benchmarks/bench_intervals.py prints both sides of the switch).
+#: The minority, in effective families, at the middle of the passage from the score interval to the
+#: percentile one. At 10 (the usual "ten events each way" rule for a normal approximation to a
+#: binomial) the percentile interval's coverage is back at its mid-range value; below it, it falls off
+#: (benchmarks/bench_intervals.py prints both sides). The passage runs from half of it (5: the score
+#: interval alone below) to one and a half times it (15: the percentile interval alone above), the ends
+#: weighted linearly in between, so that one more failure never makes an interval jump from one rule
+#: to the other (a hard switch at 10 moved an end by up to 1.4 pp at 136 families).
 MIN_MINORITY = 10.0
 
 #: A variance (or a distance from a bound) this small is rounding, not a spread.
 NEGLIGIBLE = 1e-12
 
 #: Which interval a rate or difference gets: ``auto`` (the package's rule: the percentile interval
-#: while the minority holds `MIN_MINORITY` effective families, the score or MOVER interval below),
+#: in the middle of the range, the score or MOVER interval near a bound, weighted in between),
 #: ``percentile`` (the family bootstrap's percentile interval everywhere, as the paper computed its
 #: tables; a point where no replicate moves), ``score`` (the score or MOVER interval everywhere).
 RULES = ("auto", "percentile", "score")
@@ -71,13 +79,40 @@ def check_rule(rule: str) -> str:
     return rule
 
 
-def _percentile_kept(rule: str, minority: np.ndarray, low_pct: np.ndarray, high_pct: np.ndarray, threshold: float):
-    """Where the percentile interval stands, by ``rule``."""
+def percentile_weight(minority: np.ndarray, threshold: float = MIN_MINORITY) -> np.ndarray:
+    """The weight of the percentile interval's ends (the rest the score interval's) for a minority of
+    effective families: 0 up to ``threshold`` / 2, 1 from 1.5 × ``threshold``, linear between.
+    (Rounding: a minority within 1e-9 of a knot counts as on it.)
+
+    >>> percentile_weight(np.array([0.0, 5.0, 7.5, 10.0, 15.0, 40.0])).tolist()
+    [0.0, 0.0, 0.25, 0.5, 1.0, 1.0]
+    """
+    if not np.isfinite(threshold):
+        return np.zeros(np.shape(minority))
+    weight = (np.asarray(minority, dtype=float) - threshold / 2) / threshold
+    return np.clip(np.where(np.abs(weight - np.rint(weight)) < 1e-9, np.rint(weight), weight), 0.0, 1.0)
+
+
+def _blend(rule, minority, percentile_ends, score_ends, threshold, methods):
+    """(low, high, method) by ``rule``: the percentile ends, the score ends, or (``auto``) the two weighted
+    by `percentile_weight` (none for a percentile interval that is a point: the bootstrap did not move)."""
+    (low_pct, high_pct), (low_score, high_score) = percentile_ends, score_ends
+    percentile, score, blend = methods
     if check_rule(rule) == "percentile":
-        return np.ones(minority.shape, dtype=bool)
-    if rule == "score":
-        return np.zeros(minority.shape, dtype=bool)
-    return (minority >= threshold) & (high_pct > low_pct)
+        weight = np.ones(np.shape(minority))
+    elif rule == "score":
+        weight = np.zeros(np.shape(minority))
+    else:
+        weight = np.where(high_pct > low_pct, percentile_weight(minority, threshold), 0.0)
+    with np.errstate(invalid="ignore"):  # 0 × NaN where one side has no interval: that side is not used
+        mixed_low = weight * low_pct + (1 - weight) * low_score
+        mixed_high = weight * high_pct + (1 - weight) * high_score
+    pure_percentile, pure_score = weight >= 1, weight <= 0
+    return (
+        np.where(pure_percentile, low_pct, np.where(pure_score, low_score, mixed_low)),
+        np.where(pure_percentile, high_pct, np.where(pure_score, high_score, mixed_high)),
+        np.where(pure_percentile, percentile, np.where(pure_score, score, blend)).astype(object),
+    )
 
 
 def linearized_covariance(a1: np.ndarray, b1: np.ndarray, a2: np.ndarray, b2: np.ndarray) -> np.ndarray:
@@ -271,7 +306,8 @@ def rate_intervals(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The interval of each rate ``Σ a / Σ b`` (columns of a and b, shape (families, columns)), given its
     bootstrap ``replicates`` (draws, columns; NaN where undefined): the percentile interval in the
-    normal regime, Wilson's score interval on the effective sample size near a bound.
+    normal regime, Wilson's score interval on the effective sample size near a bound, the two ends
+    weighted by `percentile_weight` in between.
 
     ``trials``: the independent tasks each family's share averages over (`trial_capacity`); default b.
     ``rule`` (`RULES`): ``auto`` as above, or the percentile or the score interval everywhere.
@@ -286,11 +322,8 @@ def rate_intervals(
     """
     estimate, _, minority, low_score, high_score = _score(a, b, conf_level, trials)
     low_pct, high_pct, _ = percentile_interval(replicates, conf_level)
-    normal = _percentile_kept(rule, minority, low_pct, high_pct, min_minority)
-    return (
-        np.where(normal, low_pct, low_score),
-        np.where(normal, high_pct, high_score),
-        np.where(normal, PERCENTILE, SCORE).astype(object),
+    return _blend(
+        rule, minority, (low_pct, high_pct), (low_score, high_score), min_minority, (PERCENTILE, SCORE, SCORE_BLEND)
     )
 
 
@@ -329,8 +362,9 @@ def difference_intervals(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The interval of each difference ``Σ (gain − loss) / Σ b`` from its two discordant rates, given the
     bootstrap ``replicates`` of the difference. The percentile interval stays while the discordant
-    minority (gain's and loss's together, as McNemar's test counts them) holds ``min_minority``
-    effective families; below that, MOVER on the two parts' score intervals.
+    minority (gain's and loss's together, as McNemar's test counts them) holds 1.5 × ``min_minority``
+    effective families; at half of it or less, MOVER on the two parts' score intervals; between, the
+    two weighted by `percentile_weight`.
 
     ``rule`` (`RULES`): ``auto`` as above, or the percentile or the MOVER interval everywhere.
     Returns (low, high, method) per column, as proportions.
@@ -358,9 +392,6 @@ def difference_intervals(
     estimate = p_gain - p_loss
     low_m, high_m = mover(estimate, (p_gain, l_gain, u_gain), (p_loss, l_loss, u_loss), correlation)
     low_pct, high_pct, _ = percentile_interval(replicates, conf_level)
-    normal = _percentile_kept(rule, m_gain + m_loss, low_pct, high_pct, min_minority)
-    return (
-        np.where(normal, low_pct, low_m),
-        np.where(normal, high_pct, high_m),
-        np.where(normal, PERCENTILE, MOVER).astype(object),
+    return _blend(
+        rule, m_gain + m_loss, (low_pct, high_pct), (low_m, high_m), min_minority, (PERCENTILE, MOVER, MOVER_BLEND)
     )

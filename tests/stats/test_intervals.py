@@ -261,3 +261,36 @@ def test_the_metrics_table_carries_the_rule_asked_for():
     for rule, perfect in (("auto", intervals.SCORE), ("percentile", intervals.PERCENTILE), ("score", intervals.SCORE)):
         table = metrics.compute_metrics(outcomes, metrics=("pgr",), draws=200, seed=1, interval=rule)
         assert table.filter(pl.col("model") == "a")["method"][0] == perfect
+
+
+@pytest.mark.parametrize("families, tasks", [(40, 1), (136, 1), (100, 3)])
+def test_the_lower_end_never_rises_as_failures_rise(families, tasks):
+    """From every task right to 44 failures, one task at a time, on the same bootstrap replicates: the
+    lower end never rises. Across the passage from the score interval to the percentile one the ends
+    are weighted, not switched: a hard switch at 10 families' worth let 100 families × 3 tasks gain
+    0.07 pp with one more failure."""
+    weights = resample.family_weights(families, 2000, np.random.default_rng(1))
+    b = np.full((families, 1), float(tasks))
+    a = b.copy()
+    lows = []
+    for failure in range(45):
+        if failure:
+            a[(failure - 1) % families, 0] -= 1
+        replicates = resample.ratio_of_sums(weights, a, b)
+        lows.append(intervals.rate_intervals(a, b, replicates, 0.95)[0][0])
+    assert (np.diff(lows) <= 1e-12).all()
+
+
+def test_between_the_two_rules_the_ends_are_weighted():
+    """At a minority of 10 effective families the ends are half the percentile interval's, half the
+    score interval's; at 5 the score interval's alone, at 15 the percentile's."""
+    low, high, method = intervals._blend(
+        "auto",
+        np.array([5.0, 10.0, 15.0]),
+        (np.array([0.80, 0.80, 0.80]), np.array([0.90, 0.90, 0.90])),
+        (np.array([0.70, 0.70, 0.70]), np.array([0.94, 0.94, 0.94])),
+        10.0,
+        (intervals.PERCENTILE, intervals.SCORE, intervals.SCORE_BLEND),
+    )
+    assert low.tolist() == pytest.approx([0.70, 0.75, 0.80]) and high.tolist() == pytest.approx([0.94, 0.92, 0.90])
+    assert method.tolist() == [intervals.SCORE, intervals.SCORE_BLEND, intervals.PERCENTILE]

@@ -58,5 +58,10 @@ def shown_path(path: Path) -> str:
 
 
 def default_data_options() -> str:
-    """``--benchmark … --responses …`` of the package's default data, as typed from the current folder."""
-    return f"--benchmark {shown_path(DEFAULT_BENCHMARK)} --responses {shown_path(DEFAULT_RESPONSES)}"
+    """The options of ``molp2s load`` that load the package's default data, as typed from the current
+    folder: ``--benchmark data/benchmark --responses data/responses`` from a checkout's root, else
+    ``--example`` (an installed package's data lie deep in site-packages: no path to type)."""
+    benchmark, responses = shown_path(DEFAULT_BENCHMARK), shown_path(DEFAULT_RESPONSES)
+    if Path(benchmark).is_absolute() or benchmark.startswith(".."):
+        return "--example"
+    return f"--benchmark {benchmark} --responses {responses}"

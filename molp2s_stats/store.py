@@ -258,10 +258,10 @@ def require_responses(con: duckdb.DuckDBPyConnection, path: str) -> None:
 
     loaded = [Path(row[0]) for row in con.execute("SELECT path FROM benchmark").fetchall()]
     default = any(p.resolve() == DEFAULT_BENCHMARK.resolve() for p in loaded if p.exists())
-    files = shown_path(DEFAULT_RESPONSES) if default else "FILE ..."
+    typed = shown_path(DEFAULT_RESPONSES)
+    files = "FILE ..." if not default else ("--example" if Path(typed).is_absolute() else f"--responses {typed}")
     raise StoreError(
-        f"{path}: a benchmark but no responses loaded; load them with "
-        f"`molp2s load --responses {files}{_db_option(path)}`"
+        f"{path}: a benchmark but no responses loaded; load them with `molp2s load {files}{_db_option(path)}`"
     )
 
 

@@ -63,15 +63,32 @@ def load_command(
     wait: Annotated[
         float, typer.Option("--wait", help="Seconds to wait for another process writing the database.")
     ] = 300.0,
+    example: Annotated[
+        bool,
+        typer.Option(
+            "--example",
+            help="Load the example study shipped with the package: its benchmark (389 families, 15 channels) "
+            "and the answers of eight simulated models (with --responses, yours beside them).",
+        ),
+    ] = False,
 ) -> None:
     """Load a benchmark and response files into the database, all or nothing.
 
     Example: molp2s load --benchmark data/benchmark --responses data/responses
     """
     files = list(responses or []) + list(more_files or [])
+    if example:
+        if benchmark is not None:
+            fail("give --example or --benchmark, not both: --example loads the shipped benchmark")
+        from ..ingest.default_data import default_response_files
+
+        benchmark, files = DEFAULT_BENCHMARK, default_response_files() + files
     task_ids = ingest.read_task_map(task_map) if task_map is not None else None
     if benchmark is None and not files:
-        fail("nothing to load: give --benchmark DIR and/or --responses FILE ...")
+        fail(
+            "nothing to load: give --benchmark DIR and/or --responses FILE ..., "
+            "or --example for the example study shipped with the package"
+        )
     _require_inputs(benchmark, files)
     # all or nothing, the database file included: ingest.load_into rolls back, and removes a file it made
     try:
@@ -113,10 +130,13 @@ def _no_such_input(path: Path, option: str, what: str, default: Path) -> str:
     except OSError:  # no such folder either, or one that cannot be listed
         names = []
     close = [path.parent / name for name in difflib.get_close_matches(path.name, names, n=2)]
+    typed = shown_path(default)
     hint = (
         f"did you mean {' or '.join(f'{option} {c}' for c in close)}?"
         if close
-        else f"the package's default data is {option} {shown_path(default)};"
+        else f"the package's default data is {option} {typed};"
+        if not Path(typed).is_absolute()
+        else "the example study shipped with the package loads with --example;"
     )
     return f"{path}: no such {what}; {hint} nothing was loaded"
 

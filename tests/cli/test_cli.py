@@ -419,3 +419,37 @@ def test_one_check_for_condition(db, args):
     result = runner.invoke(app, [*args, "--db", str(db), "--condition", "sauce"])
     assert result.exit_code == 2, result.output
     assert result.output == "error: --condition must be one of none, source, shuffled, cf, got 'sauce'\n"
+
+
+def test_the_example_study_loads_with_one_flag(tiny_database, tmp_path, monkeypatch):
+    """`molp2s load --example` loads the shipped benchmark and simulated answers (here the tiny ones put
+    in their place), and says so; with --benchmark it is refused before anything is opened."""
+    from molp2s_stats.cli import load as load_cli
+    from molp2s_stats.ingest import default_data
+
+    folder = tiny_database.parent
+    monkeypatch.setattr(load_cli, "DEFAULT_BENCHMARK", folder / "bench")
+    monkeypatch.setattr(default_data, "DEFAULT_RESPONSES", folder / "responses")
+    db = tmp_path / "example.duckdb"
+    result = runner.invoke(app, ["load", "--example", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    assert "benchmark" in result.output and db.exists()
+    result = runner.invoke(app, ["metrics", "--db", str(db), "--metric", "pgr", "--bootstrap", "0", "--format", "csv"])
+    assert result.exit_code == 0 and pl.read_csv(result.stdout.encode()).height > 0
+    refused = runner.invoke(app, ["load", "--example", "--benchmark", str(folder / "bench"), "--db", str(db)])
+    assert refused.exit_code != 0 and "give --example or --benchmark, not both" in refused.output
+
+
+def test_hints_outside_a_checkout_say_example_not_a_site_packages_path(tmp_path, monkeypatch):
+    """From a folder that is not the checkout's root, the package's data would be typed as a long path:
+    the hints say `molp2s load --example` instead; from the root they keep the short paths."""
+    from molp2s_stats import defaults
+
+    monkeypatch.chdir(tmp_path)
+    assert defaults.default_data_options() == "--example"
+    result = runner.invoke(app, ["metrics", "--db", str(tmp_path / "none.duckdb")])
+    assert "molp2s load --example" in result.output
+    result = runner.invoke(app, ["load"])
+    assert "--example for the example study" in result.output
+    monkeypatch.chdir(defaults.DATA.parent)
+    assert defaults.default_data_options() == "--benchmark data/benchmark --responses data/responses"

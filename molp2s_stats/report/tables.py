@@ -355,6 +355,42 @@ def leader_sentences(pairs: pl.DataFrame, ranges: pl.DataFrame, names: dict[str,
     return "\n".join(lines)
 
 
+def posterior_leaders(quantities: pl.DataFrame, contrasts: pl.DataFrame, names: dict[str, str] | None = None) -> str:
+    """One sentence: which model has the highest posterior mean of the quantity on each channel,
+    grouped by model, and on how many channels the posterior puts it above the runner-up with
+    probability 0.95 or more (from ``contrasts``, `bayes.posterior.contrasts`)."""
+    names = names or {}
+    if quantities.height == 0:
+        return ""
+    by_leader: dict[str, list[str]] = {}
+    sure = 0
+    channels = quantities["channel"].unique(maintain_order=True).to_list()
+    for channel in channels:
+        board = quantities.filter(pl.col("channel") == channel).sort("estimate", descending=True)
+        leader = board["model"][0]
+        by_leader.setdefault(leader, []).append(names.get(channel, channel))
+        if board.height > 1:
+            above = contrasts.filter(
+                (pl.col("channel") == channel) & (pl.col("model_a") == leader) & (pl.col("model_b") == board["model"][1])
+            )["probability"]
+            sure += int(above.len() > 0 and above[0] >= 0.95)
+    leads = "; ".join(
+        f"{model} on {', '.join(chs)}" for model, chs in sorted(by_leader.items(), key=lambda kv: -len(kv[1]))
+    )
+    return (
+        f"Highest posterior mean: {leads}. On {sure} of {len(channels)} channels the posterior puts the leader "
+        "above the runner-up with probability 0.95 or more."
+    )
+
+
+def collapsed(summary: str, *parts) -> str:
+    """HTML of a section that opens on a click (``<details>``), holding the parts' HTML (IPython HTML
+    objects or strings): present and searchable on the page, not in the reader's way. Written as one
+    output, so that it works alike under Quarto and on the Jupyter route."""
+    body = "".join(getattr(part, "data", part) or "" for part in parts)
+    return f'<details class="collapsed"><summary>{summary}</summary>{body}</details>'
+
+
 def plain_table(
     frame: pl.DataFrame,
     *,

@@ -510,3 +510,14 @@ def test_every_sentence_about_a_pair_on_the_leaderboard_is_its_verdict(site, sma
         said = line.split(": ", 1)[1].removesuffix(".").split("; ")
         expected = board.filter(pl.col("tier") == 1).height - 1 + int((board["tier"] == 2).any())
         assert len(said) == expected and set(said) <= verdicts, (channel, said)
+
+
+def test_the_posterior_page_opens_with_its_answer_and_folds_the_diagnostics(site):
+    """The answer (which model leads where, and how surely) comes before any table; the fit's
+    diagnostics and attempts are on the page, inside a folded section after the results."""
+    page = (site / "posterior.html").read_text()
+    answer = page.index("Highest posterior mean:")
+    folded = page.index('<details class="collapsed">')
+    assert answer < page.index("table-posterior_reliance") < folded
+    assert folded < page.index("table-posterior_diagnostics") and folded < page.index("table-posterior_attempts")
+    assert page.index("table-posterior_attempts") < page.index("</details>", folded)

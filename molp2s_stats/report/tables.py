@@ -21,6 +21,7 @@ from ..stats.metrics import BASELINE, channel_names, in_channel_order, read_chan
 from ..stats.subsample import ESTIMATED_METHODS
 
 GOLD, SILVER = "#f4d35e", "#d9d9d9"
+LEADER = "#cfe8cf"  # a channel's top tie group: the models the data cannot separate from the first
 TABLES_ENV = "MOLP2S_REPORT_TABLES"
 
 
@@ -94,12 +95,16 @@ def _fill(table: GT, columns: list[str], colours: list[list[str | None]]) -> GT:
     return table
 
 
-def model_order(order: list[str], models: pl.DataFrame | None) -> tuple[list[str], dict, dict]:
+def model_order(
+    order: list[str], models: pl.DataFrame | None, scores: dict[str, float] | None = None
+) -> tuple[list[str], dict, dict]:
     """Models in report order, with their display names and groups (from the benchmark's
     optional models table): by group, in the order the groups first appear there, ungrouped
-    ones after; the random baseline last."""
+    ones after; within a group by ``scores`` (highest first) where given; the random baseline last."""
     names = dict(models.select("model", "display_name").iter_rows()) if models is not None else {}
     groups = dict(models.select("model", "group").iter_rows()) if models is not None else {}
+    if scores:
+        order = sorted(order, key=lambda m: -scores.get(m, float("-inf")))
     if any(groups.get(m) for m in order):
         group_order = {g: i for i, g in enumerate(dict.fromkeys(g for g in models["group"] if g))}
         order = sorted(order, key=lambda m: group_order.get(groups.get(m), len(group_order)))
@@ -118,21 +123,28 @@ def leaderboard_table(
     interval_note: str = INTERVAL_NOTE,
     models: pl.DataFrame | None = None,
     channel_table: pl.DataFrame | None = None,
+    leaders: pl.DataFrame | None = None,
 ) -> tuple[GT, pl.DataFrame]:
     """The leaderboard of one metric as the paper lays it out, and the tidy frame behind it.
 
-    One row per model, the random baseline last; one column per channel in the data's
-    order, under the paper's spanners (Electronic, Vibrational, Magnetic resonance with
-    ¹H and ¹³C NMR, Bundles); cells ``estimate [low, high]`` with one decimal, formatted
-    by great-tables from numeric columns. ``models`` (``model, display_name, group``, the
-    benchmark's optional models table) names the rows and groups them (closed- and
-    open-weight, say) in the order the groups first appear; ``channel_table`` (the database's,
-    ``metrics.read_channel_table``) gives the spanners and labels. The frame returned is what gets
-    exported: numbers, one row per model × channel.
+    One row per model, by the mean over channels (best first; the table's note says so), the
+    random baseline last; one column per channel in the data's order, under the paper's spanners
+    (Electronic, Vibrational, Magnetic resonance with ¹H and ¹³C NMR, Bundles); cells ``estimate
+    [low, high]`` with one decimal, formatted by great-tables from numeric columns. ``models``
+    (``model, display_name, group``, the benchmark's optional models table) names the rows and
+    groups them (closed- and open-weight, say) in the order the groups first appear;
+    ``channel_table`` (the database's, ``metrics.read_channel_table``) gives the spanners and
+    labels. ``leaders`` (`stability.rank_intervals`' ``model, channel, tier``) shades each
+    channel's top tie group, the models the data cannot separate from the first; without it, the
+    paper's marks: gold and silver on the two highest values of each column, whether or not the
+    data separate them. The frame returned is what gets exported: numbers, one row per model ×
+    channel.
     """
     tidy = in_channel_order(with_random_baseline(metrics, metric), channel_table)
     channels = tidy["channel"].unique(maintain_order=True).to_list()
-    order, names, groups = model_order(tidy["model"].unique(maintain_order=True).to_list(), models)
+    means = dict(tidy.filter(pl.col("model") != BASELINE).group_by("model").agg(pl.col("estimate").mean()).iter_rows())
+    scores = {m: (v if higher_is_better else -v) for m, v in means.items() if v is not None}
+    order, names, groups = model_order(tidy["model"].unique(maintain_order=True).to_list(), models, scores)
     grouped = any(groups.get(m) for m in order)
     wide = _interval_grid(tidy, rows=("model", order), columns=("channel", channels))
     # rows of a model run on part of the benchmark carry the estimate over the whole cohort
@@ -149,8 +161,20 @@ def leaderboard_table(
     layout = column_layout(channel_table)
     table = table.cols_label(**{c: _label(layout, c) for c in channels})
     table = _spanners(table, channels, layout)
-    ranked = wide.with_columns(pl.when(pl.col("model") != BASELINE).then(pl.col(c)).alias(c) for c in channels)
-    columns = [podium(ranked[c].to_list(), higher_is_better) for c in channels]  # the baseline is never ranked
+    if leaders is not None:
+        top = set(leaders.filter(pl.col("tier") == 1).select("model", "channel").iter_rows())
+        columns = [[LEADER if (m, c) in top else None for m in order] for c in channels]
+        marks = (
+            "Shaded: each channel's leaders, its top tie group (no two of them separated at 95%, "
+            "simultaneous within the channel)."
+        )
+    else:
+        ranked = wide.with_columns(pl.when(pl.col("model") != BASELINE).then(pl.col(c)).alias(c) for c in channels)
+        columns = [podium(ranked[c].to_list(), higher_is_better) for c in channels]  # the baseline is never ranked
+        marks = (
+            "Gold and silver: the two highest values of each column (the paper's marks), whether or not the "
+            "data separate them."
+        )
     table = _fill(table, channels, [list(row) for row in zip(*columns)])
     if BASELINE in order:
         table = table.tab_style(
@@ -162,7 +186,56 @@ def leaderboard_table(
             "whole cohort (the AIPW estimator, from its answers and the complete models' outcomes), with a 95% "
             "design-based interval."
         )
-    return table.tab_source_note(f"Gold: best per column; silver: second. {interval_note}"), tidy
+    rows = "Rows: by the mean over the channels, best first" + (", within each group." if grouped else ".")
+    return table.tab_source_note(f"{marks} {rows} {interval_note}"), tidy
+
+
+def rank_range_table(
+    ranges: pl.DataFrame,
+    *,
+    title: str,
+    models: pl.DataFrame | None = None,
+    channel_table: pl.DataFrame | None = None,
+) -> GT:
+    """`stability.rank_intervals` as a matrix a person can scan: one row per model (by the mean of its
+    estimates over the channels, best first), one column per channel under the leaderboard's spanners,
+    each cell the rank range ("2–4", or "1" where the data fix it), each channel's top tie group shaded
+    as on the leaderboard; a model without a score on a channel shows "—"."""
+    ranked = in_channel_order(ranges, channel_table)
+    channels = ranked["channel"].unique(maintain_order=True).to_list()
+    means = dict(ranked.group_by("model").agg(pl.col("estimate").mean()).iter_rows())
+    order, names, groups = model_order(
+        ranked["model"].unique(maintain_order=True).to_list(),
+        models,
+        {m: v for m, v in means.items() if v is not None},
+    )
+    cells = ranked.with_columns(
+        pl.when(pl.col("rank_low").is_null())
+        .then(pl.lit("—"))
+        .when(pl.col("rank_low") == pl.col("rank_high"))
+        .then(pl.col("rank_low").cast(pl.Int64).cast(pl.String))
+        .otherwise(pl.format("{}–{}", pl.col("rank_low").cast(pl.Int64), pl.col("rank_high").cast(pl.Int64)))
+        .alias("range")
+    )
+    wide = (
+        pl.DataFrame({"model": order})
+        .join(cells.pivot(on="channel", index="model", values="range"), on="model", how="left", maintain_order="left")
+        .select("model", *channels)
+    )
+    grouped = any(groups.get(m) for m in order)
+    wide = wide.with_columns(pl.Series("label", [names.get(m) or m for m in order], dtype=pl.String))
+    if grouped:
+        wide = wide.with_columns(pl.Series("group", [groups.get(m) or "Other models" for m in order], dtype=pl.String))
+    layout = column_layout(channel_table)
+    table = GT(wide.drop("model"), rowname_col="label", groupname_col="group" if grouped else None)
+    table = table.tab_header(title=title).cols_label(**{c: _label(layout, c) for c in channels})
+    table = _spanners(table, channels, layout).cols_align(align="center", columns=channels)
+    top = set(ranked.filter(pl.col("tier") == 1).select("model", "channel").iter_rows())
+    table = _fill(table, channels, [[LEADER if (m, c) in top else None for c in channels] for m in order])
+    return table.tab_source_note(
+        "Each cell: the best and worst rank the data allow (1 = best), simultaneous within a channel at 95%. "
+        "Shaded: the channel's top tie group. Rows: by the mean over the channels, best first."
+    )
 
 
 NO_PROPERTIES = "none"  # the channel of P0 tasks, which show no property
@@ -331,6 +404,43 @@ def verdict_sentences(frame: pl.DataFrame, subject: str, other: str) -> str:
     )
 
 
+def leaders_summary(
+    ranges: pl.DataFrame, names: dict[str, str] | None = None, models: pl.DataFrame | None = None
+) -> str:
+    """The Leaderboard's answer in one paragraph, from `stability.rank_intervals`: each model that leads
+    somewhere (in a channel's top tie group) with its channels, on how many it leads alone, and the
+    saturated channels."""
+    names = names or {}
+    shown = dict(models.select("model", "display_name").iter_rows()) if models is not None else {}
+    top = ranges.filter(pl.col("tier") == 1)
+    size = dict(top.group_by("channel").len().iter_rows())
+    channels = ranges["channel"].unique(maintain_order=True).to_list()
+    parts = []
+    for model in top.group_by("model").len().sort(["len", "model"], descending=[True, False])["model"]:
+        led = [c for c in channels if top.filter((pl.col("model") == model) & (pl.col("channel") == c)).height]
+        alone = sum(size[c] == 1 for c in led)
+        parts.append(
+            f"**{shown.get(model) or model}** on {len(led)} of {len(channels)} "
+            f"({', '.join(names.get(c, c) for c in led)}; alone on {alone})"
+        )
+    from ..stats.stability import SATURATION_LEVEL, saturated_channels
+
+    saturated = saturated_channels(ranges)
+    return (
+        "Leaders by PGR, each channel's top tie group (the models the data cannot separate from the first, "
+        "at 95% simultaneous within the channel): "
+        + "; ".join(parts)
+        + "."
+        + (
+            f" Saturated (the leaders all at or above {SATURATION_LEVEL:.0%}): "
+            + ", ".join(names.get(c, c) for c in saturated)
+            + "."
+            if saturated
+            else ""
+        )
+    )
+
+
 def leader_sentences(pairs: pl.DataFrame, ranges: pl.DataFrame, names: dict[str, str] | None = None) -> str:
     """What the data say of each channel's leader, as a Markdown list: one line a channel, the leader
     against every other model of its tie group and against the first model behind the group, each a
@@ -371,7 +481,9 @@ def posterior_leaders(quantities: pl.DataFrame, contrasts: pl.DataFrame, names: 
         by_leader.setdefault(leader, []).append(names.get(channel, channel))
         if board.height > 1:
             above = contrasts.filter(
-                (pl.col("channel") == channel) & (pl.col("model_a") == leader) & (pl.col("model_b") == board["model"][1])
+                (pl.col("channel") == channel)
+                & (pl.col("model_a") == leader)
+                & (pl.col("model_b") == board["model"][1])
             )["probability"]
             sure += int(above.len() > 0 and above[0] >= 0.95)
     leads = "; ".join(

@@ -521,3 +521,37 @@ def test_the_posterior_page_opens_with_its_answer_and_folds_the_diagnostics(site
     assert answer < page.index("table-posterior_reliance") < folded
     assert folded < page.index("table-posterior_diagnostics") and folded < page.index("table-posterior_attempts")
     assert page.index("table-posterior_attempts") < page.index("</details>", folded)
+
+
+def test_the_leaderboard_orders_rows_by_score_and_shades_the_leaders_it_is_given():
+    """Rows by the mean over channels (b 17.5, a 7.5, c 10.5 → b, c, a), the baseline last; with the rank
+    ranges' tie groups the top group is shaded (ir: b and c; gap: a and b), without them gold and silver."""
+    metrics = pl.DataFrame(
+        {
+            "model": ["a", "b", "c", "a", "b", "c"],
+            "channel": ["ir", "ir", "ir", "gap", "gap", "gap"],
+            "metric": ["pgr"] * 6,
+            "estimate": [10.0, 30.0, 20.0, 5.0, 5.0, 1.0],
+            "conf_low": [1.0, 2.0, 3.0, 1.0, 1.0, 0.0],
+            "conf_high": [20.0, 40.0, 30.0, 9.0, 9.0, 2.0],
+            "baseline": [25.0, 25.0, 25.0, 20.0, 20.0, 20.0],
+        }
+    )
+    leaders = pl.DataFrame(
+        {"model": ["b", "c", "a", "a", "b", "c"], "channel": ["ir"] * 3 + ["gap"] * 3, "tier": [1, 1, 2, 1, 1, 2]}
+    )
+    html = tables.leaderboard_table(metrics, "pgr", title="t", leaders=leaders)[0].as_raw_html()
+    assert html.index(">b<") < html.index(">c<") < html.index(">a<") < html.index(">random baseline<")
+    assert html.count(tables.LEADER) == 4 and tables.GOLD not in html
+    assert "Shaded: each channel&#x27;s leaders" in html and "Rows: by the mean over the channels" in html
+    plain = tables.leaderboard_table(metrics, "pgr", title="t")[0].as_raw_html()
+    assert tables.LEADER not in plain and "the paper&#x27;s marks" in plain
+    matrix = tables.rank_range_table(
+        leaders.with_columns(
+            pl.Series("estimate", [30.0, 20.0, 10.0, 5.0, 5.0, 1.0]),
+            pl.Series("rank_low", [1.0, 1.0, 3.0, 1.0, 1.0, 3.0]),
+            pl.Series("rank_high", [2.0, 2.0, 3.0, 2.0, 2.0, 3.0]),
+        ),
+        title="r",
+    ).as_raw_html()
+    assert matrix.count("1–2") == 4 and matrix.count(">3<") == 2 and matrix.count(tables.LEADER) == 4

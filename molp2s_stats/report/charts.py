@@ -4,6 +4,7 @@ fetches no Vega script at view time and reads the same under Quarto and without 
 from __future__ import annotations
 
 import altair as alt
+import numpy as np
 import polars as pl
 
 OUTCOMES = ("both_correct", "a_only", "b_only", "both_wrong")
@@ -191,16 +192,40 @@ def transitions(frame: pl.DataFrame, *, title: str) -> alt.HConcatChart:
 
 
 def stability_lines(frame: pl.DataFrame, *, title: str, channel_table: pl.DataFrame | None = None) -> alt.Chart:
-    """Mean Spearman ρ against the subset size, one line per channel (``ranking_stability`` output),
-    the legend in the channel table's order with the channels' names."""
-    data, order = _panels(frame, channel_table)
-    return (
-        alt.Chart(data)
+    """Mean Spearman ρ against the subset size, one small multiple per channel group (Electronic,
+    Vibrational, …: a handful of lines each, told apart by colour within the panel), the y axis fitted
+    to the values with ρ = 1 (the full cohort's ranking) drawn as the reference; channels by name, in
+    the channel table's order (``ranking_stability`` output)."""
+    from ..stats.metrics import read_channel_table
+
+    table = channel_table if channel_table is not None else read_channel_table()
+    groups = dict(table.select("channel", "group").iter_rows())
+    data, order = _panels(
+        frame.with_columns(pl.col("channel").replace_strict(groups, default="").alias("group")), channel_table
+    )
+    group_order = list(
+        dict.fromkeys(g for c in frame["channel"].unique(maintain_order=True) for g in [groups.get(c, "")])
+    )
+    values = frame["spearman_rho"].drop_nulls()
+    low = max(-1.0, float(np.floor((values.min() if len(values) else 0.0) * 20) / 20) - 0.05)
+    y = alt.Y("spearman_rho:Q", title="mean Spearman ρ", scale=alt.Scale(domain=[low, 1.0]))
+    lines = (
+        alt.Chart()
         .mark_line(point=True)
         .encode(
             x=alt.X("size:Q", title="families in the subset"),
-            y=alt.Y("spearman_rho:Q", title="mean Spearman ρ", scale=alt.Scale(domain=[-1, 1])),
-            color=alt.Color("panel:N", title="channel", sort=order),
+            y=y,
+            color=alt.Color(
+                "panel:N", title=None, sort=order, legend=alt.Legend(orient="bottom", columns=2, labelLimit=120)
+            ),
+            tooltip=["panel", "size", "spearman_rho"],
         )
-        .properties(width=420, height=240, title=title)
+    )
+    perfect = alt.Chart().mark_rule(strokeDash=[3, 3], color="#888").encode(y=alt.datum(1.0))
+    return (
+        alt.layer(perfect, lines, data=data)
+        .properties(width=170, height=170)
+        .facet(column=alt.Column("group:N", title=None, sort=group_order))
+        .resolve_scale(color="independent")
+        .properties(title=title)
     )

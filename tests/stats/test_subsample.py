@@ -588,7 +588,7 @@ def test_a_model_run_on_one_channel_is_estimated_there_and_says_where_it_is_not(
 def test_one_failure_off_the_ceiling_is_no_surer_than_the_ceiling(families, fraction):
     """A partial model right on every answered family, and one wrong on one of them with the small
     standard error a near-ceiling sample gives (measured n_eff far above the families answered): the
-    second's lower end is not above the first's (n_eff capped at the bound's, families / (1 − f))."""
+    second's lower end is not above the first's (capped at the bound's, on families / (1 − f))."""
     perfect = subsample.score_interval(
         1.0, 0.0, families - 1, families=families, sampling_fraction=fraction, conf_level=0.95
     )

@@ -191,8 +191,9 @@ def score_interval(
     n_eff = p(1 − p) / se², which carries the design, the prediction and the finite-population
     correction; where se is 0 (or the estimate on a bound) nothing measures the design effect and it
     is taken as 1: n_eff = the answered ``families`` over 1 − the ``sampling_fraction``, a simple
-    random sample's; inside the bounds the measured n_eff is capped there, so that one failure off a
-    bound never gives a narrower interval than the bound itself. The quantile is Student's t at the design's ``df``. Written out here because
+    random sample's; and the lower end is never above a perfect rate's on that n_eff (the upper end
+    never below a zero rate's), so that one failure off a bound never gives a surer interval than the
+    bound itself, while inside the range the prediction's gain in n_eff stands. The quantile is Student's t at the design's ``df``. Written out here because
     scipy's Wilson interval (``binomtest(k, n).proportion_ci``) takes whole counts, and n_eff is
     not one; where it is, the two agree (tests/stats/test_subsample.py).
 
@@ -210,14 +211,16 @@ def score_interval(
     if families <= 0:
         return np.nan, np.nan
     at_bound = families / (1 - sampling_fraction)
-    if np.isfinite(se) and se > NEGLIGIBLE and NEGLIGIBLE < p < 1 - NEGLIGIBLE:
-        # capped at the bound's: a rate one failure off 100% is never surer than 100% itself (the
-        # measured design effect under 1 there is noise of a handful of discordant families)
-        n_eff = min(p * (1 - p) / se**2, at_bound)
-    else:
-        n_eff = at_bound
-    low, high = intervals.wilson(np.array([p]), np.array([n_eff]), stats.t.ppf(0.5 + conf_level / 2, max(df, 1)))
-    return float(low[0]), float(high[0])
+    measured = np.isfinite(se) and se > NEGLIGIBLE and NEGLIGIBLE < p < 1 - NEGLIGIBLE
+    n_eff = p * (1 - p) / se**2 if measured else at_bound
+    quantile = stats.t.ppf(0.5 + conf_level / 2, max(df, 1))
+    low, high = intervals.wilson(np.array([p]), np.array([n_eff]), quantile)
+    # one rule on both sides of a bound, as for full models: a rate just inside one is no surer than the
+    # bound itself on the same answered families (the lower end at most a perfect rate's, the upper end at
+    # least a zero rate's); inside the range the measured n_eff stands, the prediction's gain included
+    at_one, _ = intervals.wilson(np.array([1.0]), np.array([at_bound]), quantile)
+    _, at_zero = intervals.wilson(np.array([0.0]), np.array([at_bound]), quantile)
+    return float(min(low[0], at_one[0])), float(max(high[0], at_zero[0]))
 
 
 def difference_interval(

@@ -80,3 +80,15 @@ def test_rates_become_percent_only_at_the_edge():
     assert not found, "\n".join(found)
     sql = [p.relative_to(ROOT).as_posix() for p in (ROOT / "sql").rglob("*.sql") if "100.0 *" in p.read_text()]
     assert sql == ["sql/marts/separability.sql"]  # Table 6 itself, in % as the paper prints it
+
+
+def test_no_report_page_names_an_interval_method_in_its_prose():
+    """Method identifiers belong to the method column of the exported tables: a page says the method in
+    words (its prose, the strings its code writes, and INTERVAL_HELP, which pages and help print)."""
+    from molp2s_stats.defaults import INTERVAL_HELP
+    from molp2s_stats.stats.intervals import METHODS
+
+    texts = {path.name: path.read_text() for path in ROOT.glob("reports/*.qmd")}
+    texts["INTERVAL_HELP"] = INTERVAL_HELP
+    found = [(name, method) for name, text in texts.items() for method in METHODS if method in text]
+    assert found == []

@@ -465,13 +465,17 @@ def leader_sentences(pairs: pl.DataFrame, ranges: pl.DataFrame, names: dict[str,
     return "\n".join(lines)
 
 
-def posterior_leaders(quantities: pl.DataFrame, contrasts: pl.DataFrame, names: dict[str, str] | None = None) -> str:
+def posterior_leaders(
+    quantities: pl.DataFrame, contrasts: pl.DataFrame, channel_table: pl.DataFrame | None = None
+) -> str:
     """One sentence: which model has the highest posterior mean of the quantity on each channel,
-    grouped by model, and on how many channels the posterior puts it above the runner-up with
-    probability 0.95 or more (from ``contrasts``, `bayes.posterior.contrasts`)."""
-    names = names or {}
+    grouped by model, the channels by name in the channel table's order, and on how many channels the
+    posterior puts it above the runner-up with probability 0.95 or more (from ``contrasts``,
+    `bayes.posterior.contrasts`)."""
+    names = channel_names(channel_table)
     if quantities.height == 0:
         return ""
+    quantities = in_channel_order(quantities, channel_table)
     by_leader: dict[str, list[str]] = {}
     sure = 0
     channels = quantities["channel"].unique(maintain_order=True).to_list()

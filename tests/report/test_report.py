@@ -555,3 +555,21 @@ def test_the_leaderboard_orders_rows_by_score_and_shades_the_leaders_it_is_given
         title="r",
     ).as_raw_html()
     assert matrix.count("1–2") == 4 and matrix.count(">3<") == 2 and matrix.count(tables.LEADER) == 4
+
+
+def test_the_posterior_answer_names_each_channels_leader_in_the_channel_tables_order():
+    # dipole_norm: a leads (3 against 1), P(a > b) 0.5; ir: b leads (2 against 1), P(b > a) 0.99: one sure of two
+    quantities = pl.DataFrame(
+        {
+            "model": ["a", "b", "a", "b"],
+            "channel": ["ir", "ir", "dipole_norm", "dipole_norm"],
+            "estimate": [1.0, 2.0, 3.0, 1.0],
+        }
+    )
+    contrasts = pl.DataFrame(
+        {"channel": ["ir", "dipole_norm"], "model_a": ["b", "a"], "model_b": ["a", "b"], "probability": [0.99, 0.5]}
+    )
+    assert tables.posterior_leaders(quantities, contrasts) == (
+        "Highest posterior mean: a on Dipole norm; b on IR. On 1 of 2 channels the posterior puts the leader "
+        "above the runner-up with probability 0.95 or more."
+    )

@@ -373,14 +373,17 @@ def pair_distances(tables: dict[str, pl.DataFrame], path: Path) -> pl.DataFrame:
         tables["channels"].filter(pl.col("distance").is_not_null()).select("channel", "distance").iter_rows()
     )
     rows = []
-    for (family_id, channel), group in tables["properties"].group_by(["family_id", "channel"], maintain_order=True):
-        values = {}
-        for row in group.iter_rows(named=True):
-            try:
-                values[row["label"]] = parse_value(distance_of[channel], json.loads(row["value"]))
-            except PropertyValueError as exc:
-                raise InputError(path, f"channel {channel!r} value: {exc}", where=row["_where"]) from None
-        for a, b, d in family_pair_distances(distance_of[channel], values):
+    values: dict[tuple[str, str], dict[str, object]] = {}  # (family, channel) -> label -> parsed value
+    # one pass over the rows: a polars group_by gathers each of the ~3,000 groups apart (seconds)
+    for family_id, channel, label, value, where in (
+        tables["properties"].select("family_id", "channel", "label", "value", "_where").iter_rows()
+    ):
+        try:
+            values.setdefault((family_id, channel), {})[label] = parse_value(distance_of[channel], json.loads(value))
+        except PropertyValueError as exc:
+            raise InputError(path, f"channel {channel!r} value: {exc}", where=where) from None
+    for (family_id, channel), by_label in values.items():
+        for a, b, d in family_pair_distances(distance_of[channel], by_label):
             rows.append((family_id, channel, a, b, d))
     return pl.DataFrame(rows, schema=["family_id", "channel", "label_a", "label_b", "distance"], orient="row")
 

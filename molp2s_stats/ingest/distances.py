@@ -159,18 +159,25 @@ def _gauss(x: np.ndarray, y: np.ndarray, two_var: float) -> np.ndarray:
     return np.exp(-((x[:, None] - y[None, :]) ** 2) / two_var)
 
 
+def _peak_spectrum(a: tuple, fwhm: float) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """Positions, unit-sum weights, the overlap kernel's ``4 s^2`` and the spectrum's self-overlap."""
+    s = fwhm * FWHM_TO_SIGMA
+    v, p = a
+    p = p / p.max()  # max first: no overflow in the sum
+    p = p / p.sum()
+    return v, p, 4 * s * s, p @ _gauss(v, v, 4 * s * s) @ p
+
+
 def _peak_overlap(a: tuple, b: tuple, fwhm: float) -> float:
+    return _peak_overlap_of(_peak_spectrum(a, fwhm), _peak_spectrum(b, fwhm))
+
+
+def _peak_overlap_of(a: tuple, b: tuple) -> float:
     # Cosine similarity of two Gaussian-broadened stick spectra.  The overlap
     # integral of two Gaussians of width s is proportional to
     # exp(-(v_i - v_j)^2 / (4 s^2)), and the constant cancels in the cosine.
-    s = fwhm * FWHM_TO_SIGMA
-    (va, pa), (vb, pb) = a, b
-    pa, pb = pa / pa.max(), pb / pb.max()  # max first: no overflow in the sum
-    pa, pb = pa / pa.sum(), pb / pb.sum()
-    pq = pa @ _gauss(va, vb, 4 * s * s) @ pb
-    pp = pa @ _gauss(va, va, 4 * s * s) @ pa
-    qq = pb @ _gauss(vb, vb, 4 * s * s) @ pb
-    m = pq / math.sqrt(pp * qq)
+    (va, pa, four_s2, pp), (vb, pb, _, qq) = a, b
+    m = (pa @ _gauss(va, vb, four_s2) @ pb) / math.sqrt(pp * qq)
     return float(min(1.0, max(0.0, 1.0 - m)))  # clip floating error
 
 
@@ -247,11 +254,15 @@ def pair_distance(distance: str, a: object, b: object, *, fwhm: float = 20.0, uv
         # peaks with counts weigh by their nuclei; a plain list weighs each shielding alike
         (a, wa), (b, wb) = (x if isinstance(x, tuple) else (x, None) for x in (a, b))
         return float(wasserstein_distance(a, b, wa, wb))
+    kernel = _peak_overlap if distance == "peak_overlap" else _uvvis_l1
+    return kernel(a, b, _kernel_width(distance, fwhm, uvvis_sigma))
+
+
+def _kernel_width(distance: str, fwhm: float = 20.0, uvvis_sigma: float = 0.2) -> float:
     name, width = ("fwhm", fwhm) if distance == "peak_overlap" else ("uvvis_sigma", uvvis_sigma)
     if not (math.isfinite(width) and width > 0):
         raise UsageError(f"{name} must be positive and finite, got {width!r}")
-    kernel = _peak_overlap if distance == "peak_overlap" else _uvvis_l1
-    return kernel(a, b, width)
+    return width
 
 
 def family_pair_distances(distance: str, values: Mapping[str, object], **params: float) -> list[tuple[str, str, float]]:
@@ -278,4 +289,9 @@ def family_pair_distances(distance: str, values: Mapping[str, object], **params:
     """
     labels = sorted(k for k, v in values.items() if v is not None)
     pairs = [(x, y) for i, x in enumerate(labels) for y in labels[i + 1 :]]
+    if distance == "peak_overlap" and pairs:
+        # each spectrum's normalisation and self-overlap once, not once a pair
+        fwhm = _kernel_width(distance, **params)
+        spectra = {label: _peak_spectrum(values[label], fwhm) for label in labels}
+        return [(x, y, _peak_overlap_of(spectra[x], spectra[y])) for x, y in pairs]
     return [(x, y, pair_distance(distance, values[x], values[y], **params)) for x, y in pairs]

@@ -290,3 +290,18 @@ def test_a_block_left_out_says_why(block):
     """Each block the docs test does not run is reported as skipped, with the reason its first line gives."""
     assert len(block.skipped) > 10, f"{block.where}: say why the block is not run"
     pytest.skip(f"{block.where}: {block.skipped}")
+
+
+def test_the_citation_file_names_this_version_and_the_benchmark():
+    """CITATION.cff (GitHub's "Cite this repository") holds the fields the Citation File Format 1.2
+    requires, the version pyproject.toml declares, and the benchmark among its references."""
+    import tomllib
+
+    import yaml
+
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    assert {"cff-version", "message", "title", "authors"} <= set(citation)
+    assert citation["cff-version"] == "1.2.0"
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert str(citation["version"]) == version
+    assert any(ref["title"] == "MolP2SBench" and ref["authors"] for ref in citation["references"])

@@ -45,7 +45,7 @@ chromium:
 test: $(STAMP) chromium
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadgroup
+	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadscope
 
 # Each script's printout is saved in benchmarks/results/ with the command, date and machine beside it
 # (<file>.meta.json), for the documentation's Performance page. A script exits 1 when it misses a target.

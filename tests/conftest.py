@@ -18,18 +18,55 @@ from filelock import FileLock
 
 from tests.support.tiny_benchmark import write_benchmark, write_responses
 
-# `make test` runs pytest-xdist with --dist loadgroup: a module's tests stay on one worker (they share
-# its module fixtures: a fit, a loaded database, a chain of examples), except in these modules, whose
-# tests share nothing and are each a few minutes of subprocesses: one page of the docs each. Split, the
-# two workers take them as they come free instead of one worker running every page in turn.
+# `make test` runs pytest-xdist with --dist loadscope, whose scope is here a test module: a module's tests
+# stay on one worker, in order, so its module fixtures (a fit, a loaded database, a chain of examples)
+# are built once. The exceptions are these modules, whose tests share nothing and are each a few
+# minutes of subprocesses (one page of the docs each): each test is its own scope, so the two workers
+# take them as they come free instead of one worker running every page in turn.
 INDEPENDENT_TESTS = {"tests/docs/test_docs.py"}
 
 
+# The modules that take longest (minutes of fits, renders and subprocesses on 2 cores), slowest
+# first: they start the run, so that the many quick modules fill the workers' last minutes instead
+# of one worker finishing a long module alone. Only the order changes; every test runs.
+SLOWEST_FIRST = [
+    "tests/docs/test_docs.py",
+    "tests/cli/test_cli_help.py",
+    "tests/bayes/test_warm.py",
+    "tests/benchmarks/test_fitting_scripts.py",
+    "tests/bayes/test_attempts.py",
+    "tests/report/test_report.py",
+    "tests/benchmarks/test_benchmarks.py",
+    "tests/bayes/test_model.py",
+    "tests/report/test_quarto_route.py",
+    "tests/store/test_store_faults.py",
+]
+
+
 def pytest_collection_modifyitems(config, items) -> None:
-    root = Path(str(config.rootpath))
-    for item in items:
-        module = Path(str(item.path)).relative_to(root).as_posix() if Path(str(item.path)).is_relative_to(root) else ""
-        item.add_marker(pytest.mark.xdist_group(item.nodeid if module in INDEPENDENT_TESTS else module))
+    rank = {module: i for i, module in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: in-module order kept
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's loadscope, its scope a test module (the independent modules' tests each alone), in
+    the collection's order (slowest modules first) rather than by number of tests.
+
+    Not xdist_group marks with --dist loadgroup: xdist 3.8 names the groups by rewriting
+    ``item._nodeid``, which pytest 9.2 no longer reads (``nodeid`` comes from ``item._id``), so
+    every test was its own group, and a module's fixtures were built again on each worker (a
+    module of fits paid for them twice)."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return nodeid if module in INDEPENDENT_TESTS else module
+
+    config.option.loadscopereorder = False
+    return ModuleScheduling(config, log)
 
 
 def _shared(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:

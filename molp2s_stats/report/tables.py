@@ -9,7 +9,9 @@ random-baseline row, which is never ranked.
 
 from __future__ import annotations
 
+import html
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -497,6 +499,225 @@ def posterior_leaders(
         f"Highest posterior mean: {leads}. On {sure} of {len(channels)} channels the posterior puts the leader "
         "above the runner-up with probability 0.95 or more."
     )
+
+
+def answer(text: str) -> str:
+    """A page's opening answer as HTML: one paragraph (class ``answer``), ``**bold**`` as <strong>.
+
+    >>> answer("**b** leads on 2 of 3 channels.")
+    "<p class='answer'><strong>b</strong> leads on 2 of 3 channels.</p>"
+    """
+    body = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", html.escape(text, quote=False))
+    return f"<p class='answer'>{body}</p>"
+
+
+def _listed(items: list[str]) -> str:
+    return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else "".join(items)
+
+
+def overview_answer(counts: pl.DataFrame, cohort: pl.DataFrame, names: dict[str, str] | None = None) -> str:
+    """The Overview's answer: the study's size, and how far each channel's cohort falls short of its
+    families (``benchmark_summary`` and ``cohort_summary`` rows).
+
+    >>> counts = pl.DataFrame({"families": [10], "channels": [2], "models": [3], "tasks": [70], "answers": [210]})
+    >>> cohort = pl.DataFrame({"channel": ["ir", "gap"], "families_total": [10, 10], "cohort": [9, 4]})
+    >>> overview_answer(counts, cohort, {"ir": "IR", "gap": "Gap"})
+    '**3 models** answered 70 tasks of 10 families in 2 channels (210 answers). Each channel is scored on its cohort, from 4 families (Gap, 40% of its families) to 9 (IR, 90%).'
+    """
+    names = names or {}
+    c = counts.row(0, named=True)
+    text = (
+        f"**{c['models']} models** answered {c['tasks']:,} tasks of {c['families']:,} families in "
+        f"{c['channels']} channels ({c['answers']:,} answers)."
+    )
+    scored = cohort.filter(pl.col("cohort") > 0).with_columns(
+        (pl.col("cohort") / pl.col("families_total")).alias("kept")
+    )
+    if scored.height == 0:
+        return text + " No channel has a cohort yet: no family was answered by every model."
+    low, high = (
+        scored.sort("cohort", "channel").row(0, named=True),
+        scored.sort("cohort", "channel").row(-1, named=True),
+    )
+    if low["cohort"] == high["cohort"]:
+        every = "It is" if scored.height == 1 else "Every channel is"
+        return text + f" {every} scored on {low['cohort']:,} families ({low['kept']:.0%} of its families)."
+    return text + (
+        f" Each channel is scored on its cohort, from {low['cohort']:,} families ({names.get(low['channel'], low['channel'])}, "
+        f"{low['kept']:.0%} of its families) to {high['cohort']:,} ({names.get(high['channel'], high['channel'])}, "
+        f"{high['kept']:.0%})."
+    )
+
+
+def data_answer(cohort: pl.DataFrame, names: dict[str, str] | None = None) -> str:
+    """The Data page's answer, from ``cohort_summary``: where input validation (candidates the channel
+    can tell apart) drops the most families, and whether missing answers drop any.
+
+    >>> cohort = pl.DataFrame({"channel": ["ir", "gap"], "families_total": [10, 10], "input_validated": [9, 4],
+    ...                        "complete_coverage": [10, 10], "cohort": [9, 4]})
+    >>> print(data_answer(cohort, {"ir": "IR", "gap": "Gap"}))
+    Input validation keeps from 40% of the families (Gap, 4 of 10) to 90% (IR, 9 of 10): a family stays
+    where the channel's properties tell its source from every distractor. Every model answered every task
+    of every family: no family left a cohort for missing answers.
+    """
+    names = names or {}
+    rows = cohort.filter(pl.col("families_total") > 0).with_columns(
+        (pl.col("input_validated") / pl.col("families_total")).alias("kept")
+    )
+    if rows.height == 0:
+        return "No channel has families yet."
+    ordered = rows.sort("kept", "channel")
+    low, high = ordered.row(0, named=True), ordered.row(-1, named=True)
+
+    def share(r: dict) -> str:
+        return f"{names.get(r['channel'], r['channel'])}, {r['input_validated']:,} of {r['families_total']:,}"
+
+    text = (
+        f"Input validation keeps {low['kept']:.0%} of the families on every channel: a family stays where the "
+        "channel's properties tell its source from every distractor."
+        if low["kept"] == high["kept"]
+        else f"Input validation keeps from {low['kept']:.0%} of the families ({share(low)}) to {high['kept']:.0%} "
+        f"({share(high)}): a family stays where the channel's properties tell its source from every distractor."
+    )
+    short = rows.filter(pl.col("complete_coverage") < pl.col("families_total"))
+    if short.height == 0:
+        return text + " Every model answered every task of every family: no family left a cohort for missing answers."
+    worst = short.with_columns((pl.col("families_total") - pl.col("complete_coverage")).alias("missing")).sort(
+        "missing", descending=True
+    )
+    r = worst.row(0, named=True)
+    return text + (
+        f" Missing answers take families out of {short.height} channel(s), most on "
+        f"{names.get(r['channel'], r['channel'])} ({r['missing']:,})."
+    )
+
+
+def stability_answer(by_size: pl.DataFrame, threshold: float = 0.9) -> str:
+    """The Stability page's answer, from the macro rows of `stability.ranking_stability`: for each metric,
+    the fewest families at which the ranking's mean Spearman ρ with the full cohort's reaches
+    ``threshold``, and how often the ranking is then exactly the full cohort's.
+
+    >>> by_size = pl.DataFrame({"metric": ["cfr", "cfr", "reliance_margin", "reliance_margin"],
+    ...                         "size": [25, 50, 25, 50], "spearman_rho": [0.85, 0.93, 0.6, 0.8],
+    ...                         "exact": [10.0, 42.0, 1.0, 5.0]})
+    >>> print(stability_answer(by_size))
+    On fewer families the ranking by the mean over channels holds as follows: CFR reaches a Spearman ρ of
+    0.9 with the full cohort's ranking at 50 families (exactly the same ranking in 42% of subsets); RM
+    stays below 0.9 up to 50 families (ρ 0.80).
+    """
+    labels = {"reliance_margin": "RM", "cfr": "CFR", "pgr": "PGR"}
+    parts = []
+    for metric in by_size["metric"].unique(maintain_order=True).to_list():
+        rows = by_size.filter((pl.col("metric") == metric) & pl.col("spearman_rho").is_not_null()).sort("size")
+        if rows.height == 0:
+            continue
+        reached = rows.filter(pl.col("spearman_rho") >= threshold)
+        name = labels.get(metric, metric)
+        if reached.height:
+            r = reached.row(0, named=True)
+            parts.append(
+                f"{name} reaches a Spearman ρ of {threshold:g} with the full cohort's ranking at {r['size']:,} "
+                f"families (exactly the same ranking in {r['exact']:.0f}% of subsets)"
+            )
+        else:
+            r = rows.row(-1, named=True)
+            parts.append(f"{name} stays below {threshold:g} up to {r['size']:,} families (ρ {r['spearman_rho']:.2f})")
+    if not parts:
+        return "No ranking to test: it needs at least two complete models."
+    return "On fewer families the ranking by the mean over channels holds as follows: " + "; ".join(parts) + "."
+
+
+def reliance_answer(
+    result: pl.DataFrame, names: dict[str, str] | None = None, models: pl.DataFrame | None = None
+) -> str:
+    """The Reliance page's answer, from `metrics.compute_metrics`' rows: on how many channels each model's
+    reliance margin is above zero at 95% (it answers better with its own properties than with another
+    family's), and the highest counterfactual flip rate."""
+    names = names or {}
+    shown = dict(models.select("model", "display_name").iter_rows()) if models is not None else {}
+    rm = result.filter((pl.col("metric") == "reliance_margin") & pl.col("estimate").is_not_null())
+    channels = rm["channel"].unique(maintain_order=True).to_list()
+    if not channels:
+        return "No channel has a reliance margin yet: it needs source and shuffled answers on a cohort."
+    above = rm.filter(pl.col("conf_low") > 0)
+    counted = above.group_by("model").agg(pl.col("channel")).with_columns(pl.col("channel").list.len().alias("n"))
+    parts = [
+        f"**{shown.get(m) or m}** on {n} of {len(channels)}"
+        + (f" ({_listed([names.get(c, c) for c in led])})" if n <= 3 else "")
+        for m, led, n in counted.sort(["n", "model"], descending=[True, False]).iter_rows()
+    ]
+    quiet = sorted(set(rm["model"]) - set(counted["model"]))
+    text = (
+        "Reliance margin above zero at 95% (the model answers better with its own properties than with "
+        "another family's): " + ("; ".join(parts) if parts else "no model on any channel") + "."
+    )
+    if quiet and parts:
+        text += f" Not shown on any channel: {_listed([shown.get(m) or m for m in quiet])}."
+    cfr = result.filter((pl.col("metric") == "cfr") & pl.col("estimate").is_not_null()).sort(
+        "estimate", descending=True
+    )
+    if cfr.height:
+        top = cfr.row(0, named=True)
+        text += (
+            f" Highest counterfactual flip rate (answers that follow a counterfactual candidate's properties): "
+            f"**{shown.get(top['model']) or top['model']}** on {names.get(top['channel'], top['channel'])}, "
+            f"{top['estimate']:.1f}% [{top['conf_low']:.1f}, {top['conf_high']:.1f}]."
+        )
+    return text
+
+
+def _verdict_count(frame: pl.DataFrame, *verdicts: str) -> int:
+    return frame.filter(pl.col("verdict").is_in(list(verdicts))).height
+
+
+def _undecided_and_equivalent(frame: pl.DataFrame) -> str:
+    margin = frame["margin"].drop_nulls()
+    within = f" within ±{margin[0]:g} pp" if margin.len() else ""
+    return (
+        f"{_verdict_count(frame, 'equivalent', 'non-inferior')} shown equivalent{within} (or non-inferior), "
+        f"{_verdict_count(frame, 'undecided')} undecided"
+    )
+
+
+def comparisons_answer(transitions: pl.DataFrame, paired: pl.DataFrame, channel: str, source: str, target: str) -> str:
+    """The Comparisons page's answer: how many model pairs the largest cohort's source tasks tell apart,
+    and for how many models a second input changes accuracy (the verdicts of both tables).
+
+    >>> pairs = pl.DataFrame({"verdict": ["ahead", "undecided", "equivalent"], "margin": [2.0] * 3})
+    >>> paired = pl.DataFrame({"verdict": ["ahead", "behind"], "margin": [2.0] * 2})
+    >>> print(comparisons_answer(pairs, paired, "IR", "Vibrational", "All"))
+    On IR's source tasks, 1 of 3 model pairs differ at 95%; 1 shown equivalent within ±2 pp (or
+    non-inferior), 1 undecided. With All instead of Vibrational, 1 of 2 models answer better, 1 worse;
+    0 shown equivalent within ±2 pp (or non-inferior), 0 undecided.
+    """
+    told = _verdict_count(transitions, "ahead", "behind")
+    text = (
+        f"On {channel}'s source tasks, {told} of {transitions.height} model pairs differ at 95%; "
+        f"{_undecided_and_equivalent(transitions)}."
+    )
+    if paired.height:
+        text += (
+            f" With {target} instead of {source}, {_verdict_count(paired, 'ahead')} of {paired.height} models "
+            f"answer better, {_verdict_count(paired, 'behind')} worse; {_undecided_and_equivalent(paired)}."
+        )
+    return text
+
+
+def health_answer(findings: pl.DataFrame, changes: list[str], families: int) -> str:
+    """The Benchmark health page's answer: how many families the audit flagged, by flag, and whether
+    leaving them out moves any ranking (`audit.rank_changes`' lines)."""
+    if findings.height == 0:
+        return f"The audit flagged none of the {families:,} families."
+    by_flag = findings.group_by("flag").agg(pl.col("family_id").n_unique().alias("n")).sort("n", descending=True)
+    flagged = findings["family_id"].n_unique()
+    text = (
+        f"The audit flagged {flagged:,} of {families:,} families ("
+        + ", ".join(f"{n} {flag.replace('_', ' ')}" for flag, n in by_flag.iter_rows())
+        + ")."
+    )
+    if changes:
+        return text + f" Without them the ranking by PGR moves on {len(changes)} channel(s): see the last section."
+    return text + " Without them the ranking by PGR stays as it is on every channel."
 
 
 def collapsed(summary: str, *parts) -> str:

@@ -523,6 +523,20 @@ def test_the_posterior_page_opens_with_its_answer_and_folds_the_diagnostics(site
     assert page.index("table-posterior_attempts") < page.index("</details>", folded)
 
 
+@pytest.mark.parametrize("name", PAGES)
+def test_every_page_opens_with_its_answer(site, name):
+    """An answer written from the data (class ``answer``) before the page's first heading, table or chart,
+    and not the method notes: a reader sees the result before the detail."""
+    page = (site / f"{name}.html").read_text()
+    body = page[page.index("<main") if "<main" in page else page.index("<body") :]
+    first = min(i for i in (body.find(tag) for tag in ("<h2", "<table", "<svg", "<details")) if i >= 0)
+    match = re.search(r"""<p class=["']answer["']>(.*?)</p>""", body, re.S)
+    assert match, f"{name}: no answer paragraph"
+    assert match.start() < first, f"{name}: the answer comes after the first heading, table or chart"
+    text = re.sub(r"<[^>]+>", "", match.group(1))
+    assert re.search(r"\d", text) and len(text) > 40, text  # a result with numbers, not a placeholder
+
+
 def test_the_leaderboard_orders_rows_by_score_and_shades_the_leaders_it_is_given():
     """Rows by the mean over channels (b 17.5, a 7.5, c 10.5 → b, c, a), the baseline last; with the rank
     ranges' tie groups the top group is shaded (ir: b and c; gap: a and b), without them gold and silver."""

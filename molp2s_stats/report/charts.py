@@ -10,16 +10,24 @@ import polars as pl
 OUTCOMES = ("both_correct", "a_only", "b_only", "both_wrong")
 
 
-def svg(chart: alt.TopLevelMixin):
-    """The chart as inline SVG markup in an HTML display object (vl-convert, offline).
+def svg(chart: alt.TopLevelMixin, caption: str):
+    """The chart as inline SVG markup in a figure with its caption (what to look at), in an HTML
+    display object (vl-convert, offline).
 
     HTML rather than IPython's SVG object: nbconvert would turn the latter into a
     base64 <img>, and a chart inline in the DOM can be searched and read by tools.
     """
+    import html
+
     import vl_convert
     from IPython.display import HTML
 
-    return HTML(f"<div class='chart'>{vl_convert.vegalite_to_svg(chart.to_json())}</div>")
+    if not caption.strip():
+        raise ValueError("a chart needs a caption that says what to look at")
+    return HTML(
+        f"<figure class='chart'>{vl_convert.vegalite_to_svg(chart.to_json())}"
+        f"<figcaption>{html.escape(caption, quote=False)}</figcaption></figure>"
+    )
 
 
 def save(chart: alt.TopLevelMixin, path) -> None:

@@ -511,7 +511,12 @@ def answer(text: str) -> str:
     return f"<p class='answer'>{body}</p>"
 
 
-def _listed(items: list[str]) -> str:
+def listed(items: list[str]) -> str:
+    """Items as a sentence lists them.
+
+    >>> listed(["IR", "Raman", "Gap"])
+    'IR, Raman and Gap'
+    """
     return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else "".join(items)
 
 
@@ -643,16 +648,16 @@ def reliance_answer(
     counted = above.group_by("model").agg(pl.col("channel")).with_columns(pl.col("channel").list.len().alias("n"))
     parts = [
         f"**{shown.get(m) or m}** on {n} of {len(channels)}"
-        + (f" ({_listed([names.get(c, c) for c in led])})" if n <= 3 else "")
+        + (f" ({listed([names.get(c, c) for c in led])})" if n <= 3 else "")
         for m, led, n in counted.sort(["n", "model"], descending=[True, False]).iter_rows()
     ]
     quiet = sorted(set(rm["model"]) - set(counted["model"]))
     text = (
-        "Reliance margin above zero at 95% (the model answers better with its own properties than with "
+        "Reliance margin above zero at 95% on a channel (each channel on its own; the model answers better with its own properties than with "
         "another family's): " + ("; ".join(parts) if parts else "no model on any channel") + "."
     )
     if quiet and parts:
-        text += f" Not shown on any channel: {_listed([shown.get(m) or m for m in quiet])}."
+        text += f" Not shown on any channel: {listed([shown.get(m) or m for m in quiet])}."
     cfr = result.filter((pl.col("metric") == "cfr") & pl.col("estimate").is_not_null()).sort(
         "estimate", descending=True
     )
@@ -686,13 +691,13 @@ def comparisons_answer(transitions: pl.DataFrame, paired: pl.DataFrame, channel:
     >>> pairs = pl.DataFrame({"verdict": ["ahead", "undecided", "equivalent"], "margin": [2.0] * 3})
     >>> paired = pl.DataFrame({"verdict": ["ahead", "behind"], "margin": [2.0] * 2})
     >>> print(comparisons_answer(pairs, paired, "IR", "Vibrational", "All"))
-    On IR's source tasks, 1 of 3 model pairs differ at 95%; 1 shown equivalent within ±2 pp (or
+    On the source tasks of IR, 1 of 3 model pairs differ at 95%; 1 shown equivalent within ±2 pp (or
     non-inferior), 1 undecided. With All instead of Vibrational, 1 of 2 models answer better, 1 worse;
     0 shown equivalent within ±2 pp (or non-inferior), 0 undecided.
     """
     told = _verdict_count(transitions, "ahead", "behind")
     text = (
-        f"On {channel}'s source tasks, {told} of {transitions.height} model pairs differ at 95%; "
+        f"On the source tasks of {channel}, {told} of {transitions.height} model pairs differ at 95%; "
         f"{_undecided_and_equivalent(transitions)}."
     )
     if paired.height:

@@ -537,6 +537,18 @@ def test_every_page_opens_with_its_answer(site, name):
     assert re.search(r"\d", text) and len(text) > 40, text  # a result with numbers, not a placeholder
 
 
+@pytest.mark.parametrize("name", PAGES)
+def test_every_chart_has_a_caption(site, name):
+    """Each Vega chart (an SVG of class ``marks``; the molecule drawings are not charts) sits in a figure
+    whose caption says what to look at."""
+    page = (site / f"{name}.html").read_text()
+    figures = re.findall(r"<figure class=.chart.>(.*?)</figure>", page, re.S)
+    assert len(figures) == page.count('class="marks"'), f"{name}: a chart outside its captioned figure"
+    for figure in figures:
+        caption = re.search(r"<figcaption>(.*?)</figcaption>", figure, re.S)
+        assert caption and len(caption.group(1).split()) >= 8, f"{name}: a chart without a caption"
+
+
 def test_the_leaderboard_orders_rows_by_score_and_shades_the_leaders_it_is_given():
     """Rows by the mean over channels (b 17.5, a 7.5, c 10.5 → b, c, a), the baseline last; with the rank
     ranges' tie groups the top group is shaded (ir: b and c; gap: a and b), without them gold and silver."""

@@ -63,10 +63,18 @@ bench: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/python -m molp2s_stats.report.render docs docs/_site
 
-# The README's picture: the Leaderboard page of `make report`, in headless Chromium.
-screenshot: report chromium
-	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1600,980 \
-	  --screenshot=docs/images/leaderboard.png "file://$(CURDIR)/reports/_site/leaderboard.html"
+# Each report page's first screen (1400 × 900, as a reader first sees it), from `make report`'s site,
+# in headless Chromium: docs/images/<page>.png, shown on the docs' report page (the Leaderboard's also
+# in the README). SITE=folder takes another rendered site.
+SITE ?= reports/_site
+PAGES := index leaderboard reliance comparisons stability posterior health data
+screenshot: chromium
+	@[ -f "$(SITE)/leaderboard.html" ] || $(MAKE) report
+	@for page in $(PAGES); do \
+	  chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400,900 \
+	    --screenshot="$(CURDIR)/docs/images/$$page.png" "file://$(abspath $(SITE))/$$page.html" 2>/dev/null \
+	    && echo "docs/images/$$page.png" || exit 1; \
+	done
 
 # Rebuild data/ from scratch: QM9 families, GFN2-xTB properties (about 30 min on 2 cores;
 # cached per molecule in build/xtb-cache), the PySCF NMR and UV-Vis values (hours on 2 cores;

@@ -39,13 +39,14 @@ chromium:
 # One worker a core (at most 4), each taking whole test files (tests/conftest.py groups them), so
 # that a module's fixture (a fit, a loaded database) is built once; the docs pages, which share
 # nothing, go one by one to whichever worker is free.
-# No test compares wall times (those are benchmarks/ scripts), so nothing runs apart.
+# No test compares wall times (those are benchmarks/ scripts), so nothing runs apart. The 20 slowest
+# steps (a fixture's setup, a test's call) are printed after the summary: where the next minute is.
 # ruff first (lint, then the formatter's check; settings in pyproject.toml): seconds, and a
 # formatting slip fails before the 10-minute run rather than after it.
 test: $(STAMP) chromium
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadscope
+	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadscope --durations=20
 
 # Each script's printout is saved in benchmarks/results/ with the command, date and machine beside it
 # (<file>.meta.json), for the documentation's Performance page. A script exits 1 when it misses a target.

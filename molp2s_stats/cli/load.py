@@ -141,20 +141,31 @@ def _no_such_input(path: Path, option: str, what: str, default: Path) -> str:
     return f"{path}: no such {what}; {hint} nothing was loaded"
 
 
+def _named(path) -> str:
+    """A loaded file as the load's lines name it: as given, except the example study of an installed
+    package (its files lie deep in site-packages), named ``example/<file in the study>``."""
+    from ..defaults import DATA, shown_path
+
+    given = Path(path)
+    if given.is_absolute() and given.resolve().is_relative_to(DATA.resolve()) and Path(shown_path(given)).is_absolute():
+        return f"example/{given.resolve().relative_to(DATA.resolve()).as_posix()}"
+    return str(path)
+
+
 def _report_load(summary) -> None:
     """What a load added, file by file."""
     if summary.benchmark is not None:
         b = summary.benchmark
         state = "already loaded" if b.already_loaded else "loaded"
         typer.echo(
-            f"benchmark {b.path}: {state} ({b.families} families, {b.tasks} tasks, "
+            f"benchmark {_named(b.path)}: {state} ({b.families} families, {b.tasks} tasks, "
             f"{b.channels} channels, {b.pair_distances} pair distances)"
         )
     for f in summary.files:
         if f.already_loaded:
-            typer.echo(f"{f.path}: already loaded, nothing added")
+            typer.echo(f"{_named(f.path)}: already loaded, nothing added")
         else:
-            typer.echo(f"{f.path}: {f.rows} rows ({f.parsed} parsed from text, {f.invalid} invalid)")
+            typer.echo(f"{_named(f.path)}: {f.rows} rows ({f.parsed} parsed from text, {f.invalid} invalid)")
             for name, cut, answers in f.truncated:
                 typer.echo(
                     f"  {name}: {cut} of {answers} answers truncated at the token limit (invalid, reason truncated)"

@@ -81,4 +81,4 @@ def report_command(
         )
     except render.RenderError as exc:
         fail(f"{exc}; {out} is as it was")
-    typer.echo(f"rendered {REPORTS} into {out} with {used} in {time.perf_counter() - started:.0f} s")
+    typer.echo(f"rendered the report into {out} with {used} in {time.perf_counter() - started:.0f} s")

@@ -93,7 +93,7 @@ def fit_command(
     Every attempt is printed, saved in the fit and shown by `molp2s posterior FIT
     --what diagnostics`.
 
-    Example: molp2s fit --channel ir --seed 1 --out fit.nc
+    Example: molp2s fit --channel dipole_norm --seed 1 --out fit.nc
     """
     from ..bayes import data as bayes_data
     from ..bayes import fit as bayes_fit

@@ -37,7 +37,6 @@ SLOWEST_FIRST = [
     "tests/bayes/test_attempts.py",
     "tests/report/test_report.py",
     "tests/report/test_wheel.py",
-    "tests/report/test_long_tables.py",
     "tests/benchmarks/test_benchmarks.py",
     "tests/bayes/test_model.py",
     "tests/report/test_quarto_route.py",

@@ -9,11 +9,13 @@ molp2s.duckdb --out site`. Here the report is given a short one-channel fit made
 environment (`molp2s fit --channel dipole_norm --draws 100 --tune 100 --chains 2`, which misses its
 gate on purpose and says so on the Posterior page): the report's own default fit samples every
 channel until it passes (minutes), which `make report` exercises; this test is about what the
-wheel carries."""
+wheel carries. The same site is where the pages' tables are checked on a study of eight models
+and fifteen channels: none outside a folded section passes 40 rows."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -55,39 +57,79 @@ def _package_folder(bin_folder: Path, env: dict[str, str]) -> Path:
     return Path(_run([str(bin_folder / "python"), "-c", code], bin_folder, env).stdout.strip())
 
 
-def test_the_wheel_loads_the_example_and_renders_its_report_in_an_empty_folder(installed, tmp_path):
+@pytest.fixture(scope="module")
+def run(installed, tmp_path_factory) -> dict:
+    """The user's path in an empty folder, with what each step printed and the installed package's
+    files before and after."""
     bin_folder, env = installed
     package = _package_folder(bin_folder, env)
-    assert ROOT not in package.parents, f"the installed package is the checkout's: {package}"
-    before = {p.relative_to(package) for p in package.rglob("*") if "__pycache__" not in p.parts}
-
-    folder = tmp_path / "empty"
-    folder.mkdir()
+    files = lambda: {p.relative_to(package) for p in package.rglob("*") if "__pycache__" not in p.parts}  # noqa: E731
+    before = files()
+    folder = tmp_path_factory.mktemp("empty")
     molp2s = str(bin_folder / "molp2s")
-    loaded = _run([molp2s, "load", "--example"], folder, env)
-    assert (folder / "molp2s.duckdb").exists()
-    metrics = _run([molp2s, "metrics", "--metric", "pgr", "--bootstrap", "0", "--format", "csv"], folder, env)
-    assert metrics.stdout.startswith("model,channel,metric") and "sim-generalist" in metrics.stdout
-    _run(
+    said = {"load": _run([molp2s, "load", "--example"], folder, env)}
+    said["metrics"] = _run([molp2s, "metrics", "--metric", "pgr", "--bootstrap", "0", "--format", "csv"], folder, env)
+    said["fit"] = _run(
         [molp2s, "fit", "--channel", "dipole_norm", "--draws", "100", "--tune", "100", "--chains", "2"]
         + ["--seed", "1", "--allow-unconverged", "--out", "fit.nc"],
         folder,
         env,
     )
-    report = _run(
+    said["report"] = _run(
         [molp2s, "report", "--db", "molp2s.duckdb", "--fit", "fit.nc", "--out", "site", "--bootstrap", "20"]
         + ["--engine", "jupyter"],
         folder,
         env,
     )
+    return {"package": package, "folder": folder, "said": said, "before": before, "after": files()}
+
+
+def test_the_wheel_loads_the_example_and_renders_its_report_in_an_empty_folder(run):
+    package, folder = run["package"], run["folder"]
+    assert ROOT not in package.parents, f"the installed package is the checkout's: {package}"
+    assert (folder / "molp2s.duckdb").exists()
+    metrics = run["said"]["metrics"]
+    assert metrics.stdout.startswith("model,channel,metric") and "sim-generalist" in metrics.stdout
     pages = {p.name for p in (folder / "site").glob("*.html")}
-    assert {"index.html", "leaderboard.html", "posterior.html", "data.html"} <= pages, pages
+    assert {f"{name}.html" for name in PAGES} <= pages, pages
     assert (folder / "site" / "tables" / "table2_pgr.csv").exists()
     # every hint printed along the way is a command to type, not a path into the installed package
-    for said in (loaded, metrics, report):
-        assert "site-packages" not in said.stdout + said.stderr, said.stderr[-2000:]
-    after = {p.relative_to(package) for p in package.rglob("*") if "__pycache__" not in p.parts}
-    assert after == before, f"the run wrote into the installed package: {sorted(after - before)[:5]}"
+    for step, said in run["said"].items():
+        assert "site-packages" not in said.stdout + said.stderr, (step, said.stderr[-2000:])
+    written = sorted(run["after"] - run["before"])
+    assert not written, f"the run wrote into the installed package: {written[:5]}"
+
+
+# --- tables a reader can scan, on the example study's eight models and fifteen channels -----------
+
+PAGES = ["index", "leaderboard", "reliance", "comparisons", "stability", "posterior", "health", "data"]
+MAX_ROWS = 40
+
+
+def rows_outside_folds(page: str) -> list[tuple[str, int]]:
+    """(table id, body rows) of each table of a page's HTML that is not inside a <details>."""
+    outside = re.sub(r"<details.*?</details>", "", page, flags=re.S)
+    found = []
+    for table in re.findall(r"<table.*?</table>", outside, flags=re.S):
+        body = re.search(r"<tbody.*?</tbody>", table, flags=re.S)
+        ident = re.search(r'id="([^"]+)"', table)
+        found.append((ident.group(1) if ident else "?", (body.group(0) if body else table).count("<tr")))
+    return found
+
+
+def test_rows_are_counted_outside_the_folds_only():
+    table = "<table id='x'><tbody>" + "<tr><td>1</td></tr>" * 50 + "</tbody></table>"
+    assert rows_outside_folds(f"<p>a</p>{table}") == [("?", 50)]
+    assert rows_outside_folds(f"<details class='collapsed'><summary>s</summary>{table}</details>") == []
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_no_table_outside_a_fold_passes_40_rows(run, name):
+    """A table of every model on every channel (120 rows here) goes in a folded section under a
+    sentence that says what it holds."""
+    page = (run["folder"] / "site" / f"{name}.html").read_text()
+    long = [(ident, rows) for ident, rows in rows_outside_folds(page) if rows > MAX_ROWS]
+    assert not long, f"{name}: fold these, with a sentence that says what they hold: {long}"
 
 
 def test_a_hint_outside_a_checkout_names_the_example_not_a_path(installed, tmp_path):

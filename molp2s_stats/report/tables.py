@@ -540,10 +540,8 @@ def overview_answer(counts: pl.DataFrame, cohort: pl.DataFrame, names: dict[str,
     )
     if scored.height == 0:
         return text + " No channel has a cohort yet: no family was answered by every model."
-    low, high = (
-        scored.sort("cohort", "channel").row(0, named=True),
-        scored.sort("cohort", "channel").row(-1, named=True),
-    )
+    ordered = scored.sort("cohort", "channel")
+    low, high = ordered.row(0, named=True), ordered.row(-1, named=True)
     if low["cohort"] == high["cohort"]:
         every = "It is" if scored.height == 1 else "Every channel is"
         return text + f" {every} scored on {low['cohort']:,} families ({low['kept']:.0%} of its families)."
@@ -610,14 +608,13 @@ def stability_answer(by_size: pl.DataFrame, threshold: float = 0.9) -> str:
     0.9 with the full cohort's ranking at 50 families (exactly the same ranking in 42% of subsets); RM
     stays below 0.9 up to 50 families (ρ 0.80).
     """
-    labels = {"reliance_margin": "RM", "cfr": "CFR", "pgr": "PGR"}
     parts = []
     for metric in by_size["metric"].unique(maintain_order=True).to_list():
         rows = by_size.filter((pl.col("metric") == metric) & pl.col("spearman_rho").is_not_null()).sort("size")
         if rows.height == 0:
             continue
         reached = rows.filter(pl.col("spearman_rho") >= threshold)
-        name = labels.get(metric, metric)
+        name = METRIC_LABELS.get(metric, metric)
         if reached.height:
             r = reached.row(0, named=True)
             parts.append(
@@ -669,6 +666,38 @@ def reliance_answer(
             f"{top['estimate']:.1f}% [{top['conf_low']:.1f}, {top['conf_high']:.1f}]."
         )
     return text
+
+
+def invalid_rule_answer(both: pl.DataFrame, names: dict[str, str] | None = None) -> str:
+    """What leaving invalid answers out does to PGR, from rows ``model, channel, wrong, exclude,
+    difference`` (pp): the largest change of a model's PGR, and the channels whose order of the
+    models changes.
+
+    >>> both = pl.DataFrame({"model": ["a", "b", "a", "b"], "channel": ["ir", "ir", "gap", "gap"],
+    ...                      "wrong": [50.0, 40.0, 30.0, 20.0], "exclude": [51.0, 52.0, 31.0, 20.5]})
+    >>> print(invalid_rule_answer(both.with_columns((pl.col("exclude") - pl.col("wrong")).alias("difference")),
+    ...                           {"ir": "IR"}))
+    Left out instead of counted wrong, invalid answers change a model's PGR by at most 12.0 pp; the order
+    of the models changes on 1 channel(s): IR.
+    """
+    if both.height == 0:
+        return "No PGR to compare."
+    names = names or {}
+    reordered = [
+        names.get(channel, channel)
+        for (channel,), group in both.group_by("channel", maintain_order=True)
+        if group.sort("wrong", descending=True)["model"].to_list()
+        != group.sort("exclude", descending=True)["model"].to_list()
+    ]
+    order = (
+        f"changes on {len(reordered)} channel(s): {', '.join(reordered)}."
+        if reordered
+        else "stays the same on every channel."
+    )
+    return (
+        "Left out instead of counted wrong, invalid answers change a model's PGR by at most "
+        f"{both['difference'].abs().max():.1f} pp; the order of the models {order}"
+    )
 
 
 def _verdict_count(frame: pl.DataFrame, *verdicts: str) -> int:

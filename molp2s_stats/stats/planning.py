@@ -1,0 +1,408 @@
+"""The cheapest study that buys a given precision: families, answers per task, cf tasks a family.
+
+From the variance components of a loaded study (``variance``), one family's contribution to a
+typical model's score has variance ``V = B + W(S, m)``: ``B`` is what only more families
+reduce (family, family × channel, and the task variation of conditions with one task a
+family), ``W`` the within-family part, which shrinks with the cf tasks a family has (m) and the
+answers per task (S):
+
+    W(S, m) = Σ_k w_k² · (σ²_task,k + σ²_sample,k / S) / n_k,   n_cf = m, n_k = 1 otherwise.
+
+At the study's own design the prediction is the observed ``V`` itself. Over F families a
+score's standard error is ``√(V / F)``; the difference of two models has
+``V_d = B_d + 2 W`` (``B_d``: the between-family variance of the difference, averaged over the
+model pairs; within-family noise is independent between models). A target is met at
+
+    half-width H:        F = ⌈(z_{1−α/2} · √V / H)²⌉
+    difference D, power: F = ⌈((z_{1−α/2} + z_{power}) · √V_d / D)²⌉
+    margin M, power:     F = ⌈((z_{1−α/2} + z_{power}) · √V / M)²⌉    (one model's score ≠ 0)
+
+(normal approximation; the package's family bootstrap intervals have this width to within a
+few % at 100+ families). Assumptions, said in the output: new families are drawn like the
+loaded ones; with one answer per task the worth of repeated answers is unknown unless a share is
+assumed; more cf tasks than the benchmark has need new candidates.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from .. import units
+from ..errors import UsageError
+from . import variance as vc
+
+TARGETS = ("half_width", "difference", "margin")
+MAX_SAMPLES = 5
+# designs are planned on the predicted variance's one-sided 80% upper bound (z = 0.84): see ChannelInputs.noise
+PLANNING_Z = float(stats.norm.ppf(0.8))
+
+
+@dataclass(frozen=True)
+class ChannelInputs:
+    """What the prediction needs of one channel × metric, pooled over the models (proportions²)."""
+
+    channel: str
+    metric: str
+    families: int
+    models: int
+    observed: float  # V at the study's own design
+    between: float  # B
+    between_difference: float  # B_d (NaN with one model)
+    task: dict[str, float]  # σ²_task per condition (0 where one task a family: in B)
+    sample: dict[str, float]  # σ²_sample per condition (NaN: not identified)
+    inverse_tasks: dict[str, float]  # mean 1/n_k over families (observed)
+    inverse_answers: dict[str, float]  # mean Σ_t(1/S_t)/n_k² (observed)
+    cf_tasks: int  # the cf tasks a family has (rounded mean)
+    samples: float  # mean answers per task
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def repeats_identified(self) -> bool:
+        """Whether what repeated answers buy is known (answered repeatedly, or a share assumed)."""
+        return any(not math.isnan(v) for v in self.sample.values())
+
+    def within(self, samples: int | None, cf_tasks: int | None) -> float:
+        """W at S answers per task and m cf tasks a family; None keeps the study's own."""
+        total = 0.0
+        for condition, w in vc.METRIC_WEIGHTS[self.metric].items():
+            own = cf_tasks is None or condition != "cf"
+            inv_n = self.inverse_tasks[condition] if own else 1.0 / cf_tasks
+            sample = self.sample[condition]
+            if samples is None:
+                inv_answers = self.inverse_answers[condition] if own else inv_n / self.samples
+            else:
+                inv_answers = inv_n / samples
+            total += w**2 * (self.task[condition] * inv_n + (0.0 if math.isnan(sample) else sample * inv_answers))
+        return total
+
+    def variance(self, samples: int | None = None, cf_tasks: int | None = None, *, difference: bool = False) -> float:
+        base = self.between_difference if difference else self.between
+        return base + (2 if difference else 1) * self.within(samples, cf_tasks)
+
+    def noise(self, *, difference: bool = False) -> float:
+        """Standard error of the observed per-family variance that every prediction is anchored to.
+
+        A variance over F families is known to about ``V·√(2/(F − 1))`` (normal outcomes); a
+        prediction for another design adds known within-family terms to it, so it carries this
+        error whole. Where a design trades families for answers, the error is a larger share of
+        what is left: planning on the point estimate alone picks such designs when the pilot
+        happened to show a small variance, and they deliver less than predicted.
+        """
+        observed = self.variance(difference=difference)
+        return max(observed, 0.0) * math.sqrt(2.0 / max(self.families - 1, 1))
+
+    def planning_variance(self, samples: int | None, cf_tasks: int | None, *, difference: bool = False) -> float:
+        """The variance a design is planned on: the prediction at its one-sided 80% upper bound."""
+        return self.variance(samples, cf_tasks, difference=difference) + PLANNING_Z * self.noise(difference=difference)
+
+
+def channel_inputs(
+    tasks: pl.DataFrame,
+    metric: str,
+    *,
+    channels: list[str] | None = None,
+    sample_share: float | None = None,
+) -> list[ChannelInputs]:
+    """The inputs of ``design`` for each channel, from the ``cohort_tasks`` of a loaded study."""
+    if metric not in vc.METRIC_WEIGHTS:
+        raise UsageError(
+            f"no design for {metric}: it exists for {', '.join(vc.VARIANCE_METRICS)}"
+            " (the metrics that are a family mean of task outcomes)"
+        )
+    cells = vc.Cells(tasks)
+    if len(cells.families) < vc.MIN_FAMILIES:
+        raise UsageError(
+            f"{len(cells.families)} famil{'y' if len(cells.families) == 1 else 'ies'} in the cohorts: the variance "
+            f"between families, which every design rests on, needs at least {vc.MIN_FAMILIES}"
+        )
+    chosen = channels or cells.channels
+    missing = [c for c in chosen if c not in cells.channels]
+    if missing:
+        raise UsageError(f"no cohort tasks for the channel(s) {', '.join(missing)}")
+    point = np.ones((1, len(cells.families)))
+    within = vc._within(cells, point, sample_share)
+    task_part, sample_part = vc.within_parts(cells, within, point, metric)
+    g = vc.family_scores(cells, metric)
+    notes = []
+    if not cells.answered_repeatedly:
+        notes.append(
+            "one answer per task: what repeated answers buy is not identified"
+            + (
+                f"; assumed {sample_share:.0%} of the cf tasks' spread is sample noise"
+                if sample_share is not None
+                else ""
+            )
+        )
+    result = []
+    for c, channel in enumerate(cells.channels):
+        if channel not in chosen:
+            continue
+        present = np.isfinite(g[:, c, :])
+        per_model_total = np.array([np.var(g[m, c, present[m]], ddof=1) for m in range(len(cells.models))])
+        within_obs = np.nan_to_num(task_part[:, c, 0]) + np.nan_to_num(sample_part[:, c, 0])
+        between = float(np.nanmean(per_model_total - within_obs))
+        pairs = []
+        for a in range(len(cells.models)):
+            for b in range(a + 1, len(cells.models)):
+                both = present[a] & present[b]
+                if both.sum() >= 2:
+                    d = g[a, c, both] - g[b, c, both]
+                    pairs.append(np.var(d, ddof=1) - within_obs[a] - within_obs[b])
+        task, sample, inv_n, inv_s = {}, {}, {}, {}
+        for condition in vc.METRIC_WEIGHTS[metric]:
+            k = vc.CONDITIONS.index(condition)
+            n = cells.n[:, c, k, :]
+            used = n > 0
+            task[condition] = _mean_or(within["task"][:, c, k, 0], 0.0)  # one task a family: in B
+            sample[condition] = _mean_or(within["sample"][:, c, k, 0], float("nan"))
+            inv_n[condition] = float(np.mean(1.0 / n[used]))
+            inv_s[condition] = float(np.mean(cells.sum_inv_s[:, c, k, :][used] / n[used] ** 2))
+        cf = vc.CONDITIONS.index("cf")
+        n_cf = cells.n[:, c, cf, :]
+        answers = cells.sum_inv_s[:, c, :, :]
+        result.append(
+            ChannelInputs(
+                channel=channel,
+                metric=metric,
+                families=int(present.any(axis=0).sum()),
+                models=len(cells.models),
+                observed=float(np.nanmean(per_model_total)),
+                between=between,
+                between_difference=float(np.mean(pairs)) if pairs else float("nan"),
+                task=task,
+                sample=sample,
+                inverse_tasks=inv_n,
+                inverse_answers=inv_s,
+                cf_tasks=int(round(float(n_cf[n_cf > 0].mean()))) if (n_cf > 0).any() else 0,
+                samples=float(cells.n[:, c].sum() / answers[cells.n[:, c] > 0].sum()) if answers.sum() else 1.0,
+                notes=tuple(notes),
+            )
+        )
+    return result
+
+
+def _mean_or(values: np.ndarray, empty: float) -> float:
+    """Mean over the models where defined; ``empty`` where no model has a value."""
+    finite = values[np.isfinite(values)]
+    return float(finite.mean()) if finite.size else empty
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a design must buy: ``kind`` one of half_width, difference, margin; ``value`` in pp."""
+
+    kind: str
+    value: float
+    alpha: float = 0.05
+    power: float = 0.8
+
+    def __post_init__(self):
+        if self.kind not in TARGETS:
+            raise UsageError(f"the target must be one of {', '.join(TARGETS)}, got {self.kind!r}")
+        if not self.value > 0:
+            raise UsageError(f"the target's {self.kind.replace('_', ' ')} must be above 0 pp, got {self.value}")
+        if not (0 < self.alpha < 1 and 0 < self.power < 1):
+            raise UsageError("the level and the power must lie between 0 and 1")
+
+    @property
+    def z(self) -> float:
+        quantile = stats.norm.ppf(1 - self.alpha / 2)
+        return float(quantile if self.kind == "half_width" else quantile + stats.norm.ppf(self.power))
+
+    def families(self, variance: float) -> int:
+        """The fewest families that meet the target at this per-family variance."""
+        return max(
+            vc.MIN_FAMILIES, math.ceil((self.z * math.sqrt(max(variance, 0.0)) / units.proportion(self.value)) ** 2)
+        )
+
+    def achieved(self, variance: float, families: int) -> float:
+        """The half-width (pp) or the power (%) at this many families."""
+        se = math.sqrt(max(variance, 0.0) / families)
+        if self.kind == "half_width":
+            return units.percent(stats.norm.ppf(1 - self.alpha / 2) * se)
+        if se == 0:
+            return 100.0
+        return units.percent(
+            float(stats.norm.cdf(units.proportion(self.value) / se - stats.norm.ppf(1 - self.alpha / 2)))
+        )
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Cost of a design: each response (each model's, if given) and each family beyond those that exist."""
+
+    per_response: float = 1.0
+    per_model: dict[str, float] = field(default_factory=dict)
+    per_new_family: float = 0.0
+    models: int = 1
+
+    def response_cost(self) -> float:
+        named = sum(self.per_model.values())
+        return named + self.per_response * max(self.models - len(self.per_model), 0)
+
+
+DESIGN_SCHEMA = {
+    "channel": pl.String,
+    "metric": pl.String,
+    "families": pl.Int64,
+    "new_families": pl.Int64,
+    "samples": pl.Int64,
+    "cf_tasks": pl.Int64,
+    "responses": pl.Int64,
+    "cost": pl.Float64,
+    "predicted": pl.Float64,
+    "planned": pl.Float64,
+    "cheapest": pl.Boolean,
+}
+
+
+def _designs(inputs: ChannelInputs, max_samples: int, samples_free: bool) -> list[tuple[int, int]]:
+    sample_options = range(1, max_samples + 1) if samples_free else [max(1, int(round(inputs.samples)))]
+    cf_options = (
+        range(1, inputs.cf_tasks + 1)
+        if "cf" in vc.METRIC_WEIGHTS[inputs.metric] and inputs.cf_tasks
+        else [inputs.cf_tasks]
+    )
+    return [(s, m) for s in sample_options for m in cf_options]
+
+
+def design(
+    inputs: list[ChannelInputs],
+    target: Target,
+    cost: Cost,
+    *,
+    budget: float | None = None,
+    max_families: int | None = None,
+    max_samples: int = MAX_SAMPLES,
+) -> pl.DataFrame:
+    """Every design of families × answers per task × cf tasks that meets the target, cheapest first.
+
+    For each channel and each (answers per task, cf tasks) the fewest families that meet the
+    target, its responses (per model: families × answers × (P0 + source + shuffled + cf tasks),
+    times the models), its cost and the precision it buys; ``cheapest`` marks the channel's
+    cheapest. With a budget or a cap on families, designs beyond them are left out; where none
+    is left the error says the best precision within them.
+    """
+    rows = []
+    for channel in inputs:
+        if target.kind == "difference" and math.isnan(channel.between_difference):
+            raise UsageError(f"{channel.channel}: a difference between models needs two models in the study")
+        samples_free = channel.repeats_identified
+        best_within: tuple[float, tuple] | None = None
+        channel_rows = []
+        for samples, cf_tasks in _designs(channel, max_samples, samples_free):
+            own = samples == round(channel.samples) and cf_tasks == channel.cf_tasks
+            args = (None if own else samples, None if own else cf_tasks)
+            v = channel.variance(*args, difference=target.kind == "difference")
+            v_plan = channel.planning_variance(*args, difference=target.kind == "difference")
+            per_family = samples * (3 + cf_tasks) * cost.response_cost()
+            families = target.families(v_plan)
+            affordable = _affordable(families, channel.families, per_family, cost, budget, max_families)
+            if affordable is None:
+                fewest = _most_families(channel.families, per_family, cost, budget, max_families)
+                if fewest >= vc.MIN_FAMILIES:
+                    reach = target.achieved(v_plan, fewest)
+                    better = (lambda a, b: a < b) if target.kind == "half_width" else (lambda a, b: a > b)
+                    if best_within is None or better(reach, best_within[0]):
+                        best_within = (reach, (fewest, samples, cf_tasks))
+                continue
+            channel_rows.append(_row(channel, target, cost, (v, v_plan), families, samples, cf_tasks, per_family))
+        if not channel_rows:
+            limit = " and ".join(
+                part
+                for part in (
+                    f"a budget of {budget:g}" if budget is not None else "",
+                    f"{max_families} families at most" if max_families is not None else "",
+                )
+                if part
+            )
+            if best_within is None:
+                raise UsageError(f"{channel.channel}: not even {vc.MIN_FAMILIES} families fit within {limit}")
+            reach, (f, s, m) = best_within
+            what = f"a half-width of {reach:.1f} pp" if target.kind == "half_width" else f"a power of {reach:.0f}%"
+            raise UsageError(
+                f"{channel.channel}: no design meets the target within {limit}; the best is {what}"
+                f" ({f} families, {s} answer{'s' if s > 1 else ''} per task, {m} cf tasks a family)"
+            )
+        rows.extend(sorted(channel_rows, key=lambda r: (r[7], r[2])))
+    table = pl.DataFrame(rows, schema={k: v for k, v in DESIGN_SCHEMA.items() if k != "cheapest"}, orient="row")
+    named = "half_width" if target.kind == "half_width" else "power"
+    return table.with_columns((pl.int_range(pl.len()).over("channel") == 0).alias("cheapest")).rename(
+        {"predicted": named, "planned": f"{named}_planned"}
+    )
+
+
+def _affordable(families, existing, per_family, cost, budget, max_families):
+    if max_families is not None and families > max_families:
+        return None
+    if budget is not None and families * per_family + max(0, families - existing) * cost.per_new_family > budget:
+        return None
+    return families
+
+
+def _most_families(existing, per_family, cost, budget, max_families) -> int:
+    most = max_families if max_families is not None else 10**9
+    if budget is not None:
+        within_existing = int(budget // per_family) if per_family > 0 else 10**9
+        if within_existing > existing:
+            extra = (budget - existing * per_family) // (per_family + cost.per_new_family)
+            within_existing = existing + int(extra)
+        most = min(most, within_existing)
+    return most
+
+
+def _row(channel, target, cost, variances, families, samples, cf_tasks, per_family):
+    responses = families * samples * (3 + cf_tasks) * cost.models
+    spend = families * per_family + max(0, families - channel.families) * cost.per_new_family
+    point, bound = (target.achieved(v, families) for v in variances)
+    return (
+        channel.channel,
+        channel.metric,
+        families,
+        max(0, families - channel.families),
+        samples,
+        cf_tasks,
+        responses,
+        spend,
+        point,
+        bound,
+    )
+
+
+def precision_curve(
+    inputs: list[ChannelInputs], target: Target, cost: Cost, *, max_samples: int = MAX_SAMPLES, points: int = 40
+) -> pl.DataFrame:
+    """Cost against precision for each (answers per task, cf tasks), over a range of families: the chart's data."""
+    rows = []
+    for channel in inputs:
+        samples_free = channel.repeats_identified
+        top = max(4 * channel.families, 2 * target.families(channel.variance(difference=target.kind == "difference")))
+        grid = np.unique(np.geomspace(vc.MIN_FAMILIES, top, points).round().astype(int))
+        for samples, cf_tasks in _designs(channel, max_samples, samples_free):
+            own = samples == round(channel.samples) and cf_tasks == channel.cf_tasks
+            v = channel.variance(
+                None if own else samples, None if own else cf_tasks, difference=target.kind == "difference"
+            )
+            per_family = samples * (3 + cf_tasks) * cost.response_cost()
+            for families in grid:
+                spend = families * per_family + max(0, families - channel.families) * cost.per_new_family
+                rows.append(
+                    (channel.channel, int(families), samples, cf_tasks, spend, target.achieved(v, int(families)))
+                )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "channel": pl.String,
+            "families": pl.Int64,
+            "samples": pl.Int64,
+            "cf_tasks": pl.Int64,
+            "cost": pl.Float64,
+            "precision": pl.Float64,
+        },
+        orient="row",
+    )

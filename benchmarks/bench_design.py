@@ -154,7 +154,7 @@ def one_seed(shape: Shape, seed: int, replicates: int) -> list[dict]:
             predicted, planned = chosen["half_width"], chosen["half_width_planned"]
             achieved = 100 * z * np.sqrt(np.mean(np.var(realised, axis=0, ddof=1)))
         else:
-            predicted, planned = chosen["power"], chosen["power_planned"]
+            predicted, planned = 100 * chosen["power"], 100 * chosen["power_planned"]
             pair_var = [
                 np.var(realised[:, a] - realised[:, b], ddof=1) for a in range(MODELS) for b in range(a + 1, MODELS)
             ]

@@ -141,6 +141,26 @@ COLUMNS: dict[str, str] = {
     "mde": "minimum detectable difference between two models (pp)",
     "difference": "difference asked about (pp)",
     "families_needed": "families needed to detect the difference",
+    # variance components and study designs (variance, design)
+    "level": "where a variance component sits: family (carried into every channel), family_channel (the "
+    "family's difficulty in this channel, with the answer noise of its single-task conditions unless repeated "
+    "answers separate it), task (the cf tasks' spread within a family), sample (repeated answers to one task)",
+    "variance": "variance of one family's contribution to a model's score at this level (pp²), averaged over the "
+    "complete models; a score over F families has the sum of the levels over F",
+    "share": "the level's % of the total variance of one family's contribution",
+    "sample_identified": "whether repeated answers to a task (or a stated share) separate sample from task",
+    "sample_source": "where the sample level comes from: repeated answers, an assumed share of the cf spread, or "
+    "nowhere (one answer per task)",
+    "new_families": "families the design needs beyond those the benchmark has",
+    "responses": "responses the design asks of all the models together",
+    "cost": "cost of the design: responses at their cost plus new families at theirs",
+    "half_width": "predicted 95% half-width of one model's score (pp), at the variance the study shows",
+    "half_width_planned": "the half-width at the variance's 80% upper bound, which the design is planned on "
+    "(at most the target)",
+    "power_planned": "the power at the variance's 80% upper bound, which the design is planned on (at least the "
+    "target)",
+    "cheapest": "the cheapest design of the channel that meets the target",
+    "precision": "half-width (pp) or power the design buys",
     "wilson_low": "lower end of the Wilson score interval (tasks as independent)",
     "wilson_high": "upper end of the Wilson score interval",
     "se_independent": "standard error treating tasks as independent (pp)",

@@ -1,7 +1,7 @@
 """The ``molp2s`` command line: parse arguments, call the package, print. Nothing else.
 
 One module per stage, each a few commands: ``load`` (data in, prompts out), ``metrics``,
-``compare`` (paired comparisons), ``ranks`` (how far the figures can be trusted), ``bayes``, ``report``, ``database``; what
+``compare`` (paired comparisons), ``ranks`` (how far the figures can be trusted), ``planning`` (the next study's design), ``bayes``, ``report``, ``database``; what
 they share lives in ``app`` (the app, errors) and ``params`` (options and their checks),
 and how a result is shown in ``output``. ``reference`` writes the command reference page.
 
@@ -12,7 +12,7 @@ calls when it calls it.
 
 from __future__ import annotations
 
-from . import bayes, compare, database, load, metrics, ranks, report  # noqa: F401  (each registers its commands)
+from . import bayes, compare, database, load, metrics, planning, ranks, report  # noqa: F401  (each registers its commands)
 from .core import app, main
 
 # The order `molp2s --help` and the command reference list the commands in: the flow of work,
@@ -30,6 +30,8 @@ ORDER = (
     "stability",
     "ranks",
     "power",
+    "variance",
+    "design",
     "frequentist",
     "separability",
     "audit",

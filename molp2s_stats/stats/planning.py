@@ -60,6 +60,7 @@ class ChannelInputs:
     cf_tasks: int  # the cf tasks a family has (rounded mean)
     samples: float  # mean answers per task
     notes: tuple[str, ...] = field(default_factory=tuple)
+    stated: bool = False  # components given by the user, not estimated: no estimation error to plan for
 
     @property
     def repeats_identified(self) -> bool:
@@ -93,6 +94,8 @@ class ChannelInputs:
         what is left: planning on the point estimate alone picks such designs when the pilot
         happened to show a small variance, and they deliver less than predicted.
         """
+        if self.stated:
+            return 0.0
         observed = self.variance(difference=difference)
         return max(observed, 0.0) * math.sqrt(2.0 / max(self.families - 1, 1))
 
@@ -221,15 +224,13 @@ class Target:
         )
 
     def achieved(self, variance: float, families: int) -> float:
-        """The half-width (pp) or the power (%) at this many families."""
+        """The half-width (pp) or the power (a probability) at this many families."""
         se = math.sqrt(max(variance, 0.0) / families)
         if self.kind == "half_width":
             return units.percent(stats.norm.ppf(1 - self.alpha / 2) * se)
         if se == 0:
-            return 100.0
-        return units.percent(
-            float(stats.norm.cdf(units.proportion(self.value) / se - stats.norm.ppf(1 - self.alpha / 2)))
-        )
+            return 1.0
+        return float(stats.norm.cdf(units.proportion(self.value) / se - stats.norm.ppf(1 - self.alpha / 2)))
 
 
 @dataclass(frozen=True)
@@ -324,7 +325,7 @@ def design(
             if best_within is None:
                 raise UsageError(f"{channel.channel}: not even {vc.MIN_FAMILIES} families fit within {limit}")
             reach, (f, s, m) = best_within
-            what = f"a half-width of {reach:.1f} pp" if target.kind == "half_width" else f"a power of {reach:.0f}%"
+            what = f"a half-width of {reach:.1f} pp" if target.kind == "half_width" else f"a power of {reach:.0%}"
             raise UsageError(
                 f"{channel.channel}: no design meets the target within {limit}; the best is {what}"
                 f" ({f} families, {s} answer{'s' if s > 1 else ''} per task, {m} cf tasks a family)"
@@ -405,4 +406,51 @@ def precision_curve(
             "precision": pl.Float64,
         },
         orient="row",
+    )
+
+
+def assumed_inputs(
+    metric: str,
+    *,
+    between: float,
+    task: float,
+    sample: float | None,
+    cf_tasks: int,
+    families: int,
+    between_difference: float | None = None,
+    channel: str = "assumed",
+) -> ChannelInputs:
+    """Inputs for a study not yet run, from stated components (pp², one family's contribution for
+    ``between``; one answer's for ``task``, the cf tasks' spread within a family, and ``sample``, the
+    spread of repeated answers, the same for every condition). ``families``: how many exist already."""
+    if metric not in vc.METRIC_WEIGHTS:
+        raise UsageError(f"no design for {metric}: it exists for {', '.join(vc.VARIANCE_METRICS)}")
+    for name, value in (
+        ("between", between),
+        ("task", task),
+        ("sample", sample),
+        ("between_difference", between_difference),
+    ):
+        if value is not None and value < 0:
+            raise UsageError(f"{{{name}}} is a variance and cannot be negative, got {value}", arguments={name: name})
+    if cf_tasks < 1 and "cf" in vc.METRIC_WEIGHTS[metric]:
+        raise UsageError("{cf_tasks} must be at least 1 for a metric over cf tasks", arguments={"cf_tasks": "cf_tasks"})
+    conditions = vc.METRIC_WEIGHTS[metric]
+    p2 = units.proportion(units.proportion(1.0))  # pp² → proportion²
+    return ChannelInputs(
+        channel=channel,
+        metric=metric,
+        families=families,
+        models=2,
+        observed=float("nan"),
+        between=between * p2,
+        between_difference=(between_difference if between_difference is not None else 2 * between) * p2,
+        task={k: (task * p2 if k == "cf" else 0.0) for k in conditions},
+        sample={k: (sample * p2 if sample is not None else float("nan")) for k in conditions},
+        inverse_tasks={k: (1.0 / cf_tasks if k == "cf" else 1.0) for k in conditions},
+        inverse_answers={k: (1.0 / cf_tasks if k == "cf" else 1.0) for k in conditions},
+        cf_tasks=cf_tasks,
+        samples=1.0,
+        notes=("components stated, not estimated: the prediction is as good as they are",),
+        stated=True,
     )

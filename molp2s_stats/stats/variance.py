@@ -18,7 +18,7 @@ PGR: ½ source + ½ cf). Its variance over families splits into
 - **family_channel**: the rest of the observed variance, the family's difficulty in this channel
   beyond the part it shares.
 
-Every component is on the scale of one family's contribution (pp²); the variance of a score
+Every level is on the scale of one family's contribution (pp²); the variance of a score
 over F families is the sum divided by F. Each is estimated per model (method of moments) and
 averaged over the models, with a family cluster bootstrap interval: families are drawn with
 replacement, the same draw for every channel so the cross-channel covariance is kept. A
@@ -50,7 +50,7 @@ METRIC_WEIGHTS: dict[str, dict[str, float]] = {
     "pgr": {"source": 0.5, "cf": 0.5},
 }
 VARIANCE_METRICS = tuple(METRIC_WEIGHTS)
-COMPONENTS = ("family", "family_channel", "task", "sample")
+LEVELS = ("family", "family_channel", "task", "sample")
 MIN_FAMILIES = 3  # a variance over families with an interval needs a few families
 
 
@@ -246,7 +246,7 @@ def variance_components(
     Returns
     -------
     polars.DataFrame
-        One row per channel × metric × component: ``channel, metric, component, variance,
+        One row per channel × metric × level: ``channel, metric, level, variance,
         conf_low, conf_high`` (pp² on one family's contribution), ``share`` (% of the total),
         ``families``, ``models``, ``sample_identified``, ``sample_source``, ``seed``, ``draws``.
     """
@@ -273,9 +273,9 @@ def variance_components(
     if cells.answered_repeatedly:
         sample_source = "repeated answers"
     elif sample_share is not None:
-        sample_source = f"assumed {sample_share:.0%} of task + sample"
+        sample_source = f"assumed {sample_share:.0%} of the cf spread"
     else:
-        sample_source = "not identified: one answer per task (counted in task)"
+        sample_source = "one answer per task: in task"
     rows = []
     for metric in metrics:
         estimate = _components(cells, metric, point, sample_share)
@@ -286,23 +286,23 @@ def variance_components(
                 continue
             families = int(present[:, c_index].any(axis=0).sum())
             total = float(np.nanmean(estimate["total"][:, c_index, 0]))
-            for component in COMPONENTS:
+            for level in LEVELS:
                 value = (
-                    float(np.nanmean(estimate[component][:, c_index, 0]))
-                    if np.isfinite(estimate[component][:, c_index, 0]).any()
+                    float(np.nanmean(estimate[level][:, c_index, 0]))
+                    if np.isfinite(estimate[level][:, c_index, 0]).any()
                     else float("nan")
                 )
                 low = high = float("nan")
                 if boot is not None and np.isfinite(value):
                     with np.errstate(invalid="ignore"), _quiet():
-                        series = np.nanmean(boot[component][:, c_index, :], axis=0)
+                        series = np.nanmean(boot[level][:, c_index, :], axis=0)
                     lows, highs, _ = intervals.percentile_interval(series[:, None], conf_level)
                     low, high = float(lows[0]), float(highs[0])
                 rows.append(
                     (
                         channel,
                         metric,
-                        component,
+                        level,
                         units.percent(units.percent(value)),
                         units.percent(units.percent(low)),
                         units.percent(units.percent(high)),
@@ -321,7 +321,7 @@ def variance_components(
 VARIANCE_SCHEMA = {
     "channel": pl.String,
     "metric": pl.String,
-    "component": pl.String,
+    "level": pl.String,
     "variance": pl.Float64,
     "conf_low": pl.Float64,
     "conf_high": pl.Float64,
@@ -347,3 +347,9 @@ class _quiet:
 
     def __exit__(self, *exc):
         return self._catch.__exit__(*exc)
+
+
+def tasks_from_db(con, models: list[str] | None = None) -> pl.DataFrame:
+    """The cohorts' task outcomes (``cohort_tasks``) of the given models (default: every model)."""
+    tasks = con.sql("SELECT model, channel, family_id, condition, samples, y FROM cohort_tasks").pl()
+    return tasks if models is None else tasks.filter(pl.col("model").is_in(models))

@@ -108,6 +108,13 @@ def plan_command(
     families: Annotated[
         int | None, typer.Option("--families", help="Number of families to evaluate (instead of --fraction).")
     ] = None,
+    half_width: Annotated[
+        float | None,
+        typer.Option(
+            "--half-width",
+            help="Instead: the fewest families at which every channel's expected 95% PGR half-width is at most this (pp).",
+        ),
+    ] = None,
     channel: ChannelsOption = None,
     seed: Annotated[
         int, typer.Option("--seed", help="Seed of the random draw within each stratum; recorded in the plan.")
@@ -124,8 +131,8 @@ def plan_command(
 
     Example: molp2s plan --fraction 0.15 --seed 1 --out plan.csv
     """
-    if (fraction is None) == (families is None):
-        raise UsageError("give --fraction or --families (one of them)")
+    if sum(x is not None for x in (fraction, families, half_width)) != 1:
+        raise UsageError("give --fraction, --families or --half-width (one of them)")
     if fraction is not None and not 0 < fraction <= 1:
         raise UsageError(f"--fraction must be in (0, 1], got {fraction}")
     con = open_database(db, read_only=False, responses=True)
@@ -133,6 +140,7 @@ def plan_command(
         con,
         fraction=fraction,
         families=families,
+        half_width=half_width,
         channels=known_channels(channel, metrics.read_channels_and_models(con)[0]),
         seed=seed,
     )

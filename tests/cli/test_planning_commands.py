@@ -71,3 +71,13 @@ def test_design_errors_name_the_flags(tiny_database):
         result = runner.invoke(app, args)
         assert result.exit_code == 2, (args, result.output)
         assert message in result.stderr, (args, result.stderr)
+
+
+def test_plan_takes_a_half_width_as_its_budget(tiny_database, copy_of, tmp_path):
+    db = copy_of(tiny_database)  # a plan is recorded in the database
+    out = tmp_path / "plan.csv"
+    result = runner.invoke(app, ["plan", "--db", str(db), "--half-width", "50", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert pl.read_csv(out).height >= 2
+    both = runner.invoke(app, ["plan", "--db", str(db), "--half-width", "5", "--families", "3", "--out", str(out)])
+    assert both.exit_code == 2 and "give --fraction, --families or --half-width (one of them)" in both.stderr

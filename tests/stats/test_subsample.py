@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from molp2s_stats import store
 from molp2s_stats.cli import app
+from molp2s_stats.errors import UsageError
 from molp2s_stats.stats import subsample
 
 
@@ -598,3 +599,24 @@ def test_one_failure_off_the_ceiling_is_no_surer_than_the_ceiling(families, frac
         p, sure, families - 1, families=families, sampling_fraction=fraction, conf_level=0.95
     )
     assert one_off[0] <= perfect[0] + 1e-12
+
+
+def test_a_plan_for_a_half_width_takes_the_fewest_families_that_reach_it(simulated_db):
+    """A new model's budget: at the chosen size every channel's expected PGR half-width is within the
+    target, and one family fewer leaves a channel outside it."""
+    _, db = simulated_db
+    con = store.connect(db, read_only=True)
+    plan = subsample.plan_from_db(con, half_width=12.0, seed=3)
+    with pytest.raises(UsageError, match="give a fraction, a number of families or a half-width"):
+        subsample.plan_from_db(con, half_width=5.0, families=20)
+    from molp2s_stats.stats import metrics
+
+    outcomes = metrics.read_family_outcomes(con)[0].filter(pl.col("model").is_in(plan.models))
+    con.close()
+    chosen = int(plan.families["selected"].sum())
+    known = subsample.predictability(outcomes, plan.models, plan.channels)
+    members = subsample.universe(outcomes, plan.channels)
+    spread = plan.families["spread"].to_numpy()
+    at = subsample.predicted_half_widths(known, members, spread, [chosen])["half_width"].max()
+    before = subsample.predicted_half_widths(known, members, spread, [chosen - 1])["half_width"].max()
+    assert at <= 12.0 < before

@@ -34,6 +34,10 @@ TINY = {
         ],
         "whole process",
     ),
+    "bench_design.py": (
+        ["--seeds", "1", "--replicates", "20", "--shapes", "additive,unbalanced", "--out", "{tmp}/design.csv"],
+        "prediction honesty",
+    ),
     "bench_audit.py": (["--seeds", "1", "--families", "40"], "top-20 precision"),
     "bench_crash.py": (["--trials", "2"], "faults survived"),
     "bench_fit_cost.py": (

@@ -56,12 +56,21 @@ class Plan:
 
 
 def plan_from_db(
-    con, *, fraction: float | None = None, families: int | None = None, channels: list[str] | None = None, seed: int = 0
+    con,
+    *,
+    fraction: float | None = None,
+    families: int | None = None,
+    half_width: float | None = None,
+    channels: list[str] | None = None,
+    seed: int = 0,
 ) -> Plan:
     """Choose the families a new model answers, from the complete models in the database, and
-    predict each channel's PGR half-width at that budget and at a few others."""
-    if (fraction is None) == (families is None):
-        raise UsageError("give a fraction or a number of families (one of them)")
+    predict each channel's PGR half-width at that budget and at a few others.
+
+    The budget is a fraction of the cohorts' families, a number of families, or a target: the
+    fewest families at which every channel's expected PGR half-width (pp) is at most ``half_width``."""
+    if sum(x is not None for x in (fraction, families, half_width)) != 1:
+        raise UsageError("give a fraction, a number of families or a half-width (one of them)")
     models = complete_models(con)
     if not models:
         raise UsageError("no complete model in the database: a plan learns from models that answered every family")
@@ -75,9 +84,11 @@ def plan_from_db(
         if not 0 < fraction <= 1:
             raise UsageError(f"the fraction must be in (0, 1], got {fraction}")
         families = max(MIN_PER_STRATUM, round(fraction * len(members)))
+    known = predictability(outcomes, models, channels)
+    if half_width is not None:
+        families = families_for_half_width(known, outcomes, members, channels, half_width)
     if families < MIN_PER_STRATUM:
         raise UsageError(f"a plan needs at least {MIN_PER_STRATUM} families for an interval, not {families}")
-    known = predictability(outcomes, models, channels)
     frame = make_plan(outcomes, models=models, channels=channels, families=families, seed=seed, known=known)
     chosen = frame.filter("selected")["family_id"].to_list()
     cost = tasks_per_family(con, members, channels)
@@ -103,6 +114,41 @@ def plan_from_db(
             "families", "fraction", "requests", "strata", "channel", "half_width", "half_width_low", "half_width_high"
         ),
     )
+
+
+def families_for_half_width(
+    known, outcomes: pl.DataFrame, members: list[str], channels: list[str], half_width: float
+) -> int:
+    """The fewest families at which every channel's expected PGR half-width is at most ``half_width`` (pp).
+
+    Bisection over the budget: the expected half-width falls as families are added (a change in
+    the number of strata can nudge it up by a hair, so the answer is checked where it lands)."""
+    if not half_width > 0:
+        raise UsageError(f"the half-width must be above 0 pp, got {half_width}")
+    lookup = dict(zip(known.families, known.spread))
+    spread = np.array([lookup.get(f, 1.0) for f in members])
+
+    def widest(n: int) -> tuple[float, str]:
+        widths = predicted_half_widths(known, members, spread, [n]).drop_nans("half_width")
+        if widths.height == 0:
+            return float("inf"), channels[0]
+        row = widths.sort("half_width", descending=True).row(0, named=True)
+        return row["half_width"], row["channel"]
+
+    # the estimate is of the score over this benchmark's families, so at all of them (a census) its
+    # half-width is 0: any target is reached by some budget, unless the complete models predict none
+    low, high = MIN_PER_STRATUM, len(members)
+    if not np.isfinite(widest(low)[0]):
+        raise UsageError("the complete models give no half-width to plan on (no spread between their families)")
+    if widest(low)[0] <= half_width:
+        return low
+    while high - low > 1:
+        middle = (low + high) // 2
+        if widest(middle)[0] <= half_width:
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 def _digest(*parts) -> str:

@@ -237,3 +237,45 @@ def stability_lines(frame: pl.DataFrame, *, title: str, channel_table: pl.DataFr
         .resolve_scale(color="independent")
         .properties(title=title)
     )
+
+
+LEVEL_LABELS = {
+    "family": "family (every channel)",
+    "family_channel": "family × channel",
+    "task": "cf task within family",
+    "sample": "repeated answer",
+}
+
+
+def variance_bars(frame: pl.DataFrame, *, title: str, channel_table: pl.DataFrame | None = None) -> alt.Chart:
+    """One stacked bar per channel (by name, in the channel table's order): the share of one family's
+    contribution to the score's variance at each level (``variance.variance_components`` rows of one
+    metric). A level estimated below zero (noise around a small value) or not identified is drawn at 0,
+    and the shares are of what is drawn."""
+    from ..stats.metrics import channel_names, in_channel_order
+
+    names = channel_names(channel_table)
+    drawn = in_channel_order(frame, channel_table).with_columns(
+        pl.col("variance").fill_nan(0.0).clip(lower_bound=0.0).alias("drawn")
+    )
+    drawn = drawn.with_columns(
+        (100 * pl.col("drawn") / pl.col("drawn").sum().over("channel")).alias("percent"),
+        pl.col("channel").replace_strict(names, default=pl.col("channel")).alias("name"),
+        pl.col("level").replace_strict(LEVEL_LABELS, default=pl.col("level")).alias("where"),
+        pl.col("level").replace_strict({k: i for i, k in enumerate(LEVEL_LABELS)}, default=9).alias("order"),
+    )
+    order = list(dict.fromkeys(drawn["name"].to_list()))
+    return (
+        alt.Chart(drawn.to_pandas())
+        .mark_bar()
+        .encode(
+            y=alt.Y("name:N", title=None, sort=order),
+            x=alt.X("percent:Q", title="% of one family's variance", scale=alt.Scale(domain=[0, 100])),
+            color=alt.Color(
+                "where:N", title=None, sort=list(LEVEL_LABELS.values()), legend=alt.Legend(orient="bottom")
+            ),
+            order=alt.Order("order:Q"),
+            tooltip=["name", "where", alt.Tooltip("percent:Q", format=".0f"), alt.Tooltip("variance:Q", format=".0f")],
+        )
+        .properties(width=420, height=16 * len(order), title=title)
+    )

@@ -313,6 +313,7 @@ def split_table(
 
 STABILITY_STATISTICS = {"spearman_rho": ("ρ", 3), "exact": ("Exact", 1), "mad": ("MAD", 2)}  # label, decimals
 METRIC_LABELS = {"reliance_margin": "RM", "cfr": "CFR", "pgr": "PGR"}
+DESIGN_HALF_WIDTH = 3.0  # pp: the PGR precision the Stability page plans the next study for
 
 
 def stability_table(
@@ -627,6 +628,47 @@ def stability_answer(by_size: pl.DataFrame, threshold: float = 0.9) -> str:
     if not parts:
         return "No ranking to test: it needs at least two complete models."
     return "On fewer families the ranking by the mean over channels holds as follows: " + "; ".join(parts) + "."
+
+
+def variance_answer(components: pl.DataFrame, designs: pl.DataFrame, names: dict[str, str] | None = None) -> str:
+    """The lead of the Stability page's variance section: where most of a score's variance lies, and the
+    cheapest design for the target the ``designs`` rows meet (``planning.design``'s cheapest rows).
+
+    >>> components = pl.DataFrame({"channel": ["ir"] * 4, "metric": ["pgr"] * 4,
+    ...     "level": ["family", "family_channel", "task", "sample"], "variance": [31.0, 496.0, 161.0, float("nan")],
+    ...     "share": [4.5, 72.1, 23.4, float("nan")], "sample_identified": [False] * 4})
+    >>> designs = pl.DataFrame({"channel": ["ir"], "families": [347], "new_families": [0], "samples": [1],
+    ...     "cf_tasks": [2], "responses": [13880], "half_width": [2.9]})
+    >>> print(variance_answer(components, designs, {"ir": "IR"}))
+    Most of a PGR score's variance lies between families: on IR 72% is the family's difficulty in the
+    channel and 4% the part it carries into every channel, 23% is which cf tasks a family has. One answer
+    a task cannot tell what repeating it would buy. For a ±3 pp PGR half-width, IR needs 347 families (no
+    new ones) with 2 cf tasks a family.
+    """
+    names = names or {}
+    parts = []
+    pgr = components.filter(pl.col("metric") == "pgr")
+    channel = pgr["channel"][0] if pgr.height else None
+    if channel is not None:
+        share = dict(pgr.filter(pl.col("channel") == channel).select("level", "share").iter_rows())
+        name = names.get(channel, channel)
+        parts.append(
+            f"Most of a PGR score's variance lies between families: on {name} {share['family_channel']:.0f}% is the "
+            f"family's difficulty in the channel and {share['family']:.0f}% the part it carries into every channel, "
+            f"{share['task']:.0f}% is which cf tasks a family has."
+        )
+        if not pgr["sample_identified"].any():
+            parts.append("One answer a task cannot tell what repeating it would buy.")
+    if designs.height:
+        row = designs.row(0, named=True)
+        name = names.get(row["channel"], row["channel"])
+        new = f"{row['new_families']:,} new" if row["new_families"] else "no new ones"
+        answers = f", {row['samples']} answers a task" if row["samples"] > 1 else ""
+        parts.append(
+            f"For a ±{DESIGN_HALF_WIDTH:g} pp PGR half-width, {name} needs {row['families']:,} families ({new}) "
+            f"with {row['cf_tasks']} cf tasks a family{answers}."
+        )
+    return " ".join(parts)
 
 
 def reliance_answer(

@@ -302,9 +302,18 @@ def test_pages_hold_what_they_promise(site):
         "table10_stability",
         "posterior_reliance",
         "table6_separability",
+        "design_pgr",
     ):
         assert (site / "tables" / f"{name}.csv").stat().st_size > 0
         assert "\\begin" in (site / "tables" / f"{name}.tex").read_text()
+
+
+def test_the_stability_page_splits_the_variance_and_plans_the_next_study(site):
+    page = (site / "stability.html").read_text()
+    assert "Where one family's PGR variance lies, per channel" in page
+    assert "Most of a PGR score's variance lies between families" in page
+    design = pl.read_csv(site / "tables" / "design_pgr.csv")
+    assert design["cheapest"].all() and (design["half_width_planned"] <= 3.0).all()
 
 
 def test_a_fit_of_other_data_is_flagged_at_the_top_of_the_posterior_page(site, small_fit, tmp_path):

@@ -179,36 +179,6 @@ def one_seed(shape: Shape, seed: int, replicates: int) -> list[dict]:
     return rows
 
 
-def summary(results: pl.DataFrame) -> pl.DataFrame:
-    """Per shape × target, over the seeds: realised / predicted half-width (ratio) or realised − predicted
-    power (pp), median and 10th–90th percentiles, and the share of seeds within the tolerance (±15%, ±5 pp);
-    ``*_planned``: the same against what the design was planned on (the variance's 80% upper bound)."""
-    ratio = pl.col("target") == "half_width"
-
-    def gap(column: str) -> pl.Expr:
-        return pl.when(ratio).then(pl.col("realised") / pl.col(column)).otherwise(pl.col("realised") - pl.col(column))
-
-    def within(column: str) -> pl.Expr:
-        return pl.when(ratio).then((gap(column) - 1).abs() <= 0.15).otherwise(gap(column).abs() <= 5)
-
-    return (
-        results.with_columns(
-            gap("predicted").alias("gap"), within("predicted").alias("ok"), within("planned").alias("ok_planned")
-        )
-        .group_by("shape", "metric", "target", maintain_order=True)
-        .agg(
-            pl.len().alias("seeds"),
-            pl.col("gap").median().alias("median"),
-            pl.col("gap").quantile(0.1).alias("p10"),
-            pl.col("gap").quantile(0.9).alias("p90"),
-            (100 * pl.col("ok").mean()).alias("within_pct"),
-            (100 * pl.col("ok_planned").mean()).alias("within_planned_pct"),
-            pl.col("families").median().alias("families"),
-            pl.col("samples").max().alias("max_samples"),
-        )
-    )
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--seeds", type=int, default=20)
@@ -229,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     performance.record(args.out, "bench_design.py", sys.argv[1:] if argv is None else argv)
     results = pl.read_csv(args.out)
     with pl.Config(tbl_rows=100, tbl_width_chars=160, float_precision=2):
-        print(summary(results))
+        print(performance.design_honesty(results))
     print(f"prediction honesty over {results['seed'].n_unique()} seeds in {time.perf_counter() - start:.0f} s")
     return 0
 

@@ -499,3 +499,42 @@ if __name__ == "__main__":
     # python -m molp2s_stats.performance RESULTS SCRIPT [ARGUMENTS…]: record a run whose output was
     # saved by the caller (`make bench` saves each script's printout)
     record(Path(sys.argv[1]), sys.argv[2], sys.argv[3:])
+
+
+def design_honesty(results: pl.DataFrame) -> pl.DataFrame:
+    """One row per shape × metric × target of benchmarks/bench_design.py, over its seeds: how a design's
+    realised precision compares with the prediction. For a half-width the ratio realised / predicted
+    (median and 10th–90th percentiles) and the % of seeds within ±15%; for a power the gap realised −
+    predicted in pp and the % within ±5 pp, also against the power the design was planned on
+    (``within_planned``); the median families and the most answers a task the designs chose.
+
+    >>> rows = pl.DataFrame({"shape": ["a"] * 2, "metric": ["pgr"] * 2, "target": ["half_width"] * 2,
+    ...     "predicted": [4.0, 4.0], "planned": [3.9, 3.9], "realised": [4.2, 3.0], "families": [100, 120],
+    ...     "samples": [1, 2]})
+    >>> design_honesty(rows).row(0)  # 4.2/4 = 1.05 and 3/4 = 0.75: one of two within ±15%
+    ('a', 'pgr', 'half_width', 2, 0.9, 0.75, 1.05, 50.0, 50.0, 110.0, 2)
+    """
+    ratio = pl.col("target") == "half_width"
+
+    def gap(column: str) -> pl.Expr:
+        return pl.when(ratio).then(pl.col("realised") / pl.col(column)).otherwise(pl.col("realised") - pl.col(column))
+
+    def within(column: str) -> pl.Expr:
+        return pl.when(ratio).then((gap(column) - 1).abs() <= 0.15).otherwise(gap(column).abs() <= 5)
+
+    return (
+        results.with_columns(
+            gap("predicted").alias("gap"), within("predicted").alias("ok"), within("planned").alias("ok_planned")
+        )
+        .group_by("shape", "metric", "target", maintain_order=True)
+        .agg(
+            pl.len().alias("seeds"),
+            pl.col("gap").median().alias("median"),
+            pl.col("gap").quantile(0.1, interpolation="lower").alias("p10"),
+            pl.col("gap").quantile(0.9, interpolation="higher").alias("p90"),
+            (PERCENT * pl.col("ok").mean()).alias("within"),
+            (PERCENT * pl.col("ok_planned").mean()).alias("within_planned"),
+            pl.col("families").median().alias("families"),
+            pl.col("samples").max().alias("max_samples"),
+        )
+    )

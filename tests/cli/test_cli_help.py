@@ -40,6 +40,8 @@ ORDER = [
     "stability",
     "ranks",
     "power",
+    "variance",
+    "design",
     "frequentist",
     "separability",
     "audit",

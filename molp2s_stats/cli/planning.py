@@ -37,11 +37,12 @@ SampleShareOption = Annotated[
 
 
 def _study_tasks(db: Path, channel: list[str] | None):
+    """The complete models' cohort tasks, the chosen channels and every channel's single channels."""
     con = open_database(db, responses=True)
     channels, models = metrics.read_channels_and_models(con)
     chosen = known_channels(channel, channels)
     tasks = variance.tasks_from_db(con, ranked_models(con, models))
-    return tasks, chosen
+    return tasks, chosen, variance.channel_components(con)
 
 
 @command("variance")
@@ -66,7 +67,7 @@ def variance_command(
 
     Per channel and metric, averaged over the complete models: the variance of one family's contribution
     to a model's score (pp²; a score over F families has the sum over F), split by the method of moments:
-    the part a family carries into every channel (its covariance across channels), the cf tasks' spread
+    the part a family carries into every channel (its covariance with the other single channels), the cf tasks' spread
     within a family, the disagreement of repeated answers to one task, and the rest (the family's
     difficulty in this channel; with one task a family, source and shuffled answers' own noise too).
     With one answer per task the last two cannot be told apart: `sample_source` says so. 95% family
@@ -74,7 +75,7 @@ def variance_command(
 
     Example: molp2s variance --metric pgr --channel ir --channel dipole_norm
     """
-    tasks, chosen = _study_tasks(db, channel)
+    tasks, chosen, components = _study_tasks(db, channel)
     table = variance.variance_components(
         tasks,
         metrics=tuple(metric) if metric else ("acc_source", "reliance_margin", "pgr"),
@@ -82,6 +83,7 @@ def variance_command(
         draws=draws,
         seed=seed,
         sample_share=sample_share,
+        components=components,
     )
     emit(table, fmt, out, title="Variance components of one family's contribution (pp²; share in %)")
 
@@ -180,7 +182,7 @@ def design_command(
         ]
         study_models = models or 2
     else:
-        tasks, chosen = _study_tasks(db, channel)
+        tasks, chosen, _ = _study_tasks(db, channel)
         inputs = planning.channel_inputs(tasks, metric, channels=chosen, sample_share=sample_share)
         study_models = models or inputs[0].models
     cost = planning.Cost(models=study_models, per_new_family=family_cost, **_response_costs(response_cost))

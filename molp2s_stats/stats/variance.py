@@ -6,8 +6,8 @@ answers averaged) weighted by the metric (accuracy: one condition; RM: source �
 PGR: ½ source + ½ cf). Its variance over families splits into
 
 - **family**: the part a family carries into every channel (a molecule that is hard whatever
-  property is shown), the covariance of ``g`` between this channel and each other channel over
-  their common families, averaged over the other channels;
+  property is shown), the covariance of ``g`` between this channel and each single channel that
+  is not one of its parts, over their common families, averaged over those channels;
 - **task**: which tasks the family happens to have (which distractor a cf task uses), read off
   the spread of a family's cf tasks around their mean; source, shuffled and P0 have one task a
   family, so theirs is taken at the cf tasks' share of the Bernoulli variance ``p̄(1 − p̄)``;
@@ -190,8 +190,30 @@ def within_parts(
     return np.where(separable, task, np.nan), np.where(identified, sample, np.nan)
 
 
-def _components(cells: Cells, metric: str, weights: np.ndarray, sample_share: float | None) -> dict[str, np.ndarray]:
-    """Each component per model × channel × replicate."""
+def references(channels: list[str], components: dict[str, set[str]] | None) -> list[list[int]]:
+    """For each channel, the channels its family level is read against: the single channels that are
+    not among its own components (a bundle shares its components' information, so its covariance with
+    them is not a family's difficulty across properties; the bundle of every channel has none).
+
+    >>> references(["ir", "raman", "vib"], {"ir": {"ir"}, "raman": {"raman"}, "vib": {"ir", "raman"}})
+    [[1], [0], []]
+    """
+    parts = components or {c: {c} for c in channels}
+    single = [parts.get(c, {c}) == {c} for c in channels]
+    return [
+        [o for o, other in enumerate(channels) if o != c and single[o] and other not in parts.get(channel, {channel})]
+        for c, channel in enumerate(channels)
+    ]
+
+
+def _components(
+    cells: Cells,
+    metric: str,
+    weights: np.ndarray,
+    sample_share: float | None,
+    components: dict[str, set[str]] | None = None,
+) -> dict[str, np.ndarray]:
+    """Each level per model × channel × replicate."""
     g = family_scores(cells, metric)
     within = _within(cells, weights, sample_share)
     task, sample = within_parts(cells, within, weights, metric)
@@ -200,8 +222,7 @@ def _components(cells: Cells, metric: str, weights: np.ndarray, sample_share: fl
         [np.stack([_covariance(weights, g[m, c], g[m, c]) for c in range(channels)]) for m in range(models)]
     )
     family = np.full_like(total, np.nan)
-    for c in range(channels):
-        others = [o for o in range(channels) if o != c]
+    for c, others in enumerate(references(cells.channels, components)):
         if not others:
             continue
         covs = np.stack(
@@ -229,6 +250,7 @@ def variance_components(
     seed: int = 0,
     conf_level: float = 0.95,
     sample_share: float | None = None,
+    components: dict[str, set[str]] | None = None,
 ) -> pl.DataFrame:
     """Variance components of each channel × metric, averaged over the models.
 
@@ -239,6 +261,9 @@ def variance_components(
         ``model, channel, family_id, condition, samples, y``.
     draws, seed
         Family cluster bootstrap replicates for the intervals (0: estimates only) and their seed.
+    components
+        Each channel's single channels (a bundle's parts; ``channel_components``); default: every
+        channel is single. The family level is read against single channels only.
     sample_share
         With one answer per task, the share of the within-family variance taken to be sample
         noise (an assumption, recorded in ``sample_source``); default: not split.
@@ -278,8 +303,8 @@ def variance_components(
         sample_source = "one answer per task: in task"
     rows = []
     for metric in metrics:
-        estimate = _components(cells, metric, point, sample_share)
-        boot = _components(cells, metric, replicates, sample_share) if replicates is not None else None
+        estimate = _components(cells, metric, point, sample_share, components)
+        boot = _components(cells, metric, replicates, sample_share, components) if replicates is not None else None
         present = np.isfinite(family_scores(cells, metric))
         for c_index, channel in enumerate(cells.channels):
             if channel not in chosen:
@@ -353,3 +378,11 @@ def tasks_from_db(con, models: list[str] | None = None) -> pl.DataFrame:
     """The cohorts' task outcomes (``cohort_tasks``) of the given models (default: every model)."""
     tasks = con.sql("SELECT model, channel, family_id, condition, samples, y FROM cohort_tasks").pl()
     return tasks if models is None else tasks.filter(pl.col("model").is_in(models))
+
+
+def channel_components(con) -> dict[str, set[str]]:
+    """Each channel's single channels (a single channel is its own), from ``stg_channel_components``."""
+    parts: dict[str, set[str]] = {}
+    for channel, component in con.sql("SELECT channel, component FROM stg_channel_components").fetchall():
+        parts.setdefault(channel, set()).add(component)
+    return parts

@@ -652,10 +652,14 @@ def variance_answer(components: pl.DataFrame, designs: pl.DataFrame, names: dict
     if channel is not None:
         share = dict(pgr.filter(pl.col("channel") == channel).select("level", "share").iter_rows())
         name = names.get(channel, channel)
+        shared = (
+            f" and {share['family']:.0f}% the part it carries into every channel"
+            if share.get("family") == share.get("family")  # NaN: no single channel to read it against
+            else ""
+        )
         parts.append(
             f"Most of a PGR score's variance lies between families: on {name} {share['family_channel']:.0f}% is the "
-            f"family's difficulty in the channel and {share['family']:.0f}% the part it carries into every channel, "
-            f"{share['task']:.0f}% is which cf tasks a family has."
+            f"family's difficulty in the channel{shared}, {share['task']:.0f}% is which cf tasks a family has."
         )
         if not pgr["sample_identified"].any():
             parts.append("One answer a task cannot tell what repeating it would buy.")

@@ -160,6 +160,8 @@ COLUMNS: dict[str, str] = {
     "power_planned": "the power at the variance's 80% upper bound, which the design is planned on (at least the "
     "target)",
     "cheapest": "the cheapest design of the channel that meets the target",
+    "meets_target": "whether the design buys the target within the budget and the cap on families; a channel "
+    "where none does shows its most precise design within them",
     "precision": "half-width (pp) or power the design buys",
     "wilson_low": "lower end of the Wilson score interval (tasks as independent)",
     "wilson_high": "upper end of the Wilson score interval",

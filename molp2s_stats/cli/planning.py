@@ -145,6 +145,10 @@ def design_command(
     curve: Annotated[
         Path | None, typer.Option("--curve", help="Also write cost against precision over many family counts (CSV).")
     ] = None,
+    chart: Annotated[
+        Path | None,
+        typer.Option("--chart", help="Also draw cost against precision, a line per design (.svg, .png or .html)."),
+    ] = None,
     fmt: FormatOption = None,
     out: OutOption = None,
 ) -> None:
@@ -189,8 +193,31 @@ def design_command(
     table = planning.design(inputs, target, cost, budget=budget, max_families=max_families, max_samples=max_samples)
     for note in dict.fromkeys(n for i in inputs for n in i.notes):
         typer.echo(f"note: {note}", err=True)
-    if curve is not None:
-        planning.precision_curve(inputs, target, cost, max_samples=max_samples).write_csv(curve)
+    for short in table.filter(~pl.col("meets_target"))["channel"].to_list():
+        typer.echo(
+            f"note: {short}: no design meets the target within the limits; its row is the most precise", err=True
+        )
+    if curve is not None or chart is not None:
+        points = planning.precision_curve(inputs, target, cost, max_samples=max_samples)
+        if curve is not None:
+            points.write_csv(curve)
+        if chart is not None:
+            from ..report import charts
+
+            # half-widths up to four times the target: the steep start (3 families) says nothing
+            shown = (
+                points.filter(pl.col("precision") <= 4 * value)
+                if kind == "half_width"
+                else points.with_columns(pl.col("precision") * 100)
+            )
+            axis = "95% half-width (pp)" if kind == "half_width" else "power (%)"
+            line = value if kind == "half_width" else target_power * 100
+            charts.save(
+                charts.cost_precision(
+                    shown, target=line, title=f"Cost against precision, {metric}", precision_title=axis
+                ),
+                chart,
+            )
     what = {
         "half_width": f"a {value:g} pp half-width",
         "difference": f"a {value:g} pp difference at {target_power:.0%} power",

@@ -279,3 +279,29 @@ def variance_bars(frame: pl.DataFrame, *, title: str, channel_table: pl.DataFram
         )
         .properties(width=420, height=16 * len(order), title=title)
     )
+
+
+def cost_precision(curve: pl.DataFrame, *, target: float, title: str, precision_title: str) -> alt.Chart:
+    """Cost against the precision a design buys (``planning.precision_curve``), one line per answers a
+    task × cf tasks a family, one panel per channel, the target drawn as a dashed rule: the cheapest
+    way to a precision is the lowest line where it crosses the rule."""
+    data = curve.with_columns(
+        pl.format("{} answer(s), {} cf task(s)", "samples", "cf_tasks").alias("design")
+    ).to_pandas()
+    lines = (
+        alt.Chart()
+        .mark_line()
+        .encode(
+            x=alt.X("precision:Q", title=precision_title),
+            y=alt.Y("cost:Q", title="cost (log scale)", scale=alt.Scale(type="log")),
+            color=alt.Color("design:N", title=None, legend=alt.Legend(orient="bottom", columns=3)),
+            tooltip=["channel", "design", "families", alt.Tooltip("cost:Q", format=",.0f"), "precision"],
+        )
+    )
+    rule = alt.Chart().mark_rule(strokeDash=[3, 3], color="#888").encode(x=alt.datum(target))
+    return (
+        alt.layer(rule, lines, data=data)
+        .properties(width=260, height=200)
+        .facet(facet=alt.Facet("channel:N", title=None), columns=3)
+        .properties(title=title)
+    )

@@ -258,6 +258,7 @@ DESIGN_SCHEMA = {
     "cost": pl.Float64,
     "predicted": pl.Float64,
     "planned": pl.Float64,
+    "meets_target": pl.Boolean,
     "cheapest": pl.Boolean,
 }
 
@@ -286,54 +287,60 @@ def design(
     For each channel and each (answers per task, cf tasks) the fewest families that meet the
     target, its responses (per model: families × answers × (P0 + source + shuffled + cf tasks),
     times the models), its cost and the precision it buys; ``cheapest`` marks the channel's
-    cheapest. With a budget or a cap on families, designs beyond them are left out; where none
-    is left the error says the best precision within them.
+    cheapest. With a budget or a cap on families, designs beyond them are left out. A channel
+    with none left gets one row, ``meets_target`` false: the design with the best precision
+    within them (which channels a budget can rank models on at all); where no channel meets
+    the target, the error says each one's best.
     """
-    rows = []
+    rows, shortfalls = [], []
+    limit = " and ".join(
+        part
+        for part in (
+            f"a budget of {budget:g}" if budget is not None else "",
+            f"{max_families} families at most" if max_families is not None else "",
+        )
+        if part
+    )
     for channel in inputs:
         if target.kind == "difference" and math.isnan(channel.between_difference):
             raise UsageError(f"{channel.channel}: a difference between models needs two models in the study")
-        samples_free = channel.repeats_identified
         best_within: tuple[float, tuple] | None = None
         channel_rows = []
-        for samples, cf_tasks in _designs(channel, max_samples, samples_free):
+        for samples, cf_tasks in _designs(channel, max_samples, channel.repeats_identified):
             own = samples == round(channel.samples) and cf_tasks == channel.cf_tasks
             args = (None if own else samples, None if own else cf_tasks)
             v = channel.variance(*args, difference=target.kind == "difference")
             v_plan = channel.planning_variance(*args, difference=target.kind == "difference")
             per_family = samples * (3 + cf_tasks) * cost.response_cost()
             families = target.families(v_plan)
-            affordable = _affordable(families, channel.families, per_family, cost, budget, max_families)
-            if affordable is None:
-                fewest = _most_families(channel.families, per_family, cost, budget, max_families)
-                if fewest >= vc.MIN_FAMILIES:
-                    reach = target.achieved(v_plan, fewest)
+            if _affordable(families, channel.families, per_family, cost, budget, max_families) is None:
+                most = _most_families(channel.families, per_family, cost, budget, max_families)
+                if most >= vc.MIN_FAMILIES:
+                    reach = target.achieved(v_plan, most)
                     better = (lambda a, b: a < b) if target.kind == "half_width" else (lambda a, b: a > b)
                     if best_within is None or better(reach, best_within[0]):
-                        best_within = (reach, (fewest, samples, cf_tasks))
+                        best_within = (reach, (v, v_plan, most, samples, cf_tasks, per_family))
                 continue
-            channel_rows.append(_row(channel, target, cost, (v, v_plan), families, samples, cf_tasks, per_family))
-        if not channel_rows:
-            limit = " and ".join(
-                part
-                for part in (
-                    f"a budget of {budget:g}" if budget is not None else "",
-                    f"{max_families} families at most" if max_families is not None else "",
-                )
-                if part
-            )
-            if best_within is None:
-                raise UsageError(f"{channel.channel}: not even {vc.MIN_FAMILIES} families fit within {limit}")
-            reach, (f, s, m) = best_within
-            what = f"a half-width of {reach:.1f} pp" if target.kind == "half_width" else f"a power of {reach:.0%}"
-            raise UsageError(
-                f"{channel.channel}: no design meets the target within {limit}; the best is {what}"
-                f" ({f} families, {s} answer{'s' if s > 1 else ''} per task, {m} cf tasks a family)"
-            )
-        rows.extend(sorted(channel_rows, key=lambda r: (r[7], r[2])))
+            channel_rows.append(_row(channel, target, cost, (v, v_plan), families, samples, cf_tasks, per_family, True))
+        if channel_rows:
+            rows.extend(sorted(channel_rows, key=lambda r: (r[7], r[2])))
+            continue
+        if best_within is None:
+            shortfalls.append(f"{channel.channel}: not even {vc.MIN_FAMILIES} families fit within {limit}")
+            continue
+        reach, (v, v_plan, f, s, m, per_family) = best_within
+        what = f"a half-width of {reach:.1f} pp" if target.kind == "half_width" else f"a power of {reach:.0%}"
+        shortfalls.append(
+            f"{channel.channel}: no design meets the target within {limit}; the best is {what}"
+            f" ({f} families, {s} answer{'s' if s > 1 else ''} per task, {m} cf tasks a family)"
+        )
+        rows.append(_row(channel, target, cost, (v, v_plan), f, s, m, per_family, False))
+    if not any(row[-1] for row in rows):
+        raise UsageError("; ".join(shortfalls))
     table = pl.DataFrame(rows, schema={k: v for k, v in DESIGN_SCHEMA.items() if k != "cheapest"}, orient="row")
     named = "half_width" if target.kind == "half_width" else "power"
-    return table.with_columns((pl.int_range(pl.len()).over("channel") == 0).alias("cheapest")).rename(
+    first = pl.int_range(pl.len()).over("channel") == 0
+    return table.with_columns((first & pl.col("meets_target")).alias("cheapest")).rename(
         {"predicted": named, "planned": f"{named}_planned"}
     )
 
@@ -357,7 +364,7 @@ def _most_families(existing, per_family, cost, budget, max_families) -> int:
     return most
 
 
-def _row(channel, target, cost, variances, families, samples, cf_tasks, per_family):
+def _row(channel, target, cost, variances, families, samples, cf_tasks, per_family, meets):
     responses = families * samples * (3 + cf_tasks) * cost.models
     spend = families * per_family + max(0, families - channel.families) * cost.per_new_family
     point, bound = (target.achieved(v, families) for v in variances)
@@ -372,6 +379,7 @@ def _row(channel, target, cost, variances, families, samples, cf_tasks, per_fami
         spend,
         point,
         bound,
+        meets,
     )
 
 

@@ -29,11 +29,12 @@ def test_variance_prints_each_level_of_each_metric(tiny_database):
 
 
 def test_design_lists_the_designs_that_meet_the_target_cheapest_first(tiny_database, tmp_path):
-    curve = tmp_path / "curve.csv"
+    curve, chart = tmp_path / "curve.csv", tmp_path / "curve.svg"
     result = runner.invoke(
         app,
         ["design", "--db", str(tiny_database), "--half-width", "20", "--response-cost", "m1=0.5",
-         "--response-cost", "0.1", "--family-cost", "2", "--curve", str(curve), "--format", "csv"],
+         "--response-cost", "0.1", "--family-cost", "2", "--curve", str(curve), "--chart", str(chart),
+         "--format", "csv"],
     )  # fmt: skip
     table = csv(result)
     check_columns(table.columns)
@@ -42,6 +43,7 @@ def test_design_lists_the_designs_that_meet_the_target_cheapest_first(tiny_datab
     assert (table["half_width_planned"] <= 20).all()
     assert "what repeated answers buy is not identified" in result.stderr
     check_columns(pl.read_csv(curve).columns)
+    assert chart.read_text().startswith("<svg") and "cost (log scale)" in chart.read_text()
 
 
 def test_a_stated_study_needs_no_database(tmp_path):

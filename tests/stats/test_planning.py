@@ -108,3 +108,19 @@ def test_the_precision_curve_falls_with_families():
         ordered = part.sort("families")
         assert ordered["precision"].to_list() == sorted(ordered["precision"].to_list(), reverse=True)
         assert math.isclose(ordered["cost"][0] / ordered["families"][0], ordered["cost"][-1] / ordered["families"][-1])
+
+
+def test_a_budget_says_which_channels_it_can_rank_on_and_the_best_elsewhere():
+    # Two stated channels: the noisy one (B = 400 pp²) needs more than the budget buys, the quiet one
+    # (B = 100) does not. The noisy channel keeps one row, its most precise design within the budget,
+    # marked as missing the target; with both out of reach the error names each one's best.
+    inputs = stated() + [planning.assumed_inputs("pgr", between=400.0, task=300.0, sample=None, cf_tasks=3,
+                                                 families=0, channel="noisy")]  # fmt: skip
+    table = planning.design(inputs, planning.Target("half_width", 2.0), planning.Cost(models=2), budget=1500)
+    check_columns(table.columns)
+    noisy = table.filter(pl.col("channel") == "noisy")
+    assert noisy.height == 1 and not noisy["meets_target"].item() and not noisy["cheapest"].item()
+    assert noisy["cost"].item() <= 1500 and noisy["half_width_planned"].item() > 2.0
+    assert table.filter(pl.col("channel") == "assumed")["meets_target"].all()
+    with pytest.raises(UsageError, match=r"assumed: no design .*; noisy: no design"):
+        planning.design(inputs, planning.Target("half_width", 1.0), planning.Cost(models=2), budget=1500)

@@ -18,6 +18,21 @@ def _resource(name: str) -> Path:
 
 DATA = _resource("data")
 REPORTS = _resource("reports")
+
+
+def in_checkout() -> bool:
+    """Whether the package runs from a source checkout (``reports/`` beside the project's
+    ``pyproject.toml``) rather than from an installed wheel (``reports/`` inside the package)."""
+    return REPORTS.parent != _PACKAGE and (REPORTS.parent / "pyproject.toml").exists()
+
+
+def report_folder() -> Path:
+    """Where the report's default database and site go unless told otherwise: ``reports/`` in a
+    checkout; ``molp2s-report/`` in the working folder for an installed package, whose own folder
+    (site-packages) is no place to write."""
+    return REPORTS if in_checkout() else Path.cwd() / "molp2s-report"
+
+
 DEFAULT_BENCHMARK = DATA / "benchmark"
 DEFAULT_RESPONSES = DATA / "responses"
 

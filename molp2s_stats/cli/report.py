@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from ..defaults import DEFAULT_DRAWS, REPORTS
+from ..defaults import DEFAULT_DRAWS, REPORTS, report_folder
 from ..errors import UsageError
 from ..lazy import lazy_import
 from .core import command, fail
@@ -22,11 +22,20 @@ store = lazy_import("molp2s_stats.store")
 def report_command(
     db: Annotated[
         Path | None,
-        typer.Option("--db", help="Database to report on; default: the default data, built under reports/_build."),
+        typer.Option(
+            "--db",
+            help="Database to report on; default: the default data, built under reports/_build in a checkout "
+            "(molp2s-report/_build in the working folder for an installed package).",
+        ),
     ] = None,
     out: Annotated[
-        Path, typer.Option("--out", help="Folder for the site (HTML pages, tables/ with CSV and LaTeX).")
-    ] = REPORTS / "_site",
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Folder for the site (HTML pages, tables/ with CSV and LaTeX); default: reports/_site in a "
+            "checkout, molp2s-report/_site in the working folder for an installed package.",
+        ),
+    ] = None,
     fit_file: Annotated[
         Path | None,
         typer.Option(
@@ -56,6 +65,7 @@ def report_command(
         raise UsageError(store.missing_database(db, instead="leave out --db to report on the default data"))
     if fit_file is not None and not fit_file.exists():
         raise UsageError(f"{fit_file}: no such fit file (make one with `molp2s fit`)")
+    out = out if out is not None else report_folder() / "_site"
     started = time.perf_counter()
     try:
         # MOLP2S_DB / MOLP2S_FIT from the user's environment count as given, as the pages would read them

@@ -34,7 +34,7 @@ from .. import store
 from ..notices import silence_known_notices
 from ..stats import metrics
 from .environment import given_path, seed  # noqa: F401  (the pages call context.seed())
-from .prepare import DEFAULT_DATABASE, default_fit_path
+from .prepare import default_database, default_fit_path
 
 silence_known_notices()  # every page imports this module first
 
@@ -53,9 +53,10 @@ def database_path() -> Path:
     given = given_path("MOLP2S_DB", "database", "make one with `molp2s load`")
     if given is not None:
         return given
-    if not DEFAULT_DATABASE.exists():
-        raise FileNotFoundError(f"the default database {DEFAULT_DATABASE} is not built yet: {NOT_PREPARED}")
-    return DEFAULT_DATABASE
+    path = default_database()
+    if not path.exists():
+        raise FileNotFoundError(f"the default database {path} is not built yet: {NOT_PREPARED}")
+    return path
 
 
 def database() -> duckdb.DuckDBPyConnection:

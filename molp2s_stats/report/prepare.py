@@ -24,11 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import store
-from ..defaults import REPORTS
+from ..defaults import report_folder
 from ..output import replacing
 
-BUILD = REPORTS / "_build"
-DEFAULT_DATABASE = BUILD / "default.duckdb"
+
+def default_database() -> Path:
+    """The default data's database: ``_build/default.duckdb`` in the report folder (``reports/`` in a
+    checkout, ``molp2s-report/`` in the working folder for an installed package)."""
+    return report_folder() / "_build" / "default.duckdb"
+
+
 # The report's pages that read the fit (tests/report/test_prepare.py checks the list against
 # the pages): rendering only other pages needs no fit, so none is made for them.
 PAGES_READING_THE_FIT = ("posterior.qmd",)
@@ -45,8 +50,10 @@ def default_fit_path(database: Path) -> Path:
     return database.with_suffix(".fit.nc")
 
 
-def build_default_database(path: Path = DEFAULT_DATABASE) -> Path:
-    """The default database at ``path``, built from the embedded data when it is not there yet."""
+def build_default_database(path: Path | None = None) -> Path:
+    """The default database at ``path`` (default: ``default_database()``), built from the embedded
+    data when it is not there yet."""
+    path = path or default_database()
     if path.exists():
         return path
     from ..ingest.default_data import load_default_data

@@ -154,3 +154,17 @@ def test_the_record_survives_netcdf_as_json(tiny_db, tmp_path):
     fit = saved_fit(tmp_path / "f.nc", tiny_db)
     text = az.from_netcdf(str(fit)).posterior.attrs[provenance.ATTRIBUTE]
     assert set(json.loads(text)) == {"benchmark", "loads", "models", "channels"}
+
+
+def test_an_installed_package_builds_the_report_in_the_working_folder(monkeypatch, tmp_path):
+    """In a checkout the default database and site live under reports/; an installed package's reports/
+    is inside site-packages, so there they go to molp2s-report/ in the folder the user works in
+    (tests/report/test_wheel.py renders the report that way, with no --out)."""
+    from molp2s_stats import defaults
+    from molp2s_stats.report import prepare as prepare_module
+
+    assert defaults.in_checkout() and defaults.report_folder() == defaults.REPORTS
+    monkeypatch.setattr(defaults, "REPORTS", defaults._PACKAGE / "reports")  # the wheel's layout
+    monkeypatch.chdir(tmp_path)
+    assert not defaults.in_checkout()
+    assert prepare_module.default_database() == tmp_path / "molp2s-report" / "_build" / "default.duckdb"

@@ -5,7 +5,7 @@ their scripts), print no path into site-packages as a command to type, and write
 own installed folder.
 
 The user's three commands are `pip install`, `molp2s load --example` and `molp2s report --db
-molp2s.duckdb --out site`. Here the report is given a short one-channel fit made in the same
+molp2s.duckdb` (which renders into `molp2s-report/_site` in the working folder). Here the report is given a short one-channel fit made in the same
 environment (`molp2s fit --channel dipole_norm --draws 100 --tune 100 --chains 2`, which misses its
 gate on purpose and says so on the Posterior page): the report's own default fit samples every
 channel until it passes (minutes), which `make report` exercises; this test is about what the
@@ -25,6 +25,8 @@ import pytest
 from tests.support import ROOT
 
 UV = Path(sys.executable).parent / "uv"
+
+SITE = "molp2s-report/_site"  # the report's default folder outside a checkout
 
 
 def _run(command: list[str], cwd: Path, env: dict[str, str], timeout: int = 900) -> subprocess.CompletedProcess:
@@ -76,8 +78,8 @@ def run(installed, tmp_path_factory) -> dict:
         env,
     )
     said["report"] = _run(
-        [molp2s, "report", "--db", "molp2s.duckdb", "--fit", "fit.nc", "--out", "site", "--bootstrap", "20"]
-        + ["--engine", "jupyter"],
+        # no --out: an installed package renders into molp2s-report/_site here, not into its own folder
+        [molp2s, "report", "--db", "molp2s.duckdb", "--fit", "fit.nc", "--bootstrap", "20"] + ["--engine", "jupyter"],
         folder,
         env,
     )
@@ -90,9 +92,9 @@ def test_the_wheel_loads_the_example_and_renders_its_report_in_an_empty_folder(r
     assert (folder / "molp2s.duckdb").exists()
     metrics = run["said"]["metrics"]
     assert metrics.stdout.startswith("model,channel,metric") and "sim-generalist" in metrics.stdout
-    pages = {p.name for p in (folder / "site").glob("*.html")}
+    pages = {p.name for p in (folder / SITE).glob("*.html")}
     assert {f"{name}.html" for name in PAGES} <= pages, pages
-    assert (folder / "site" / "tables" / "table2_pgr.csv").exists()
+    assert (folder / SITE / "tables" / "table2_pgr.csv").exists()
     # every hint printed along the way is a command to type, not a path into the installed package
     for step, said in run["said"].items():
         assert "site-packages" not in said.stdout + said.stderr, (step, said.stderr[-2000:])
@@ -127,7 +129,7 @@ def test_rows_are_counted_outside_the_folds_only():
 def test_no_table_outside_a_fold_passes_40_rows(run, name):
     """A table of every model on every channel (120 rows here) goes in a folded section under a
     sentence that says what it holds."""
-    page = (run["folder"] / "site" / f"{name}.html").read_text()
+    page = (run["folder"] / SITE / f"{name}.html").read_text()
     long = [(ident, rows) for ident, rows in rows_outside_folds(page) if rows > MAX_ROWS]
     assert not long, f"{name}: fold these, with a sentence that says what they hold: {long}"
 

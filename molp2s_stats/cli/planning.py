@@ -193,6 +193,8 @@ def design_command(
     table = planning.design(inputs, target, cost, budget=budget, max_families=max_families, max_samples=max_samples)
     for note in dict.fromkeys(n for i in inputs for n in i.notes):
         typer.echo(f"note: {note}", err=True)
+    if table.filter(pl.col("cheapest") & (pl.col("new_families") > 0)).height:
+        typer.echo("note: designs with new families assume they are drawn like the benchmark's", err=True)
     for short in table.filter(~pl.col("meets_target"))["channel"].to_list():
         typer.echo(
             f"note: {short}: no design meets the target within the limits; its row is the most precise", err=True

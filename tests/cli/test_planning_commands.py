@@ -55,6 +55,7 @@ def test_a_stated_study_needs_no_database(tmp_path):
     table = csv(result)
     assert table.filter("cheapest").select("families", "cf_tasks").row(0) == (133, 2)  # tests/stats/test_planning.py
     assert "components stated, not estimated" in result.stderr
+    assert "designs with new families assume they are drawn like the benchmark's" in result.stderr
 
 
 def test_design_errors_name_the_flags(tiny_database):

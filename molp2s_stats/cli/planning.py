@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ..defaults import DEFAULT_DB
-from ..errors import UsageError
+from ..errors import UsageError, require_known
 from ..lazy import lazy_import
 from .core import command
 from .output import emit
@@ -189,7 +189,10 @@ def design_command(
         tasks, chosen, _ = _study_tasks(db, channel)
         inputs = planning.channel_inputs(tasks, metric, channels=chosen, sample_share=sample_share)
         study_models = models or inputs[0].models
-    cost = planning.Cost(models=study_models, per_new_family=family_cost, **_response_costs(response_cost))
+    prices = _response_costs(response_cost)
+    if between is None:  # a loaded study: a model priced on its own is one of its models
+        require_known("model", "--response-cost", list(prices["per_model"]), sorted(tasks["model"].unique()))
+    cost = planning.Cost(models=study_models, per_new_family=family_cost, **prices)
     table = planning.design(inputs, target, cost, budget=budget, max_families=max_families, max_samples=max_samples)
     for note in dict.fromkeys(n for i in inputs for n in i.notes):
         typer.echo(f"note: {note}", err=True)

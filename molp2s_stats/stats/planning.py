@@ -10,8 +10,12 @@ answers per task (S):
 
 At the study's own design the prediction is the observed ``V`` itself. Over F families a
 score's standard error is ``√(V / F)``; the difference of two models has
-``V_d = B_d + 2 W`` (``B_d``: the between-family variance of the difference, averaged over the
-model pairs; within-family noise is independent between models). A target is met at
+``V_d = B_d + 2 W`` (``B_d``: the variance of the difference between families less both models'
+within-family parts, averaged over the model pairs). That takes the within-family noise as
+independent between models: answer noise is, but a cf task that is hard for every model is
+shared, and cancels in the difference. Where it is shared, ``B_d`` comes out low (it can be
+negative) and a design with fewer cf tasks than the study's is predicted to lose more precision
+than it does: on the safe side. A target is met at
 
     half-width H:        F = ⌈(z_{1−α/2} · √V / H)²⌉
     difference D, power: F = ⌈((z_{1−α/2} + z_{power}) · √V_d / D)²⌉
@@ -25,6 +29,7 @@ assumed; more cf tasks than the benchmark has need new candidates.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -61,6 +66,16 @@ class ChannelInputs:
     samples: float  # mean answers per task
     notes: tuple[str, ...] = field(default_factory=tuple)
     stated: bool = False  # components given by the user, not estimated: no estimation error to plan for
+    observed_se: float = 0.0  # standard error of ``observed`` (see ``noise``)
+    difference_se: float = 0.0  # the same for the difference of two models
+    own_samples: int | None = 1  # the answers every task had, None where they differ
+    own_cf_tasks: int | None = None  # the cf tasks every family had, None where they differ
+
+    def own_design(self, samples: int, cf_tasks: int) -> bool:
+        """Whether (samples, cf_tasks) is the study's own design, whose variance is the one observed:
+        only where every task had that many answers and every family that many cf tasks."""
+        uses_cf = "cf" in vc.METRIC_WEIGHTS[self.metric]
+        return samples == self.own_samples and (not uses_cf or cf_tasks == self.own_cf_tasks)
 
     @property
     def repeats_identified(self) -> bool:
@@ -88,16 +103,13 @@ class ChannelInputs:
     def noise(self, *, difference: bool = False) -> float:
         """Standard error of the observed per-family variance that every prediction is anchored to.
 
-        A variance over F families is known to about ``V·√(2/(F − 1))`` (normal outcomes); a
-        prediction for another design adds known within-family terms to it, so it carries this
-        error whole. Where a design trades families for answers, the error is a larger share of
-        what is left: planning on the point estimate alone picks such designs when the pilot
-        happened to show a small variance, and they deliver less than predicted.
+        A prediction for another design adds known within-family terms to the observed variance,
+        so it carries that variance's sampling error whole. Where a design trades families for
+        answers, the error is a larger share of what is left: planning on the point estimate alone
+        picks such designs when the pilot happened to show a small variance, and they deliver less
+        than predicted (bench_design.py measured up to 9 pp of power). Stated components have none.
         """
-        if self.stated:
-            return 0.0
-        observed = self.variance(difference=difference)
-        return max(observed, 0.0) * math.sqrt(2.0 / max(self.families - 1, 1))
+        return 0.0 if self.stated else (self.difference_se if difference else self.observed_se)
 
     def planning_variance(self, samples: int | None, cf_tasks: int | None, *, difference: bool = False) -> float:
         """The variance a design is planned on: the prediction at its one-sided 80% upper bound."""
@@ -141,21 +153,33 @@ def channel_inputs(
                 else ""
             )
         )
-    result = []
+    result, left_out = [], []
     for c, channel in enumerate(cells.channels):
         if channel not in chosen:
             continue
         present = np.isfinite(g[:, c, :])
-        per_model_total = np.array([np.var(g[m, c, present[m]], ddof=1) for m in range(len(cells.models))])
+        usable = [m for m in range(len(cells.models)) if present[m].sum() >= vc.MIN_FAMILIES]
+        if not usable:
+            left_out.append(f"{channel}: fewer than {vc.MIN_FAMILIES} families with {metric}")
+            continue
+        spread = [_variance_and_error(g[m, c, present[m]]) for m in usable]
+        per_model_total = np.array([v for v, _ in spread])
         within_obs = np.nan_to_num(task_part[:, c, 0]) + np.nan_to_num(sample_part[:, c, 0])
-        between = float(np.nanmean(per_model_total - within_obs))
-        pairs = []
-        for a in range(len(cells.models)):
-            for b in range(a + 1, len(cells.models)):
+        between = float(np.mean(per_model_total - within_obs[usable]))
+        pairs, pair_errors, pair_totals = [], [], []
+        for a in usable:
+            for b in usable:
                 both = present[a] & present[b]
-                if both.sum() >= 2:
-                    d = g[a, c, both] - g[b, c, both]
-                    pairs.append(np.var(d, ddof=1) - within_obs[a] - within_obs[b])
+                if a < b and both.sum() >= vc.MIN_FAMILIES:
+                    total, error = _variance_and_error(g[a, c, both] - g[b, c, both])
+                    pairs.append(total - within_obs[a] - within_obs[b])
+                    pair_totals.append(total)
+                    pair_errors.append(error)
+        if not per_model_total.mean() > 0:
+            notes.append(
+                f"{channel}: no variance between families on {metric} (every model at 0% or 100%?): any number of "
+                "families predicts a zero-width interval, which a new study need not repeat"
+            )
         task, sample, inv_n, inv_s = {}, {}, {}, {}
         for condition in vc.METRIC_WEIGHTS[metric]:
             k = vc.CONDITIONS.index(condition)
@@ -168,13 +192,15 @@ def channel_inputs(
         cf = vc.CONDITIONS.index("cf")
         n_cf = cells.n[:, c, cf, :]
         answers = cells.sum_inv_s[:, c, :, :]
+        own_samples = _uniform(cells, c, metric)
+        counts = np.unique(n_cf[n_cf > 0])
         result.append(
             ChannelInputs(
                 channel=channel,
                 metric=metric,
                 families=int(present.any(axis=0).sum()),
                 models=len(cells.models),
-                observed=float(np.nanmean(per_model_total)),
+                observed=float(per_model_total.mean()),
                 between=between,
                 between_difference=float(np.mean(pairs)) if pairs else float("nan"),
                 task=task,
@@ -184,9 +210,37 @@ def channel_inputs(
                 cf_tasks=int(round(float(n_cf[n_cf > 0].mean()))) if (n_cf > 0).any() else 0,
                 samples=float(cells.n[:, c].sum() / answers[cells.n[:, c] > 0].sum()) if answers.sum() else 1.0,
                 notes=tuple(notes),
+                observed_se=float(np.mean([e for _, e in spread])),
+                difference_se=float(np.mean(pair_errors)) if pair_errors else float("nan"),
+                own_samples=own_samples,
+                own_cf_tasks=int(counts[0]) if len(counts) == 1 else None,
             )
         )
-    return result
+    if not result:
+        raise UsageError("no channel to plan for: " + "; ".join(left_out))
+    return [dataclasses.replace(r, notes=r.notes + tuple(f"{o}: left out" for o in left_out)) for r in result]
+
+
+def _variance_and_error(values: np.ndarray) -> tuple[float, float]:
+    """The sample variance of ``values`` and its standard error from their own fourth moment,
+    ``Var(s²) ≈ (m₄ − s⁴(n − 3)/(n − 1)) / n``: for outcomes of a few tasks (far from normal)
+    the normal-theory ``s²·√(2/(n − 1))`` overstated it about twofold (a review's simulation:
+    0.0144 against a realised 0.0060 at 100 families)."""
+    n = len(values)
+    s2 = float(np.var(values, ddof=1))
+    m4 = float(np.mean((values - values.mean()) ** 4))
+    return s2, math.sqrt(max(m4 - s2**2 * (n - 3) / (n - 1), 0.0) / n)
+
+
+def _uniform(cells: vc.Cells, c: int, metric: str) -> int | None:
+    """The answers every task of the metric's conditions had in channel ``c``, None where they differ."""
+    fewest, most = set(), set()
+    for condition in vc.METRIC_WEIGHTS[metric]:
+        k = vc.CONDITIONS.index(condition)
+        used = cells.n[:, c, k, :] > 0
+        fewest |= set(cells.fewest_answers[:, c, k, :][used].tolist())
+        most |= set(cells.most_answers[:, c, k, :][used].tolist())
+    return int(fewest.pop()) if len(fewest) == 1 and fewest == most else None
 
 
 def _mean_or(values: np.ndarray, empty: float) -> float:
@@ -243,6 +297,13 @@ class Cost:
     models: int = 1
 
     def response_cost(self) -> float:
+        """The cost of one response from every model of the study."""
+        if len(self.per_model) > self.models:
+            raise UsageError(
+                f"costs are given for {len(self.per_model)} models and the study has {self.models}: "
+                "{models} counts every model, those with a cost of their own too",
+                arguments={"models": "models"},
+            )
         named = sum(self.per_model.values())
         return named + self.per_response * max(self.models - len(self.per_model), 0)
 
@@ -307,13 +368,10 @@ def design(
         best_within: tuple[float, tuple] | None = None
         channel_rows = []
         for samples, cf_tasks in _designs(channel, max_samples, channel.repeats_identified):
-            own = samples == round(channel.samples) and cf_tasks == channel.cf_tasks
-            args = (None if own else samples, None if own else cf_tasks)
-            v = channel.variance(*args, difference=target.kind == "difference")
-            v_plan = channel.planning_variance(*args, difference=target.kind == "difference")
+            v, v_plan = _variances(channel, target, samples, cf_tasks)
             per_family = samples * (3 + cf_tasks) * cost.response_cost()
             families = target.families(v_plan)
-            if _affordable(families, channel.families, per_family, cost, budget, max_families) is None:
+            if not _affordable(families, channel.families, per_family, cost, budget, max_families):
                 most = _most_families(channel.families, per_family, cost, budget, max_families)
                 if most >= vc.MIN_FAMILIES:
                     reach = target.achieved(v_plan, most)
@@ -345,12 +403,23 @@ def design(
     )
 
 
-def _affordable(families, existing, per_family, cost, budget, max_families):
+def _variances(channel: ChannelInputs, target: Target, samples: int, cf_tasks: int) -> tuple[float, float]:
+    """(predicted, planned-on) variance of one family's contribution at this design."""
+    own = channel.own_design(samples, cf_tasks)
+    args = (None if own else samples, None if own else cf_tasks)
+    difference = target.kind == "difference"
+    return channel.variance(*args, difference=difference), channel.planning_variance(*args, difference=difference)
+
+
+def _spend(families: int, existing: int, per_family: float, cost: Cost) -> float:
+    """Responses at their cost, and the families beyond the existing ones at theirs."""
+    return families * per_family + max(0, families - existing) * cost.per_new_family
+
+
+def _affordable(families, existing, per_family, cost, budget, max_families) -> bool:
     if max_families is not None and families > max_families:
-        return None
-    if budget is not None and families * per_family + max(0, families - existing) * cost.per_new_family > budget:
-        return None
-    return families
+        return False
+    return budget is None or _spend(families, existing, per_family, cost) <= budget
 
 
 def _most_families(existing, per_family, cost, budget, max_families) -> int:
@@ -366,7 +435,7 @@ def _most_families(existing, per_family, cost, budget, max_families) -> int:
 
 def _row(channel, target, cost, variances, families, samples, cf_tasks, per_family, meets):
     responses = families * samples * (3 + cf_tasks) * cost.models
-    spend = families * per_family + max(0, families - channel.families) * cost.per_new_family
+    spend = _spend(families, channel.families, per_family, cost)
     point, bound = (target.achieved(v, families) for v in variances)
     return (
         channel.channel,
@@ -386,23 +455,22 @@ def _row(channel, target, cost, variances, families, samples, cf_tasks, per_fami
 def precision_curve(
     inputs: list[ChannelInputs], target: Target, cost: Cost, *, max_samples: int = MAX_SAMPLES, points: int = 40
 ) -> pl.DataFrame:
-    """Cost against precision for each (answers per task, cf tasks), over a range of families: the chart's data."""
+    """Cost against precision for each (answers per task, cf tasks), over a range of families: the chart's
+    data. The precision is the one the design table plans on (at the variance's upper bound), so a line
+    crosses the target where the table's row for that design does."""
     rows = []
     for channel in inputs:
-        samples_free = channel.repeats_identified
-        top = max(4 * channel.families, 2 * target.families(channel.variance(difference=target.kind == "difference")))
+        difference = target.kind == "difference"
+        top = max(
+            4 * channel.families, 2 * target.families(channel.planning_variance(None, None, difference=difference))
+        )
         grid = np.unique(np.geomspace(vc.MIN_FAMILIES, top, points).round().astype(int))
-        for samples, cf_tasks in _designs(channel, max_samples, samples_free):
-            own = samples == round(channel.samples) and cf_tasks == channel.cf_tasks
-            v = channel.variance(
-                None if own else samples, None if own else cf_tasks, difference=target.kind == "difference"
-            )
+        for samples, cf_tasks in _designs(channel, max_samples, channel.repeats_identified):
+            _, v_plan = _variances(channel, target, samples, cf_tasks)
             per_family = samples * (3 + cf_tasks) * cost.response_cost()
-            for families in grid:
-                spend = families * per_family + max(0, families - channel.families) * cost.per_new_family
-                rows.append(
-                    (channel.channel, int(families), samples, cf_tasks, spend, target.achieved(v, int(families)))
-                )
+            for families in grid.tolist():
+                spend = _spend(families, channel.families, per_family, cost)
+                rows.append((channel.channel, families, samples, cf_tasks, spend, target.achieved(v_plan, families)))
     return pl.DataFrame(
         rows,
         schema={
@@ -458,6 +526,7 @@ def assumed_inputs(
         inverse_tasks={k: (1.0 / cf_tasks if k == "cf" else 1.0) for k in conditions},
         inverse_answers={k: (1.0 / cf_tasks if k == "cf" else 1.0) for k in conditions},
         cf_tasks=cf_tasks,
+        own_cf_tasks=cf_tasks,
         samples=1.0,
         notes=("components stated, not estimated: the prediction is as good as they are",),
         stated=True,

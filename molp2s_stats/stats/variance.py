@@ -10,13 +10,15 @@ PGR: ½ source + ½ cf). Its variance over families splits into
   is not one of its parts, over their common families, averaged over those channels;
 - **task**: which tasks the family happens to have (which distractor a cf task uses), read off
   the spread of a family's cf tasks around their mean; source, shuffled and P0 have one task a
-  family, so theirs is taken at the cf tasks' share of the Bernoulli variance ``p̄(1 − p̄)``;
+  family, so their task variation cannot be seen apart from the family's and stays in
+  family × channel;
 - **sample**: repeated answers to the same prompt disagreeing, ``S/(S − 1) · ȳ(1 − ȳ)``
   averaged over tasks answered ``S ≥ 2`` times (unbiased for ``p(1 − p)``). With one answer
   per task it cannot be told apart from the task part: the two are reported together as
   ``task`` and ``sample_identified`` is false;
 - **family_channel**: the rest of the observed variance, the family's difficulty in this channel
-  beyond the part it shares.
+  beyond the part it shares (with the task variation of the single-task conditions, and their
+  answer noise unless repeated answers measure it).
 
 Every level is on the scale of one family's contribution (pp²); the variance of a score
 over F families is the sum divided by F. Each is estimated per model (method of moments) and
@@ -31,6 +33,8 @@ the weighted metric contrasts, and a fit per model × channel × replicate would
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import polars as pl
@@ -83,6 +87,7 @@ class Cells:
             # S/(S − 1)·ȳ(1 − ȳ): unbiased for p(1 − p) where a task has two answers or more
             pl.when(s >= 2).then(s / (s - 1) * y * (1 - y)).otherwise(0.0).alias("bernoulli"),
             (s >= 2).cast(pl.Float64).alias("repeated"),
+            s.alias("answers"),
         )
         grouped = frame.group_by("m", "c", "k", "f").agg(
             pl.len().alias("n"),
@@ -91,9 +96,12 @@ class Cells:
             pl.col("inv_s").sum().alias("sum_inv_s"),
             pl.col("bernoulli").sum().alias("sum_bernoulli"),
             pl.col("repeated").sum().alias("repeated"),
+            pl.col("answers").min().alias("fewest_answers"),
+            pl.col("answers").max().alias("most_answers"),
         )
         index = tuple(grouped[name].to_numpy() for name in ("m", "c", "k", "f"))
-        for name in ("n", "sum_y", "sum_y2", "sum_inv_s", "sum_bernoulli", "repeated"):
+        names = ("n", "sum_y", "sum_y2", "sum_inv_s", "sum_bernoulli", "repeated", "fewest_answers", "most_answers")
+        for name in names:
             array = np.zeros(shape)
             array[index] = grouped[name].to_numpy().astype(float)
             setattr(self, name, array)
@@ -117,26 +125,26 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 def _within(cells: Cells, weights: np.ndarray, sample_share: float | None = None) -> dict[str, np.ndarray]:
     """Per model × channel × condition (× replicate): the task and sample variances of one answer.
 
-    Returns ``task`` (σ²_task), ``sample`` (σ²_sample; NaN where no task was answered twice),
-    ``p`` (the condition's mean outcome), each shaped (models, channels, conditions, draws).
-    With one answer per task, ``task`` holds task + sample together.
+    Returns ``task`` (σ²_task; NaN for a condition with one task a family) and ``sample``
+    (σ²_sample; NaN where no task was answered twice), each shaped (models, channels, conditions,
+    draws). With one answer per task, ``task`` holds task + sample together, unless
+    ``sample_share`` splits it (the cf tasks' spread only: a single-task condition's answer noise
+    is not credited, which keeps what repeated answers buy on the low side).
     """
     n = cells.n
     several = (n >= 2).astype(float)
-    p = _ratio(_weighted_sum(weights, cells.sum_y), _weighted_sum(weights, n))
     sample = _ratio(_weighted_sum(weights, cells.sum_bernoulli), _weighted_sum(weights, cells.repeated))
     s2w = _ratio(_weighted_sum(weights, cells.ssw * several), _weighted_sum(weights, (n - 1) * several))
     inv_s = _ratio(_weighted_sum(weights, cells.sum_inv_s * several), _weighted_sum(weights, n * several))
     task = np.where(np.isfinite(sample), s2w - np.nan_to_num(sample) * inv_s, s2w)
-    # conditions with one task a family (source, shuffled, P0) show no within-family spread: their
-    # task variation stays in family × channel (0 here). Carrying the cf tasks' share of p̄(1 − p̄)
-    # over to them was tried and overshot on the default data (family × channel came out at
-    # −10% of the total): a cf task's difficulty varies with its distractor, a source task's does not
-    # NaN marks "not separable" (no family has two tasks of the condition)
+    # Conditions with one task a family (source, shuffled, P0) show no within-family spread: their task
+    # is NaN ("not separable") and their task variation stays in family × channel. Carrying the cf
+    # tasks' share of p̄(1 − p̄) over to them was tried and overshot on the default data (family ×
+    # channel came out at −10% of the total): a cf task's difficulty varies with its distractor.
     if not cells.answered_repeatedly:
         sample = np.full_like(task, np.nan) if sample_share is None else sample_share * task
         task = task if sample_share is None else (1 - sample_share) * task
-    return {"task": task, "sample": sample, "p": p}
+    return {"task": task, "sample": sample}
 
 
 def family_scores(cells: Cells, metric: str) -> np.ndarray:
@@ -228,8 +236,9 @@ def _components(
         covs = np.stack(
             [np.stack([_covariance(weights, g[m, c], g[m, o]) for o in others]) for m in range(models)]
         )  # (models, others, draws)
-        with np.errstate(invalid="ignore"):
-            family[:, c] = np.nanmean(np.where(np.isfinite(covs), covs, np.nan), axis=1) if covs.size else np.nan
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # no common family with any other channel: NaN
+            family[:, c] = np.nanmean(covs, axis=1)
     within_total = np.nan_to_num(task) + np.nan_to_num(sample)
     family_channel = total - np.nan_to_num(family) - within_total
     return {
@@ -310,16 +319,15 @@ def variance_components(
             if channel not in chosen:
                 continue
             families = int(present[:, c_index].any(axis=0).sum())
-            total = float(np.nanmean(estimate["total"][:, c_index, 0]))
+            total = float(np.nanmean(estimate["total"][:, c_index, 0])) if families >= MIN_FAMILIES else float("nan")
             for level in LEVELS:
-                value = (
-                    float(np.nanmean(estimate[level][:, c_index, 0]))
-                    if np.isfinite(estimate[level][:, c_index, 0]).any()
-                    else float("nan")
-                )
+                # a channel with fewer than MIN_FAMILIES families (after the model's coverage) has no level
+                defined = families >= MIN_FAMILIES and np.isfinite(estimate[level][:, c_index, 0]).any()
+                value = float(np.nanmean(estimate[level][:, c_index, 0])) if defined else float("nan")
                 low = high = float("nan")
                 if boot is not None and np.isfinite(value):
-                    with np.errstate(invalid="ignore"), _quiet():
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", RuntimeWarning)  # a replicate no model could estimate
                         series = np.nanmean(boot[level][:, c_index, :], axis=0)
                     lows, highs, _ = intervals.percentile_interval(series[:, None], conf_level)
                     low, high = float(lows[0]), float(highs[0])
@@ -358,20 +366,6 @@ VARIANCE_SCHEMA = {
     "seed": pl.Int64,
     "draws": pl.Int64,
 }
-
-
-class _quiet:
-    """Silence numpy's 'mean of empty slice' for a channel no replicate could estimate."""
-
-    def __enter__(self):
-        import warnings
-
-        self._catch = warnings.catch_warnings()
-        self._catch.__enter__()
-        warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc):
-        return self._catch.__exit__(*exc)
 
 
 def tasks_from_db(con, models: list[str] | None = None) -> pl.DataFrame:

@@ -68,6 +68,8 @@ def test_design_errors_name_the_flags(tiny_database):
         (["design", "--db", str(tiny_database), "--half-width", "1", "--budget", "200"],
          "dipole_norm: no design meets the target within a budget of 200; the best is a half-width of"),
         (["design", "--db", str(tiny_database), "--half-width", "2", "--metric", "cfr"], "no design for cfr"),
+        (["design", "--db", str(tiny_database), "--half-width", "20", "--response-cost", "gpt-9=1"],
+         "unknown model 'gpt-9'"),
         (["variance", "--db", str(tiny_database), "--channel", "ir"], "unknown channel 'ir'; known: dipole_norm"),
     ]  # fmt: skip
     for args, message in cases:

@@ -124,21 +124,7 @@ def channel_inputs(
     sample_share: float | None = None,
 ) -> list[ChannelInputs]:
     """The inputs of ``design`` for each channel, from the ``cohort_tasks`` of a loaded study."""
-    if metric not in vc.METRIC_WEIGHTS:
-        raise UsageError(
-            f"no design for {metric}: it exists for {', '.join(vc.VARIANCE_METRICS)}"
-            " (the metrics that are a family mean of task outcomes)"
-        )
-    cells = vc.Cells(tasks)
-    if len(cells.families) < vc.MIN_FAMILIES:
-        raise UsageError(
-            f"{len(cells.families)} famil{'y' if len(cells.families) == 1 else 'ies'} in the cohorts: the variance "
-            f"between families, which every design rests on, needs at least {vc.MIN_FAMILIES}"
-        )
-    chosen = channels or cells.channels
-    missing = [c for c in chosen if c not in cells.channels]
-    if missing:
-        raise UsageError(f"no cohort tasks for the channel(s) {', '.join(missing)}")
+    cells, chosen = vc.checked_cells(tasks, (metric,), channels, sample_share)
     point = np.ones((1, len(cells.families)))
     within = vc._within(cells, point, sample_share)
     task_part, sample_part = vc.within_parts(cells, within, point, metric)

@@ -250,6 +250,32 @@ def _components(
     }
 
 
+def checked_cells(
+    tasks: pl.DataFrame, metrics: tuple[str, ...], channels: list[str] | None, sample_share: float | None
+) -> tuple[Cells, list[str]]:
+    """The study's cells and the channels asked for, once what is asked has been checked: metrics that
+    are a family mean of task outcomes, a share in [0, 1], enough families, channels that are there."""
+    unknown = [m for m in metrics if m not in METRIC_WEIGHTS]
+    if unknown:
+        raise UsageError(
+            f"no variance levels for {', '.join(unknown)}: they exist for {', '.join(VARIANCE_METRICS)}"
+            " (the metrics that are a family mean of task outcomes)"
+        )
+    if sample_share is not None and not 0 <= sample_share <= 1:
+        raise UsageError(f"the sample share must lie in [0, 1], got {sample_share}")
+    cells = Cells(tasks)
+    if len(cells.families) < MIN_FAMILIES:
+        raise UsageError(
+            f"{len(cells.families)} famil{'y' if len(cells.families) == 1 else 'ies'} in the cohorts: no variance "
+            f"level can be estimated (a variance between families needs at least {MIN_FAMILIES})"
+        )
+    chosen = channels or cells.channels
+    missing = [c for c in chosen if c not in cells.channels]
+    if missing:
+        raise UsageError(f"no cohort tasks for the channel(s) {', '.join(missing)}")
+    return cells, chosen
+
+
 def variance_components(
     tasks: pl.DataFrame,
     *,
@@ -284,24 +310,7 @@ def variance_components(
         conf_low, conf_high`` (pp² on one family's contribution), ``share`` (% of the total),
         ``families``, ``models``, ``sample_identified``, ``sample_source``, ``seed``, ``draws``.
     """
-    unknown = [m for m in metrics if m not in METRIC_WEIGHTS]
-    if unknown:
-        raise UsageError(
-            f"no variance components for {', '.join(unknown)}: they exist for {', '.join(VARIANCE_METRICS)}"
-            " (the metrics that are a family mean of task outcomes)"
-        )
-    if sample_share is not None and not 0 <= sample_share <= 1:
-        raise UsageError(f"the sample share must lie in [0, 1], got {sample_share}")
-    cells = Cells(tasks)
-    if len(cells.families) < MIN_FAMILIES:
-        raise UsageError(
-            f"{len(cells.families)} famil{'y' if len(cells.families) == 1 else 'ies'} in the cohorts: no variance "
-            f"component can be estimated (a variance between families needs at least {MIN_FAMILIES})"
-        )
-    chosen = channels or cells.channels
-    missing = [c for c in chosen if c not in cells.channels]
-    if missing:
-        raise UsageError(f"no cohort tasks for the channel(s) {', '.join(missing)}")
+    cells, chosen = checked_cells(tasks, metrics, channels, sample_share)
     point = np.ones((1, len(cells.families)))
     replicates = family_weights(len(cells.families), draws, rng_for(seed, "variance")) if draws else None
     if cells.answered_repeatedly:

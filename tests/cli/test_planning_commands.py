@@ -67,7 +67,7 @@ def test_design_errors_name_the_flags(tiny_database):
          "--response-cost takes a number or MODEL=NUMBER, got 'm1=cheap'"),
         (["design", "--db", str(tiny_database), "--half-width", "1", "--budget", "200"],
          "dipole_norm: no design meets the target within a budget of 200; the best is a half-width of"),
-        (["design", "--db", str(tiny_database), "--half-width", "2", "--metric", "cfr"], "no design for cfr"),
+        (["design", "--db", str(tiny_database), "--half-width", "2", "--metric", "cfr"], "no variance levels for cfr"),
         (["design", "--db", str(tiny_database), "--half-width", "20", "--response-cost", "gpt-9=1"],
          "unknown model 'gpt-9'"),
         (["variance", "--db", str(tiny_database), "--channel", "ir"], "unknown channel 'ir'; known: dipole_norm"),

@@ -97,12 +97,12 @@ def test_repeated_answers_give_the_sample_level():
 
 def test_one_family_says_why_nothing_can_be_estimated():
     one = hand_study().filter(pl.col("family_id") == "F1")
-    with pytest.raises(UsageError, match="1 family in the cohorts: no variance component can be estimated"):
+    with pytest.raises(UsageError, match="1 family in the cohorts: no variance level can be estimated"):
         variance.variance_components(one, draws=0)
 
 
 def test_a_metric_that_is_not_a_family_mean_is_refused():
-    with pytest.raises(UsageError, match="no variance components for cfr"):
+    with pytest.raises(UsageError, match="no variance levels for cfr"):
         variance.variance_components(hand_study(), metrics=("cfr",), draws=0)
 
 

@@ -192,6 +192,9 @@ def power_command(
 ) -> None:
     """Minimum detectable RM and PGR difference between two models, with the family design effect.
 
+    One intra-cluster correlation for every outcome; `molp2s design --difference` plans from the variance
+    the model pairs' differences show, with answers per task, cf tasks a family and a cost.
+
     Example: molp2s power --families 136 --difference 10
     """
     con = open_database(db, responses=True)

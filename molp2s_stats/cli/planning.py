@@ -16,6 +16,7 @@ from .output import emit
 from .params import ChannelsOption, DbOption, FormatOption, OutOption, known_channels, open_database, ranked_models
 
 pl = lazy_import("polars")
+units = lazy_import("molp2s_stats.units")
 metrics = lazy_import("molp2s_stats.stats.metrics")
 planning = lazy_import("molp2s_stats.stats.planning")
 variance = lazy_import("molp2s_stats.stats.variance")
@@ -94,7 +95,8 @@ def design_command(
     channel: ChannelsOption = None,
     metric: PlanMetricOption = "pgr",
     half_width: Annotated[
-        float | None, typer.Option("--half-width", help="Target: one model's 95% interval half-width (pp).")
+        float | None,
+        typer.Option("--half-width", help="Target: one model's interval half-width (pp) at 1 − --alpha (95%)."),
     ] = None,
     difference: Annotated[
         float | None,
@@ -213,10 +215,10 @@ def design_command(
             shown = (
                 points.filter(pl.col("precision") <= 4 * value)
                 if kind == "half_width"
-                else points.with_columns(pl.col("precision") * 100)
+                else units.percent_columns(points, ["precision"])
             )
             axis = "95% half-width (pp)" if kind == "half_width" else "power (%)"
-            line = value if kind == "half_width" else target_power * 100
+            line = value if kind == "half_width" else units.percent(target_power)
             charts.save(
                 charts.cost_precision(
                     shown, target=line, title=f"Cost against precision, {metric}", precision_title=axis

@@ -7,6 +7,8 @@ import altair as alt
 import numpy as np
 import polars as pl
 
+from ..units import PERCENT
+
 OUTCOMES = ("both_correct", "a_only", "b_only", "both_wrong")
 
 
@@ -259,7 +261,7 @@ def variance_bars(frame: pl.DataFrame, *, title: str, channel_table: pl.DataFram
         pl.col("variance").fill_nan(0.0).clip(lower_bound=0.0).alias("drawn")
     )
     drawn = drawn.with_columns(
-        (100 * pl.col("drawn") / pl.col("drawn").sum().over("channel")).alias("percent"),
+        (PERCENT * pl.col("drawn") / pl.col("drawn").sum().over("channel")).alias("percent"),
         pl.col("channel").replace_strict(names, default=pl.col("channel")).alias("name"),
         pl.col("level").replace_strict(LEVEL_LABELS, default=pl.col("level")).alias("where"),
         pl.col("level").replace_strict({k: i for i, k in enumerate(LEVEL_LABELS)}, default=9).alias("order"),

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ..defaults import DEFAULT_DB, DEFAULT_DRAWS, DEFAULT_MAX_PEAKS, INTERVAL_HELP
-from ..errors import UsageError, require_known
+from ..errors import require_known
 from ..glossary import METRICS
 from ..lazy import lazy_import
 from .core import command
@@ -131,10 +131,6 @@ def plan_command(
 
     Example: molp2s plan --fraction 0.15 --seed 1 --out plan.csv
     """
-    if sum(x is not None for x in (fraction, families, half_width)) != 1:
-        raise UsageError("give --fraction, --families or --half-width (one of them)")
-    if fraction is not None and not 0 < fraction <= 1:
-        raise UsageError(f"--fraction must be in (0, 1], got {fraction}")
     con = open_database(db, read_only=False, responses=True)
     plan = subsample.plan_from_db(
         con,

@@ -70,7 +70,10 @@ def plan_from_db(
     The budget is a fraction of the cohorts' families, a number of families, or a target: the
     fewest families at which every channel's expected PGR half-width (pp) is at most ``half_width``."""
     if sum(x is not None for x in (fraction, families, half_width)) != 1:
-        raise UsageError("give a fraction, a number of families or a half-width (one of them)")
+        raise UsageError(
+            "give {fraction}, {families} or {half_width} (one of them)",
+            arguments={"fraction": "a fraction", "families": "a number of families", "half_width": "a half-width"},
+        )
     models = complete_models(con)
     if not models:
         raise UsageError("no complete model in the database: a plan learns from models that answered every family")
@@ -82,7 +85,7 @@ def plan_from_db(
     members = universe(outcomes, channels)
     if fraction is not None:
         if not 0 < fraction <= 1:
-            raise UsageError(f"the fraction must be in (0, 1], got {fraction}")
+            raise UsageError(f"{{fraction}} must be in (0, 1], got {fraction}", arguments={"fraction": "the fraction"})
         families = max(MIN_PER_STRATUM, round(fraction * len(members)))
     known = predictability(outcomes, models, channels)
     if half_width is not None:

@@ -225,17 +225,13 @@ def _components(
     g = family_scores(cells, metric)
     within = _within(cells, weights, sample_share)
     task, sample = within_parts(cells, within, weights, metric)
-    models, channels = g.shape[:2]
-    total = np.stack(
-        [np.stack([_covariance(weights, g[m, c], g[m, c]) for c in range(channels)]) for m in range(models)]
-    )
+    # _covariance sums over the last axis (families), so every model and channel goes in one call
+    total = _covariance(weights, g, g)  # (models, channels, draws)
     family = np.full_like(total, np.nan)
     for c, others in enumerate(references(cells.channels, components)):
         if not others:
             continue
-        covs = np.stack(
-            [np.stack([_covariance(weights, g[m, c], g[m, o]) for o in others]) for m in range(models)]
-        )  # (models, others, draws)
+        covs = _covariance(weights, g[:, [c] * len(others)], g[:, others])  # (models, others, draws)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # no common family with any other channel: NaN
             family[:, c] = np.nanmean(covs, axis=1)

@@ -630,13 +630,20 @@ def stability_answer(by_size: pl.DataFrame, threshold: float = 0.9) -> str:
     return "On fewer families the ranking by the mean over channels holds as follows: " + "; ".join(parts) + "."
 
 
-def variance_answer(components: pl.DataFrame, designs: pl.DataFrame, names: dict[str, str] | None = None) -> str:
+def variance_answer(
+    components: pl.DataFrame,
+    designs: pl.DataFrame,
+    names: dict[str, str] | None = None,
+    singles: list[str] | None = None,
+) -> str:
     """The lead of the Stability page's variance section: where most of a score's variance lies, and the
-    cheapest design for the target the ``designs`` rows meet (``planning.design``'s cheapest rows).
+    cheapest design for the target the ``designs`` rows meet (``planning.design``'s cheapest rows), on
+    one channel: the largest cohort among the single channels (``singles``; default every channel)
+    that have a family level (a bundle mixes its parts' variance; the all-channel bundle has none).
 
     >>> components = pl.DataFrame({"channel": ["ir"] * 4, "metric": ["pgr"] * 4,
     ...     "level": ["family", "family_channel", "task", "sample"], "variance": [31.0, 496.0, 161.0, float("nan")],
-    ...     "share": [4.5, 72.1, 23.4, float("nan")], "sample_identified": [False] * 4})
+    ...     "share": [4.5, 72.1, 23.4, float("nan")], "sample_identified": [False] * 4, "families": [357] * 4})
     >>> designs = pl.DataFrame({"channel": ["ir"], "families": [347], "new_families": [0], "samples": [1],
     ...     "cf_tasks": [2], "responses": [13880], "half_width": [2.9]})
     >>> print(variance_answer(components, designs, {"ir": "IR"}))
@@ -648,7 +655,14 @@ def variance_answer(components: pl.DataFrame, designs: pl.DataFrame, names: dict
     names = names or {}
     parts = []
     pgr = components.filter(pl.col("metric") == "pgr")
-    channel = pgr["channel"][0] if pgr.height else None
+    readable = pgr.filter(
+        (pl.col("level") == "family") & pl.col("variance").is_not_nan() & pl.col("channel").is_in(singles or [])
+        if singles is not None
+        else (pl.col("level") == "family") & pl.col("variance").is_not_nan()
+    )
+    pool = readable if readable.height else pgr
+    channel = pool.sort("families", descending=True, maintain_order=True)["channel"][0] if pool.height else None
+    designs = designs.filter(pl.col("channel") == channel)
     if channel is not None:
         share = dict(pgr.filter(pl.col("channel") == channel).select("level", "share").iter_rows())
         name = names.get(channel, channel)

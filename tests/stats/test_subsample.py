@@ -31,22 +31,49 @@ def test_allocation_spends_the_budget_within_each_stratum(sizes, data):
 
 def test_a_one_stratum_estimate_is_the_sample_mean_with_the_finite_population_correction():
     """Ten families, four answered (a = 1, 0, 1, 1), b = 1 known everywhere, no prediction:
-    estimate 3/4; variance (1 − 4/10) · s² / 4 with s² = var(1, 0, 1, 1) = 1/4, so se = √(0.6/16)."""
+    estimate 3/4. Around this cohort's score the variance is the design's, (1 − 4/10) · s² / 4 with
+    s² = var(1, 0, 1, 1) = 1/4: cohort_se = √(0.6/16). Around the score over families like these the
+    cohort's own s²/10 adds to it, 0.6 · s²/4 + s²/10 = s²/4, a simple random sample's: se = √(1/16)."""
     a = np.array([1, 0, 1, 1, 0, 0, 0, 0, 0, 0], dtype=float)
     sampled = np.array([True] * 4 + [False] * 6)
     result = subsample.aipw_ratio(
         a, np.ones(10), sampled, np.zeros(10, dtype=int), np.zeros(10), None, np.zeros(10), regress=False
     )
     assert result.estimate == pytest.approx(0.75)
-    assert result.se == pytest.approx(math.sqrt(0.6 * 0.25 / 4))
+    assert result.se == pytest.approx(math.sqrt(0.25 / 4))
+    assert result.design_se == pytest.approx(math.sqrt(0.6 * 0.25 / 4))
     assert result.n == 4 and not result.predicted
+
+
+def test_a_model_that_answered_every_family_gets_a_complete_models_interval():
+    """Answered in full, the design's variance is 0 and the interval is not a point: the standard error is
+    the linearised one of the ratio over the families (s/√N: 12 of 20 right, s² = 0.24 · 20/19), and the
+    interval Wilson's on n_eff = p(1 − p)/se² = 19, as `intervals` gives a complete model on the same rule
+    (score interval everywhere); and a model that answered 90% of the families is not surer than that."""
+    from molp2s_stats.stats import intervals
+
+    rng = np.random.default_rng(5)
+    a = np.zeros(20)
+    a[rng.choice(20, 12, replace=False)] = 1.0
+    every = np.ones(20, dtype=bool)
+    args = (np.zeros(20), None, np.zeros(20), False)
+    full = subsample.aipw_ratio(a, np.ones(20), every, np.zeros(20, dtype=int), *args)
+    assert full.se == pytest.approx(math.sqrt(0.24 / 19))
+    ends = subsample.score_interval(full.estimate, full.se, 19, families=20, capacity=20, conf_level=0.95)
+    complete = intervals.rate_intervals(a[:, None], np.ones((20, 1)), np.full((10, 1), 0.6), 0.95, rule="score")
+    assert ends == pytest.approx((complete[0][0], complete[1][0]))
+    assert ends[1] - ends[0] > 0.3
+    most = every.copy()
+    most[:2] = False
+    partial = subsample.aipw_ratio(np.where(most, a, 0.0), np.ones(20), most, np.zeros(20, dtype=int), *args)
+    assert partial.se >= full.se * math.sqrt(18 / 20) - 1e-12  # s²/n over 18 answered, never s²/N · (1 − f)
 
 
 def test_a_regressed_estimate_pays_for_its_fitted_slopes():
     """Twelve families, six answered, b = 1 known, a predicted from two predictors (intercept and
     two slopes): the estimate is the mean prediction plus the answered residuals weighed N/n; its variance
-    is the one-stratum formula (1 − n/N) · s²_e / n of the residuals e, times n/(n − 2) for the two
-    slopes, checked against numpy's own least squares."""
+    around this cohort's score is the one-stratum formula (1 − n/N) · s²_e / n of the residuals e, times
+    n/(n − 2) for the two slopes, checked against numpy's own least squares."""
     rng = np.random.default_rng(0)
     own, pooled = rng.random(12), rng.random(12)
     a = (rng.random(12) < 0.5 * (own + pooled)).astype(float)
@@ -60,7 +87,7 @@ def test_a_regressed_estimate_pays_for_its_fitted_slopes():
         np.where(sampled, a, 0.0), np.ones(12), sampled, np.zeros(12, dtype=int), own, None, pooled, regress=True
     )
     assert result.estimate == pytest.approx(expected)
-    assert result.se == pytest.approx(math.sqrt(variance))
+    assert result.design_se == pytest.approx(math.sqrt(variance))
     assert result.df == 6 - 1 - 1 - 2 and result.predicted
 
 
@@ -83,13 +110,16 @@ def test_each_stratum_is_a_simple_random_sample_of_its_size():
 
 def test_a_stratified_estimate_weighs_each_stratum_by_its_size():
     """Stratum 0: 8 families, 2 answered (1, 1); stratum 1: 2 families, both answered (0, 0).
-    Â = 8/2 · 2 + 2/2 · 0 = 8 of B = 10; stratum 1 is answered in full and adds no variance;
-    stratum 0's residuals u = a − 0.8 are equal, so its variance is 0 too."""
+    Â = 8/2 · 2 + 2/2 · 0 = 8 of B = 10; stratum 1 is answered in full and adds no design variance;
+    stratum 0's residuals u = a − 0.8 are equal, so its design variance is 0 too. The cohort's own
+    spread is not: u = (0.2, 0.2, −0.8, −0.8) weighed (4, 4, 1, 1) has mean 0 and Σ w u² = 1.6, so
+    n/(n − 1) · 1.6 = 4/3 · 1.6 on the scale of the sums, se = √(2.1333) / 10."""
     a = np.array([1, 1, 0, 0, 0, 0, 0, 0, 0, 0], dtype=float)
     sampled = np.array([True, True, True, True] + [False] * 6)
     stratum = np.array([0, 0, 1, 1, 0, 0, 0, 0, 0, 0])
     result = subsample.aipw_ratio(a, np.ones(10), sampled, stratum, np.zeros(10), None, np.zeros(10), regress=False)
-    assert result.estimate == pytest.approx(0.8) and result.se == pytest.approx(0.0)
+    assert result.estimate == pytest.approx(0.8) and result.design_se == pytest.approx(0.0)
+    assert result.se == pytest.approx(math.sqrt(4 / 3 * 1.6) / 10)
 
 
 def _population(rng, families=400, models=5):
@@ -283,22 +313,25 @@ def test_the_bootstrap_standard_error_agrees_with_the_design_based_one():
 def test_the_score_interval_is_scipys_wilson_interval_for_a_simple_random_sample(right, n):
     """Reference: scipy's Wilson interval for ``right`` of ``n`` (binomtest, method "wilson"). The same
     counts as a rate with the binomial standard error √(p(1 − p)/n) (so n_eff = n, and, on a bound, the
-    answered families over 1 − 0), with a normal quantile (huge df), give the same interval."""
+    n answered families), with a normal quantile (huge df), give the same interval; but where one or two
+    are right (or wrong), whose end is Brown, Cai and DasGupta's Poisson one, as for a complete model:
+    χ²₀.₀₂₅(2x) / 2n (1 of 7: 0.0506 / 14 = 0.0036, under Wilson's 0.0257)."""
     from scipy import stats
 
     p = right / n
     reference = stats.binomtest(right, n).proportion_ci(0.95, method="wilson")
-    low, high = subsample.score_interval(
-        p, math.sqrt(p * (1 - p) / n), 10**9, families=n, sampling_fraction=0.0, conf_level=0.95
-    )
-    assert (low, high) == pytest.approx((reference.low, reference.high), abs=1e-9)
+    low, high = subsample.score_interval(p, math.sqrt(p * (1 - p) / n), 10**9, families=n, conf_level=0.95)
+    poisson = lambda x: stats.chi2.ppf(0.025, 2 * x) / (2 * n)  # noqa: E731
+    expected_low = min(reference.low, poisson(right)) if 0 < right <= 2 else reference.low
+    expected_high = max(reference.high, 1 - poisson(n - right)) if 0 < n - right <= 2 else reference.high
+    assert (low, high) == pytest.approx((expected_low, expected_high), abs=1e-9)
 
 
 def test_a_model_at_the_ceiling_gets_an_interval_not_a_point():
     """300 families, a model right on all but 3 (truth 99%), 30 answered (10%). When the sample holds
     no failure (about three samples in four) the estimate is 100% with a zero standard error; the
-    interval still reaches down to 1 / (1 + t²/n_eff) with n_eff = 30 / 0.9 = 33.3 and t = t(28),
-    2.048: 0.888. Over 400 samples the 95% intervals cover the 99% at least 95% of the time (a t
+    interval still reaches down to 1 / (1 + t²/n_eff) with n_eff = the 30 answered families and
+    t = t(28), 2.048: 0.877. Over 400 samples the 95% intervals cover the 99% at least 95% of the time (a t
     interval, a point whenever no failure was drawn, covered it in about one sample in four)."""
     from scipy import stats
 
@@ -319,12 +352,10 @@ def test_a_model_at_the_ceiling_gets_an_interval_not_a_point():
             np.zeros(300),
             regress=False,
         )
-        low, high = subsample.score_interval(
-            result.estimate, result.se, result.df, families=30, sampling_fraction=0.1, conf_level=0.95
-        )
+        low, high = subsample.score_interval(result.estimate, result.se, result.df, families=30, conf_level=0.95)
         if result.se == 0:
             t = stats.t.ppf(0.975, 28)
-            assert result.estimate == 1.0 and low == pytest.approx(1 / (1 + t * t / (30 / 0.9)))
+            assert result.estimate == 1.0 and low == pytest.approx(1 / (1 + t * t / 30))
         covered += low <= 0.99 <= high
     assert covered / 400 >= 0.95
 
@@ -332,8 +363,8 @@ def test_a_model_at_the_ceiling_gets_an_interval_not_a_point():
 def test_a_rate_a_rounding_error_from_its_bound_is_read_as_on_it():
     """Every answered family right can sum to 1 − 3e-16 with a standard error of 3e-32; Kish's
     n_eff = p(1 − p)/se² would then be about 10⁴⁸ and the interval a point. It is read as the bound."""
-    on_bound = subsample.score_interval(1.0, 0.0, 21, families=23, sampling_fraction=0.1, conf_level=0.95)
-    rounded = subsample.score_interval(1 - 3e-16, 3e-32, 21, families=23, sampling_fraction=0.1, conf_level=0.95)
+    on_bound = subsample.score_interval(1.0, 0.0, 21, families=23, conf_level=0.95)
+    rounded = subsample.score_interval(1 - 3e-16, 3e-32, 21, families=23, conf_level=0.95)
     assert rounded == pytest.approx(on_bound) and on_bound[0] < 0.9
 
 
@@ -585,20 +616,31 @@ def test_a_model_run_on_one_channel_is_estimated_there_and_says_where_it_is_not(
     assert rows["dipole_norm"] is not None and rows["gap"] is None
 
 
-@pytest.mark.parametrize("families, fraction", [(12, 0.2), (30, 0.1), (60, 0.5)])
-def test_one_failure_off_the_ceiling_is_no_surer_than_the_ceiling(families, fraction):
+@pytest.mark.parametrize("families", [12, 30, 60])
+def test_one_failure_off_the_ceiling_is_no_surer_than_the_ceiling(families):
     """A partial model right on every answered family, and one wrong on one of them with the small
     standard error a near-ceiling sample gives (measured n_eff far above the families answered): the
-    second's lower end is not above the first's (capped at the bound's, on families / (1 − f))."""
-    perfect = subsample.score_interval(
-        1.0, 0.0, families - 1, families=families, sampling_fraction=fraction, conf_level=0.95
-    )
+    second's lower end is not above the first's (capped at the bound's, on the answered families)."""
+    perfect = subsample.score_interval(1.0, 0.0, families - 1, families=families, conf_level=0.95)
     p = 1 - 1 / families
     sure = math.sqrt(p * (1 - p) / (50 * families))  # as if 50 × the answered families
-    one_off = subsample.score_interval(
-        p, sure, families - 1, families=families, sampling_fraction=fraction, conf_level=0.95
-    )
+    one_off = subsample.score_interval(p, sure, families - 1, families=families, conf_level=0.95)
     assert one_off[0] <= perfect[0] + 1e-12
+
+
+@given(right=st.integers(0, 40), extra=st.integers(0, 40))
+@settings(max_examples=60, deadline=None)
+def test_a_partial_models_lower_end_never_falls_as_successes_rise(right, extra):
+    """Forty answered families of 400: one more right family never lowers the lower end (nor the upper),
+    at the bound and off it alike (the simple random sample's standard error over families like these)."""
+    right = min(right, 39)
+
+    def ends(k: int) -> tuple[float, float]:
+        p = k / 40
+        se = math.sqrt(p * (1 - p) / 39)
+        return subsample.score_interval(p, se, 39, families=40, capacity=400 + extra, conf_level=0.95)
+
+    assert ends(right + 1)[0] >= ends(right)[0] - 1e-12 and ends(right + 1)[1] >= ends(right)[1] - 1e-12
 
 
 def test_a_plan_for_a_half_width_takes_the_fewest_families_that_reach_it(simulated_db):

@@ -34,13 +34,16 @@ class Predictability:
     ``spread``: per family, the squared linearised residuals of the plan metrics, each channel
     × metric scaled to a mean of 1 so that every one weighs the same, averaged. ``residuals``:
     per channel, the (families, models) residuals of PGR, from which `plan` predicts its
-    intervals; ``totals``: per channel, each complete model's Σ b of PGR.
+    intervals; ``totals``: per channel, each complete model's Σ b of PGR; ``cohort``: per channel, each
+    complete model's ``N · S²`` of its PGR's linearised values a − θ b over the cohort (the cohort's own
+    spread around the score over families like these, which the estimate's interval carries too).
     """
 
     families: list[str]
     spread: np.ndarray
     residuals: dict[str, tuple[list[str], np.ndarray]]
     totals: dict[str, np.ndarray]
+    cohort: dict[str, np.ndarray]
 
 
 def predictability(outcomes: pl.DataFrame, models: list[str], channels: list[str]) -> Predictability:
@@ -52,7 +55,7 @@ def predictability(outcomes: pl.DataFrame, models: list[str], channels: list[str
     """
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}
-    residuals, totals = {}, {}
+    residuals, totals, cohort = {}, {}, {}
     for channel in channels:
         data = channel_data(outcomes, channel, models, PLAN_METRICS)
         pool = pooled_difficulty(outcomes, models, data.families)
@@ -61,6 +64,7 @@ def predictability(outcomes: pl.DataFrame, models: list[str], channels: list[str
             if metric == "pgr":
                 residuals[channel] = (data.families, residual)
                 totals[channel] = np.nansum(data.b[metric], axis=0)
+                cohort[channel] = _cohort_spread(data.a[metric], data.b[metric])
             scale = np.nanmean(residual**2) if np.isfinite(residual).any() else np.nan
             if len(models) < 2 or not np.isfinite(scale) or scale <= 0:
                 continue
@@ -71,8 +75,20 @@ def predictability(outcomes: pl.DataFrame, models: list[str], channels: list[str
                     counts[family] = counts.get(family, 0) + 1
     families = universe(outcomes, channels)
     return Predictability(
-        families, np.array([sums[f] / counts[f] if counts.get(f) else 1.0 for f in families]), residuals, totals
+        families, np.array([sums[f] / counts[f] if counts.get(f) else 1.0 for f in families]), residuals, totals, cohort
     )
+
+
+def _cohort_spread(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per model (column), ``N · S²`` of u = a − θ b over the families where it is defined: the variance of
+    Σ u over N families drawn like these."""
+    out = np.full(a.shape[1], np.nan)
+    for j in range(a.shape[1]):
+        ok = np.isfinite(a[:, j]) & np.isfinite(b[:, j])
+        if ok.sum() >= 2 and b[ok, j].sum() > 0:
+            u = a[ok, j] - a[ok, j].sum() / b[ok, j].sum() * b[ok, j]
+            out[j] = ok.sum() * u.var(ddof=1)
+    return out
 
 
 def leave_one_model_out(a: np.ndarray, b: np.ndarray, pooled: np.ndarray) -> np.ndarray:
@@ -243,7 +259,8 @@ def predicted_half_widths(
 
     For each complete model, its residuals when predicted from the others (`predictability`) under
     the stratified design of that budget (each stratum's families in the channel's cohort sampled in
-    proportion), the variance of a stratified mean with finite-population correction; the root mean
+    proportion), the variance of a stratified mean with finite-population correction, plus the cohort's
+    own spread around the score over families like these (as the estimate's interval); the root mean
     over the complete models (``half_width``) is what a new model like the complete ones would get.
     ``half_width_low`` and ``half_width_high`` are the half-widths of the steadiest and the noisiest
     complete model: a new model near the ceiling (or at chance) varies less from family to family
@@ -268,6 +285,8 @@ def predicted_half_widths(
                     if big_n >= 2 and expected > 0:
                         n_h = max(expected, 1.0)
                         variance += big_n**2 * max(0.0, 1 - n_h / big_n) * u.var(ddof=1) / n_h
+                # and the cohort's own spread, as the estimate's standard error carries it
+                variance += np.nan_to_num(known.cohort[channel][j])
                 variances.append(variance / total**2)
             sampled = n * len(families) / len(members)
             df = max(1, round(sampled) - len(plan.sizes) - 3)

@@ -14,7 +14,7 @@ from scipy import stats
 from ... import units
 from ...errors import require_known
 from .. import intervals, resample
-from ..metrics import METRICS, RESULT_SCHEMA, random_baselines
+from ..metrics import METRICS, RESULT_SCHEMA, metric_trials, random_baselines
 from .data import PREDICTORS, channel_data, design_matrix, pooled_difficulty, weighted_least_squares
 from .design import MIN_PER_STRATUM, SAFETY, leave_one_model_out, universe
 
@@ -26,10 +26,11 @@ METHOD, METHOD_WITHOUT_PREDICTION = "aipw_stratified", "weighted_stratified"
 @dataclass(frozen=True)
 class Estimate:
     estimate: float
-    se: float
+    se: float  # of the score over families like these: the design's error and the cohort's own spread
     df: int
     n: int
     predicted: bool = False  # the complete models' prediction entered
+    design_se: float = np.nan  # the design's alone: around this cohort's own score
 
 
 def _collapse(stratum: np.ndarray, sampled: np.ndarray, minimum: int) -> np.ndarray:
@@ -144,7 +145,40 @@ def aipw_ratio(
     if slopes and n > slopes + 1:
         variance *= n / (n - slopes)
     df = max(1, n - int(groups.max() + 1) - 1 - slopes)
-    return Estimate(float(theta), float(np.sqrt(variance) / totals["b"]), df, n, regress)
+    cohort = cohort_variance(a, b, sampled, w, theta)
+    return Estimate(
+        float(theta),
+        float(np.sqrt(variance + cohort) / totals["b"]),
+        df,
+        n,
+        regress,
+        float(np.sqrt(variance) / totals["b"]),
+    )
+
+
+def cohort_variance(a: np.ndarray, b: np.ndarray, sampled: np.ndarray, w: np.ndarray, theta: float) -> float:
+    """The variance, on the scale of the sums, of the cohort's own score around the score over families like
+    these: ``n/(n − 1) · Σ w (u − ū)²`` over the n answered families, u = a − θ b, the design-weighted
+    estimate of N · S²_u (unbiased for a simple random sample).
+
+    The design's variance (with its finite-population correction) is that of the estimate around this
+    cohort's score. A complete model's interval is about families like these (the family bootstrap, the
+    cohort a sample of them), so a partial model's carries this term too: without the prediction the two
+    add up to S²_u / n, a simple random sample's; answered in full, the design's part is 0 and the
+    interval is a complete model's, not a point; and a model that answered most families is never surer
+    than one that answered them all.
+
+    Two families answered of four, weights 2, u = (0.5, −0.5): 2/1 · 2 · (0.25 + 0.25) = 2:
+
+    >>> cohort_variance(np.array([1.0, 0, 0, 0]), np.ones(4), np.array([True, True, False, False]), np.full(4, 2.0), 0.5)
+    2.0
+    """
+    weights, u = w[sampled], a[sampled] - theta * b[sampled]
+    n = len(u)
+    if n < 2 or weights.sum() <= 0:
+        return 0.0
+    centred = u - (weights * u).sum() / weights.sum()
+    return float(n / (n - 1) * (weights * centred**2).sum())
 
 
 def bootstrap_se(args: tuple, *, draws: int, rng: np.random.Generator) -> tuple[float, int]:
@@ -153,7 +187,7 @@ def bootstrap_se(args: tuple, *, draws: int, rng: np.random.Generator) -> tuple[
     replacement and each weight is rescaled by 1 − λ + λ · n_g/(n_g − 1) · (times drawn),
     λ = √(1 − n_g/N_g), which carries each group's finite-population correction; the prediction is
     refitted in every replicate. ``args`` are `aipw_ratio`'s. Returns (standard error, replicates
-    undefined); the interval is then formed as for the design-based standard error
+    undefined), the error that of the score over families like these (`cohort_variance` added); the interval is then formed as for the design-based standard error
     (`score_interval`), so that it too stays off a bound's single point."""
     a, b, sampled, stratum, *rest = args
     _, groups = _design_weights(stratum, sampled)
@@ -169,8 +203,11 @@ def bootstrap_se(args: tuple, *, draws: int, rng: np.random.Generator) -> tuple[
             multiplicity[chosen] = 1 - lam + lam * len(chosen) / (len(chosen) - 1) * drawn
         replicates[r] = aipw_ratio(a, b, sampled, stratum, *rest, multiplicity=multiplicity).estimate
     defined = replicates[np.isfinite(replicates)]
-    se = float(defined.std(ddof=1)) if defined.size >= 2 else np.nan
-    return se, int(draws - defined.size)
+    design = float(defined.std(ddof=1)) if defined.size >= 2 else np.nan
+    # the replicates spread as the estimate does around this cohort's score; the cohort's own spread
+    # around the score over families like these is added as `aipw_ratio` adds it
+    point = aipw_ratio(*args)
+    return float(np.sqrt(design**2 + max(point.se**2 - point.design_se**2, 0.0))), int(draws - defined.size)
 
 
 #: A standard error (or a distance from a bound) this small is rounding, not a spread: the sums of a
@@ -179,47 +216,48 @@ NEGLIGIBLE = 1e-9
 
 
 def score_interval(
-    estimate: float, se: float, df: int, *, families: int, sampling_fraction: float, conf_level: float
+    estimate: float, se: float, df: int, *, families: float, capacity: float = np.inf, conf_level: float
 ) -> tuple[float, float]:
-    """Wilson's score interval of a rate on the design's effective sample size.
+    """Wilson's score interval of a rate on the design's effective sample size, by the rules of a
+    complete model's score interval (`intervals`).
 
     ``estimate ± t · se`` fails at the bounds, where a model near the ceiling (or near zero) lives:
-    when every answered family agrees the standard error is 0 and the interval a point, though the
-    unanswered families may hold a failure; just inside a bound it is symmetric where the truth is
+    when every answered family agrees the standard error is 0 and the interval a point, though
+    families like these may hold a failure; just inside a bound it is symmetric where the truth is
     not. Wilson's interval does not collapse there (Dean and Pagano 2015 compare it with the other
     intervals for proportions from complex samples). Its sample size is Kish's effective one,
-    n_eff = p(1 − p) / se², which carries the design, the prediction and the finite-population
-    correction; where se is 0 (or the estimate on a bound) nothing measures the design effect and it
-    is taken as 1: n_eff = the answered ``families`` over 1 − the ``sampling_fraction``, a simple
-    random sample's; and the lower end is never above a perfect rate's on that n_eff (the upper end
-    never below a zero rate's), so that one failure off a bound never gives a surer interval than the
-    bound itself, while inside the range the prediction's gain in n_eff stands. The quantile is Student's t at the design's ``df``. Written out here because
-    scipy's Wilson interval (``binomtest(k, n).proportion_ci``) takes whole counts, and n_eff is
-    not one; where it is, the two agree (tests/stats/test_subsample.py).
+    n_eff = p(1 − p) / se², which carries the design and the prediction, at most ``capacity`` (the
+    tasks behind the cohort's families: a variance measured near a bound can claim more evidence
+    than there is, and no prediction tells more than answering every family would). Where se is 0 (or
+    the estimate on a bound) nothing measures the design effect and n_eff is ``families``, the Kish
+    count of the answered families, a simple random sample's; and the lower end is never above a
+    perfect rate's on that n_eff (the upper end never below a zero rate's), so that one failure off a
+    bound never gives a surer interval than the bound itself. The quantile is Student's t at the
+    design's ``df``, with Brown, Cai and DasGupta's Poisson ends for a few successes or failures
+    (`intervals.wilson`). Written out here because scipy's Wilson interval (``binomtest(k,
+    n).proportion_ci``) takes whole counts, and n_eff is not one; where it is, the two agree
+    (tests/stats/test_subsample.py).
 
-    Twelve of twelve answered families right, a fifth of the cohort answered: n_eff = 12 / 0.8 = 15,
-    and the lower end is 1 / (1 + t²/15) with t = t(11) at 97.5%, 2.201, so 0.756:
+    Twelve of twelve answered families right: n_eff = 12, and the lower end is 1 / (1 + t²/12) with
+    t = t(11) at 97.5%, 2.201, so 0.712:
 
-    >>> [round(x, 3) for x in score_interval(1.0, 0.0, 11, families=12, sampling_fraction=0.2, conf_level=0.95)]
-    [0.756, 1.0]
+    >>> [round(x, 3) for x in score_interval(1.0, 0.0, 11, families=12, conf_level=0.95)]
+    [0.712, 1.0]
     """
     if not np.isfinite(estimate):
         return np.nan, np.nan
-    p = min(max(estimate, 0.0), 1.0)
-    if sampling_fraction >= 1:  # every family answered: the value itself, no uncertainty left
-        return p, p
-    if families <= 0:
+    if not families > 0:
         return np.nan, np.nan
-    at_bound = families / (1 - sampling_fraction)
+    p = min(max(estimate, 0.0), 1.0)
     measured = np.isfinite(se) and se > NEGLIGIBLE and NEGLIGIBLE < p < 1 - NEGLIGIBLE
-    n_eff = p * (1 - p) / se**2 if measured else at_bound
+    n_eff = min(p * (1 - p) / se**2, capacity) if measured else families
     quantile = stats.t.ppf(0.5 + conf_level / 2, max(df, 1))
-    low, high = intervals.wilson(np.array([p]), np.array([n_eff]), quantile)
-    # one rule on both sides of a bound, as for full models: a rate just inside one is no surer than the
-    # bound itself on the same answered families (the lower end at most a perfect rate's, the upper end at
-    # least a zero rate's); inside the range the measured n_eff stands, the prediction's gain included
-    at_one, _ = intervals.wilson(np.array([1.0]), np.array([at_bound]), quantile)
-    _, at_zero = intervals.wilson(np.array([0.0]), np.array([at_bound]), quantile)
+    low, high = intervals.wilson(np.array([p]), np.array([n_eff]), quantile, conf_level)
+    # one rule on both sides of a bound, as for complete models: a rate just inside one is no surer than
+    # the bound itself on the same answered families (the lower end at most a perfect rate's, the upper
+    # end at least a zero rate's); inside the range the measured n_eff stands, the prediction's gain included
+    at_one, _ = intervals.wilson(np.array([1.0]), np.array([families]), quantile, conf_level)
+    _, at_zero = intervals.wilson(np.array([0.0]), np.array([families]), quantile, conf_level)
     return float(min(low[0], at_one[0])), float(max(high[0], at_zero[0]))
 
 
@@ -305,6 +343,7 @@ def estimate_model(
         pooled = pooled_difficulty(outcomes, complete, families)
         with np.errstate(invalid="ignore"):
             pool = np.nan_to_num(np.nanmean(pooled, axis=1), nan=0.5)
+        tasks = _family_trials(outcomes, channel, families, needed)
         fitted = {}
         for metric in needed:
             a_all, b_all = data.a[metric], data.b[metric]
@@ -332,16 +371,17 @@ def estimate_model(
             # the answered families that enter the rate (b > 0), and the share of the cohort answered
             # (for CFR and its kin, only initially right sources count: a chance-level model has few, and
             # its degrees of freedom are theirs, not every answered family's)
-            counted = int((sampled & (b_use > 0)).sum())
+            counted = sampled & (b_use > 0)
+            w, _ = _design_weights(stratum, sampled)
             ends = (
                 (np.nan, np.nan)
                 if metric in DIFFERENCES
                 else score_interval(
                     result.estimate,
                     se,
-                    min(result.df, counted - 1),
-                    families=counted,
-                    sampling_fraction=sampled.sum() / max(len(sampled), 1),
+                    min(result.df, int(counted.sum()) - 1),
+                    families=float(intervals.kish_families(b_use[counted][:, None])[0]),
+                    capacity=cohort_capacity(b_use, tasks[metric], w, counted),
                     conf_level=conf_level,
                 )
             )
@@ -383,6 +423,39 @@ def estimate_model(
     frame = pl.DataFrame(rows, schema=RESULT_SCHEMA, orient="row").with_columns(pl.col(pl.Float64).fill_nan(None))
     frame = frame.drop("baseline").join(baselines, on=["channel", "metric"], how="left", maintain_order="left")
     return units.percent_columns(frame.select(list(RESULT_SCHEMA)), ("estimate", "conf_low", "conf_high", "baseline"))
+
+
+def _family_trials(outcomes: pl.DataFrame, channel: str, families: list[str], metrics: tuple[str, ...]) -> dict:
+    """Per metric, the independent tasks each family's share averages over (`metrics.metric_trials`), in
+    ``families``' order; None where that is the family's b."""
+    design = (
+        outcomes.filter(pl.col("channel") == channel)
+        .group_by("family_id")
+        .agg(pl.col("cf_tasks").max())
+        .with_columns(pl.col("family_id").cast(pl.String))
+    )
+    order = pl.DataFrame({"family_id": families}, schema={"family_id": pl.String})
+    design = order.join(design, on="family_id", how="left", maintain_order="left")
+    out = {}
+    for metric in metrics:
+        expression = metric_trials(metric)
+        out[metric] = None if expression is None else design.select(expression).to_series().to_numpy()
+    return out
+
+
+def cohort_capacity(b: np.ndarray, trials: np.ndarray | None, w: np.ndarray, counted: np.ndarray) -> float:
+    """The most effective trials a complete model's rate could hold on this cohort (`intervals.trial_capacity`,
+    ``(Σ b)² / Σ b²/m``), each sum over the answered families as the design weighs them.
+
+    Three answered families of b = 1 and m = 3 tasks each, weights 2: (2 · 3)² / (2 · 3 / 3) = 18:
+
+    >>> cohort_capacity(np.ones(3), np.full(3, 3.0), np.full(3, 2.0), np.ones(3, dtype=bool))
+    18.0
+    """
+    m = b if trials is None else trials
+    use = counted & (m > 0)
+    spread = (w * b**2 / np.where(m > 0, m, 1.0))[use].sum()
+    return float((w * b)[use].sum() ** 2 / spread) if spread > 0 else np.inf
 
 
 #: |z| past this says the answered families are not the draw the design describes. Over 200 plans

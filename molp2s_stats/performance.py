@@ -427,6 +427,29 @@ def estimate_coverage(results: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def partial_coverage(summary: pl.DataFrame) -> pl.DataFrame:
+    """benchmarks/bench_partial_coverage.py's rows side by side: per shape × families × share answered,
+    the coverage (%) of the rate over new families by the package's rule and by the design's error alone
+    (the rule before), the package's coverage of the cohort's own rate, and both mean widths (pp).
+
+    >>> rows = pl.DataFrame({"shape": ["a", "a"], "families": [60, 60], "share": [1.0, 1.0],
+    ...     "rule": ["package", "design_only"], "replicates": [10, 10], "population_coverage": [96.0, 0.0],
+    ...     "cohort_coverage": [100.0, 40.0], "width": [18.0, 0.0], "points": [0.0, 100.0], "seed": [0, 0]})
+    >>> partial_coverage(rows).row(0)
+    ('a', 60, 1.0, 10, 96.0, 0.0, 100.0, 18.0, 0.0)
+    """
+    keys = ["shape", "families", "share"]
+    package = summary.filter(pl.col("rule") == "package").select(
+        *keys, "replicates", pl.col("population_coverage").alias("coverage"), "cohort_coverage", "width"
+    )
+    before = summary.filter(pl.col("rule") == "design_only").select(
+        *keys, pl.col("population_coverage").alias("coverage_design_only"), pl.col("width").alias("width_design_only")
+    )
+    return package.join(before, on=keys, how="left", maintain_order="left").select(
+        *keys, "replicates", "coverage", "coverage_design_only", "cohort_coverage", "width", "width_design_only"
+    )
+
+
 def rank_range_errors(results: pl.DataFrame) -> pl.DataFrame:
     """One row per leaderboard (models × families × family sizes) of benchmarks/bench_rank_ranges.py:
     replicates; the share with any false separation (%, with its 95% Clopper–Pearson interval: the

@@ -34,6 +34,7 @@ TINY = {
         ],
         "whole process",
     ),
+    "bench_partial_coverage.py": (["--replicates", "5", "--families", "60"], "package rule"),
     "bench_design.py": (
         ["--seeds", "1", "--replicates", "20", "--shapes", "additive,unbalanced", "--out", "{tmp}/design.csv"],
         "prediction honesty",

@@ -378,17 +378,23 @@ def test_leaderboard_charts_draw_in_headless_chromium(site, tmp_path):
 
 @pytest.mark.skipif(_chromium() is None, reason="Chromium is not installed (make test installs Debian's chromium)")
 @pytest.mark.parametrize("name", PAGES)
-def test_page_body_does_not_overflow_at_1280_px(site, tmp_path, name):
-    """Opened at 1280 px, the page is no wider than the window: wide tables scroll inside their box."""
+def test_page_body_does_not_overflow_at_1280_px_and_its_answer_is_on_the_first_screen(site, tmp_path, name):
+    """Opened at 1280 × 900 px, the page is no wider than the window (wide tables scroll inside their box),
+    and the page's answer ends within the first 900 px, as the browser lays it out: a reader sees a result
+    without scrolling. (A 1400 px window wraps the text less, so its first screen holds at least as much.)"""
     probe = tmp_path / f"{name}.html"
-    # a copy with a probe script (the pages themselves carry no script): it writes the widths into the DOM
+    # a copy with a probe script (the pages themselves carry no script): it writes the widths and the
+    # answer's bottom edge, in CSS pixels from the top of the page, into the DOM
     probe.write_text(
         (site / f"{name}.html")
         .read_text()
         .replace(
             "</body>",
             "<script>document.body.setAttribute('data-widths', "
-            "document.documentElement.scrollWidth + ' ' + window.innerWidth)</script></body>",
+            "document.documentElement.scrollWidth + ' ' + window.innerWidth);"
+            "const answer = document.querySelector('p.answer');"
+            "document.body.setAttribute('data-answer-bottom', answer ? "
+            "Math.round(answer.getBoundingClientRect().bottom + window.scrollY) : -1)</script></body>",
         )
     )
     command = [
@@ -405,6 +411,8 @@ def test_page_body_does_not_overflow_at_1280_px(site, tmp_path, name):
     dom = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
     scroll_width, window_width = map(int, re.search(r'data-widths="(\d+) (\d+)"', dom).groups())
     assert window_width == 1280 and scroll_width <= window_width, (scroll_width, window_width)
+    bottom = int(re.search(r'data-answer-bottom="(-?\d+)"', dom).group(1))
+    assert 0 < bottom <= 900, f"{name}: the answer ends {bottom} px down the page"
 
 
 def test_stability_tables_have_rm_and_cfr_spanners_over_rho_exact_mad():

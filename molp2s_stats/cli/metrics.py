@@ -205,8 +205,10 @@ def estimate_command(
 
     The complete models predict the families it did not answer; its answered families, weighed by
     the inverse of their chance of being planned, correct that prediction (the AIPW estimator), so the
-    estimate stays consistent when the prediction is poor, and the interval says how well it did.
-    `method` names the estimator, `n` counts the families answered.
+    estimate stays consistent when the prediction is poor. The interval is about what a complete
+    model's is about, the score over families like these: it is the wider for each family not
+    answered, and a model that answered every family gets a complete model's interval, so the two
+    sit side by side on one leaderboard. `method` names the estimator, `n` counts the families answered.
 
     To try it on the default data, make a partial model from a complete one on the families of the
     latest plan (`molp2s plan --fraction 0.15 --seed 1 --out plan.csv`), then load it:

@@ -651,6 +651,9 @@ def test_a_plan_for_a_half_width_takes_the_fewest_families_that_reach_it(simulat
     plan = subsample.plan_from_db(con, half_width=12.0, seed=3)
     with pytest.raises(UsageError, match="give a fraction, a number of families or a half-width"):
         subsample.plan_from_db(con, half_width=5.0, families=20)
+    # the estimate's interval is about families like these: even all of them leave a complete model's width
+    with pytest.raises(UsageError, match=r"a half-width of 0.5 pp is out of reach: answering all \d+ families"):
+        subsample.plan_from_db(con, half_width=0.5, seed=3)
     from molp2s_stats.stats import metrics
 
     outcomes = metrics.read_family_outcomes(con)[0].filter(pl.col("model").is_in(plan.models))

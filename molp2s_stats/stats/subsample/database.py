@@ -138,11 +138,17 @@ def families_for_half_width(
         row = widths.sort("half_width", descending=True).row(0, named=True)
         return row["half_width"], row["channel"]
 
-    # the estimate is of the score over this benchmark's families, so at all of them (a census) its
-    # half-width is 0: any target is reached by some budget, unless the complete models predict none
+    # the estimate is of the score over families like these, as a complete model's: even every family
+    # answered leaves a complete model's half-width, and a target below it is out of reach
     low, high = MIN_PER_STRATUM, len(members)
     if not np.isfinite(widest(low)[0]):
         raise UsageError("the complete models give no half-width to plan on (no spread between their families)")
+    at_all, channel = widest(high)
+    if at_all > half_width:
+        raise UsageError(
+            f"a half-width of {half_width:g} pp is out of reach: answering all {high} families gives about "
+            f"{at_all:.1f} pp on {channel}, a complete model's (only new families would narrow it)"
+        )
     if widest(low)[0] <= half_width:
         return low
     while high - low > 1:

@@ -55,8 +55,10 @@ def compare_inputs_command(
 
     Δ's interval is the family bootstrap's percentile interval while the two inputs' answers differ on
     15 or more families' worth of tasks, the MOVER interval of the gain and loss shares at 5 or fewer,
-    the two weighted in between (the method column says which; --interval asks for one). The verdict says Y against X in words: ahead or behind (the interval
-    excludes 0), equivalent within ±--margin (the 1 − 2α interval lies inside it), or undecided;
+    the two weighted in between (the method column says which; --interval asks for one:
+    --interval percentile is the paper's rule, and on its counts gives its Table 12 to within one
+    family's step of the bootstrap's Monte Carlo error). The verdict says Y against X in words: ahead
+    or behind (the interval excludes 0), equivalent within ±--margin (the 1 − 2α interval lies inside it), or undecided;
     with --non-inferiority, non-inferior (Y not worse than X by more than the margin) in place of
     equivalent.
 

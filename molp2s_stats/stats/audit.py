@@ -295,7 +295,12 @@ def _key_swap_statistic(counts: np.ndarray, ability: np.ndarray, key: int) -> tu
     log_right, log_wrong = np.log(p), np.log1p(-p) - np.log(labels - 1)
     answers = counts.sum(axis=2)  # sets × models
     # sets × labels × grid: Σ_m c_mj log P_m + (n_m − c_mj) log((1 − P_m)/(K − 1))
-    as_key = np.einsum("sml,mg->slg", counts, log_right - log_wrong) + (answers @ log_wrong)[:, None, :]
+    # one matrix product (BLAS) over every set and label rather than einsum's own loop: the null's thousands
+    # of answer sets a family made this the audit's slowest line (the whole audit of the default data 5.3 →
+    # 3.2 s, medians of 3 runs paired in one process, the same findings)
+    sets = counts.shape[0]
+    per_label = counts.transpose(0, 2, 1).reshape(sets * labels, -1) @ (log_right - log_wrong)
+    as_key = per_label.reshape(sets, labels, -1) + (answers @ log_wrong)[:, None, :]
     best_fit = as_key.max(axis=2)  # sets × labels
     under_key = best_fit[:, key]
     others = np.delete(best_fit, key, axis=1)

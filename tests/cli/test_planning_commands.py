@@ -81,8 +81,11 @@ def test_design_errors_name_the_flags(tiny_database):
 def test_plan_takes_a_half_width_as_its_budget(tiny_database, copy_of, tmp_path):
     db = copy_of(tiny_database)  # a plan is recorded in the database
     out = tmp_path / "plan.csv"
-    result = runner.invoke(app, ["plan", "--db", str(db), "--half-width", "50", "--out", str(out)])
+    # three families: even all of them leave a complete model's half-width of about 300 pp (t on 1 df)
+    result = runner.invoke(app, ["plan", "--db", str(db), "--half-width", "400", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert pl.read_csv(out).height >= 2
+    short = runner.invoke(app, ["plan", "--db", str(db), "--half-width", "50", "--out", str(out)])
+    assert short.exit_code == 2 and "a half-width of 50 pp is out of reach: answering all 3 families" in short.stderr
     both = runner.invoke(app, ["plan", "--db", str(db), "--half-width", "5", "--families", "3", "--out", str(out)])
     assert both.exit_code == 2 and "give --fraction, --families or --half-width (one of them)" in both.stderr

@@ -299,7 +299,7 @@ def _key_swap_statistic(counts: np.ndarray, ability: np.ndarray, key: int) -> tu
     # of answer sets a family made this the audit's slowest line (the whole audit of the default data 5.3 →
     # 3.2 s, medians of 3 runs paired in one process, the same findings)
     sets = counts.shape[0]
-    per_label = counts.transpose(0, 2, 1).reshape(sets * labels, -1) @ (log_right - log_wrong)
+    per_label = counts.transpose(0, 2, 1).reshape(sets * labels, counts.shape[1]) @ (log_right - log_wrong)
     as_key = per_label.reshape(sets, labels, -1) + (answers @ log_wrong)[:, None, :]
     best_fit = as_key.max(axis=2)  # sets × labels
     under_key = best_fit[:, key]

@@ -66,7 +66,33 @@ def test_a_model_that_answered_every_family_gets_a_complete_models_interval():
     most = every.copy()
     most[:2] = False
     partial = subsample.aipw_ratio(np.where(most, a, 0.0), np.ones(20), most, np.zeros(20, dtype=int), *args)
-    assert partial.se >= full.se * math.sqrt(18 / 20) - 1e-12  # s²/n over 18 answered, never s²/N · (1 − f)
+    assert partial.se >= full.se  # s²/n over the 18 answered (0.118 against 0.112), not (1 − f) · s²/n (0.037)
+    assert partial.design_se < full.se  # the design's error alone, the rule before, was the surer
+
+
+def test_the_effective_size_is_capped_at_the_cohorts_tasks_as_a_complete_models_is():
+    """A measured variance can claim far more evidence than there is: 90% with a standard error of 0.001
+    reads as n_eff = 0.9 · 0.1 / 0.001² = 90,000. Capped at the cohort's tasks, 100 families of 3 tasks
+    (`cohort_capacity`: 50 answered of weight 2, (2 · 150)² / (2 · 150) = 300, as `intervals.trial_capacity`
+    gives for the 100 families answered in full), the interval is Wilson's on 300 trials, as
+    `intervals.effective_size` caps a complete model's."""
+    from scipy import stats
+
+    from molp2s_stats.stats import intervals
+
+    answered = np.zeros(100, dtype=bool)
+    answered[::2] = True
+    capacity = subsample.cohort_capacity(np.ones(100), np.full(100, 3.0), np.full(100, 2.0), answered)
+    assert capacity == pytest.approx(300.0)
+    assert capacity == pytest.approx(intervals.trial_capacity(np.ones((100, 1)), np.full((100, 1), 3.0))[0])
+    capped = intervals.effective_size(np.array([0.9]), np.array([1e-6]), np.ones((100, 1)), np.full((100, 1), 3.0))
+    assert capped[0] == pytest.approx(300.0)
+    t = stats.t.ppf(0.975, 49)
+    low, high = subsample.score_interval(0.9, 0.001, 49, families=50, capacity=capacity, conf_level=0.95)
+    expected = intervals.wilson(np.array([0.9]), np.array([300.0]), t, 0.95)
+    assert (low, high) == pytest.approx((expected[0][0], expected[1][0]))
+    uncapped = subsample.score_interval(0.9, 0.001, 49, families=50, conf_level=0.95)
+    assert uncapped[0] > low + 0.02  # without the cap, 90,000 trials' worth: far surer than the data
 
 
 def test_a_regressed_estimate_pays_for_its_fitted_slopes():
@@ -631,14 +657,15 @@ def test_one_failure_off_the_ceiling_is_no_surer_than_the_ceiling(families):
 @given(right=st.integers(0, 40), extra=st.integers(0, 40))
 @settings(max_examples=60, deadline=None)
 def test_a_partial_models_lower_end_never_falls_as_successes_rise(right, extra):
-    """Forty answered families of 400: one more right family never lowers the lower end (nor the upper),
-    at the bound and off it alike (the simple random sample's standard error over families like these)."""
+    """Forty answered families: one more right family never lowers the lower end (nor the upper), at the
+    bound and off it alike, whether the cohort's tasks cap the effective size (a standard error as if the
+    answers were ten times as many, capacity 40–80) or not."""
     right = min(right, 39)
 
     def ends(k: int) -> tuple[float, float]:
         p = k / 40
-        se = math.sqrt(p * (1 - p) / 39)
-        return subsample.score_interval(p, se, 39, families=40, capacity=400 + extra, conf_level=0.95)
+        se = math.sqrt(p * (1 - p) / 400)
+        return subsample.score_interval(p, se, 39, families=40, capacity=40 + extra, conf_level=0.95)
 
     assert ends(right + 1)[0] >= ends(right)[0] - 1e-12 and ends(right + 1)[1] >= ends(right)[1] - 1e-12
 

@@ -16,8 +16,10 @@ summed over every cohort family, and the sampled families' prediction errors, we
 the inverse of their inclusion probability, correct it. The correction keeps the estimate
 consistent when the prediction is poor (a new model stronger than every complete one, say);
 a good prediction only narrows the interval. A metric is a ratio of sums (``metrics``), so
-its variance is that of the linearised residual ``(a − â) − θ (b − b̂)`` under the stratified
-design, with each stratum's finite-population correction.
+its variance around the cohort's own score is that of the linearised residual ``(a − â) − θ (b − b̂)``
+under the stratified design, with each stratum's finite-population correction; the interval is about
+the score over families like these, as a complete model's is, so the cohort's own spread around it is
+added (``cohort_variance``).
 
 No library in the stack (scipy, pingouin, arviz) has survey estimators for a stratified design,
 so the modules here follow the textbook formulas (Cochran 1977, ch. 5–6; Särndal et al. 1992).

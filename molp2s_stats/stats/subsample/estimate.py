@@ -165,8 +165,8 @@ def cohort_variance(a: np.ndarray, b: np.ndarray, sampled: np.ndarray, w: np.nda
     cohort's score. A complete model's interval is about families like these (the family bootstrap, the
     cohort a sample of them), so a partial model's carries this term too: without the prediction the two
     add up to S²_u / n, a simple random sample's; answered in full, the design's part is 0 and the
-    interval is a complete model's, not a point; and a model that answered most families is never surer
-    than one that answered them all.
+    interval is a complete model's, not a point; and a model that answered most families is, in
+    expectation, never surer than one that answered them all.
 
     Two families answered of four, weights 2, u = (0.5, −0.5): 2/1 · 2 · (0.25 + 0.25) = 2:
 
@@ -368,7 +368,7 @@ def estimate_model(
                 se, undefined = bootstrap_se(
                     args, draws=draws, rng=resample.rng_for(seed, f"{model}:{channel}:{metric}")
                 )
-            # the answered families that enter the rate (b > 0), and the share of the cohort answered
+            # the answered families that enter the rate (b > 0), their Kish count and the cohort's tasks
             # (for CFR and its kin, only initially right sources count: a chance-level model has few, and
             # its degrees of freedom are theirs, not every answered family's)
             counted = sampled & (b_use > 0)

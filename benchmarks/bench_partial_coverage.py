@@ -9,7 +9,11 @@ gets a single point. This script draws a population of families (a logit-normal 
 by the models, 3 tasks a family or 1–5 with ``unbalanced``), four complete models and a new one,
 answers a share ``f`` of the families with the new model, and estimates its rate by the package's
 estimator (`subsample.aipw_ratio`, the prediction where `regression_pays`) and interval
-(`subsample.score_interval`). Truths: ``population``, the rate over new families (the expected
+(`subsample.score_interval`). Two shapes leave the simple random sample of a rate with known
+denominators: ``stratified`` samples the harder half of the families (by the complete models) at
+1.5 f and the easier at 0.5 f, and ``unknown_b`` estimates a CFR-like ratio whose denominator
+depends on the model's own answers (of 3 cf tasks, those whose source it got right; the numerator
+the ones it then followed), so that the denominator is predicted too. Truths: ``population``, the rate over new families (the expected
 sums over 400,000 simulated families), and ``cohort``, the rate over every family of the drawn
 benchmark (what answering the rest would have given). Rules:
 
@@ -38,12 +42,14 @@ from scipy import special, stats
 from molp2s_stats import performance
 from molp2s_stats.stats import intervals, subsample
 
-#: the new model's logit offset from the complete models' mean, and whether tasks per family vary
+#: the new model's logit offset from the complete models' mean, whether tasks per family vary, and the design
 SHAPES = {
-    "middle": (0.0, False),
-    "ceiling": (4.5, False),
-    "near_zero": (-4.0, False),
-    "unbalanced": (0.5, True),
+    "middle": (0.0, False, "simple"),
+    "ceiling": (4.5, False, "simple"),
+    "near_zero": (-4.0, False, "simple"),
+    "unbalanced": (0.5, True, "simple"),
+    "stratified": (0.5, True, "stratified"),
+    "unknown_b": (1.0, False, "unknown_b"),
 }
 FAMILIES = (60, 300)
 SHARES = (0.1, 0.3, 0.6, 0.9, 1.0)
@@ -51,17 +57,44 @@ SPREAD = 1.5  # sd of the family difficulty on the logit scale
 COMPLETE = 4
 
 
-def draw_families(rng: np.random.Generator, n: int, offsets: np.ndarray, unbalanced: bool):
-    """(successes (families, models), tasks (families,)) for ``n`` new families."""
+def draw_families(rng: np.random.Generator, n: int, offsets: np.ndarray, unbalanced: bool, design: str):
+    """(a, b) per family and model (families × models) for ``n`` new families: successes of the family's
+    tasks, or for ``unknown_b`` the followed cf answers of the right sources."""
     tasks = rng.integers(1, 6, n) if unbalanced else np.full(n, 3)
     difficulty = rng.normal(0, SPREAD, n)
     p = special.expit(offsets[None, :] - difficulty[:, None])
-    return rng.binomial(tasks[:, None], p), tasks
+    successes = rng.binomial(tasks[:, None], p)
+    if design == "unknown_b":
+        return rng.binomial(successes, follows(difficulty)[:, None]).astype(float), successes.astype(float)
+    return successes.astype(float), np.repeat(tasks[:, None], len(offsets), axis=1).astype(float)
 
 
-def population_rate(offset: float, unbalanced: bool, rng: np.random.Generator) -> float:
+def draw_sample(rng, pooled: np.ndarray, fraction: float, design: str) -> tuple[np.ndarray, np.ndarray]:
+    """(answered, stratum) for one share: a simple random sample, or, ``stratified``, the harder half of the
+    families (by the complete models) at 1.5 × the share and the easier at 0.5 × (at least 2 a stratum)."""
+    n_families = len(pooled)
+    stratum = (pooled < np.median(pooled)).astype(int) if design == "stratified" else np.zeros(n_families, dtype=int)
+    scale = {0: 0.5, 1: 1.5} if design == "stratified" else {0: 1.0}
+    sampled = np.zeros(n_families, dtype=bool)
+    for label, factor in scale.items():
+        members = np.flatnonzero(stratum == label)
+        take = min(len(members), max(2, round(min(1.0, fraction * factor) * len(members))))
+        sampled[rng.choice(members, take, replace=False)] = True
+    return sampled, stratum
+
+
+def follows(difficulty: np.ndarray) -> np.ndarray:
+    """``unknown_b``: the chance that a cf answer follows the counterfactual, given a right source: higher on
+    the families the models read well."""
+    return special.expit(0.5 - 0.5 * difficulty)
+
+
+def population_rate(offset: float, unbalanced: bool, design: str, rng: np.random.Generator) -> float:
     tasks = rng.integers(1, 6, 400_000) if unbalanced else np.full(400_000, 3)
-    p = special.expit(offset - rng.normal(0, SPREAD, 400_000))
+    difficulty = rng.normal(0, SPREAD, 400_000)
+    p = special.expit(offset - difficulty)
+    if design == "unknown_b":  # E[a] / E[b] with b ~ Bin(m, p) right sources and a | b ~ Bin(b, q)
+        return float((tasks * p * follows(difficulty)).sum() / (tasks * p).sum())
     return float((tasks * p).sum() / tasks.sum())
 
 
@@ -81,37 +114,46 @@ def design_only(estimate, df, n, fraction) -> tuple[float, float]:
     return float(min(low[0], at_one[0])), float(max(high[0], at_zero[0]))
 
 
-def one_replicate(rng, shape: str, n_families: int, offsets: np.ndarray, unbalanced: bool) -> list[tuple]:
-    successes, tasks = draw_families(rng, n_families, offsets, unbalanced)
-    b = tasks.astype(float)
-    new = successes[:, -1].astype(float)
-    cohort_truth = new.sum() / b.sum()
-    complete = successes[:, :-1] / b[:, None]
-    predict_a = complete.mean(axis=1) * b
-    pooled = complete.mean(axis=1)
+def one_replicate(rng, shape: str, n_families: int, offsets: np.ndarray, unbalanced: bool, design: str) -> list[tuple]:
+    a_all, b_all = draw_families(rng, n_families, offsets, unbalanced, design)
+    a, b = a_all[:, -1], b_all[:, -1]
+    known = design != "unknown_b"
+    cohort_truth = a.sum() / b.sum()
+    complete_a, complete_b = a_all[:, :-1], b_all[:, :-1]
+    # the complete models' mean share of the family (0.5 where none has a denominator there)
+    right = (complete_b > 0).sum(axis=1)
+    shares = np.where(complete_b > 0, complete_a / np.where(complete_b > 0, complete_b, 1), 0.0).sum(axis=1)
+    pooled = np.where(right > 0, shares / np.maximum(right, 1), 0.5)
+    pooled_matrix = np.repeat(pooled[:, None], COMPLETE, axis=1)
     rows = []
     for fraction in SHARES:
-        n = max(2, round(fraction * n_families))
-        sampled = np.zeros(n_families, dtype=bool)
-        sampled[rng.choice(n_families, n, replace=False)] = True
-        stratum = np.zeros(n_families, dtype=int)
-        regress = subsample.regression_pays(
-            successes[:, :-1].astype(float), np.repeat(b[:, None], COMPLETE, axis=1), complete, n
-        )
+        sampled, stratum = draw_sample(rng, pooled, fraction, design)
+        n = int(sampled.sum())
+        regress = subsample.regression_pays(complete_a, complete_b, pooled_matrix, n, known)
+        b_use = b if known else np.where(sampled, b, 0.0)
         result = subsample.aipw_ratio(
-            np.where(sampled, new, 0.0), b, sampled, stratum, predict_a, None, pooled, regress
+            np.where(sampled, a, 0.0),
+            b_use,
+            sampled,
+            stratum,
+            complete_a.mean(axis=1),
+            None if known else complete_b.mean(axis=1),
+            pooled,
+            regress,
         )
-        df = min(result.df, n - 1)
-        w = np.where(sampled, n_families / n, 0.0)
+        counted = sampled & (b_use > 0)
+        df = min(result.df, int(counted.sum()) - 1)
+        sizes = np.bincount(stratum)
+        w = np.where(sampled, (sizes / np.maximum(np.bincount(stratum, weights=sampled), 1))[stratum], 0.0)
         package = subsample.score_interval(
             result.estimate,
             result.se,
             df,
-            families=float(intervals.kish_families(b[sampled][:, None])[0]),
-            capacity=subsample.cohort_capacity(b, None, w, sampled),
+            families=float(intervals.kish_families(b_use[counted][:, None])[0]),
+            capacity=subsample.cohort_capacity(b_use, None, w, counted),
             conf_level=0.95,
         )
-        before = design_only((result, n), df, n, n / n_families)
+        before = design_only((result, n), df, int(counted.sum()), n / n_families)
         for rule, (low, high) in (("package", package), ("design_only", before)):
             rows.append((shape, n_families, fraction, rule, result.estimate, low, high, cohort_truth))
     return rows
@@ -128,14 +170,14 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     truths = {}
     for shape in args.shapes.split(","):
-        offset, unbalanced = SHAPES[shape]
+        offset, unbalanced, design = SHAPES[shape]
         rng = np.random.default_rng([args.seed, list(SHAPES).index(shape)])
         complete = rng.normal(0, 0.5, COMPLETE)
         offsets = np.append(complete, complete.mean() + offset)
-        truths[shape] = population_rate(offsets[-1], unbalanced, rng)
+        truths[shape] = population_rate(offsets[-1], unbalanced, design, rng)
         for n_families in map(int, args.families.split(",")):
             for _ in range(args.replicates):
-                rows += one_replicate(rng, shape, n_families, offsets, unbalanced)
+                rows += one_replicate(rng, shape, n_families, offsets, unbalanced, design)
     frame = pl.DataFrame(
         rows,
         schema=["shape", "families", "share", "rule", "estimate", "conf_low", "conf_high", "cohort_truth"],

@@ -83,3 +83,28 @@ def weighted_least_squares(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.nd
     sw = np.sqrt(w)
     beta, *_ = np.linalg.lstsq(x * sw[:, None], y * sw, rcond=None)
     return beta
+
+
+def cohort_variance(a: np.ndarray, b: np.ndarray, sampled: np.ndarray, w: np.ndarray, theta: float) -> float:
+    """The variance, on the scale of the sums, of the cohort's own score around the score over families like
+    these: ``n/(n − 1) · Σ w (u − ū)²`` over the n answered families, u = a − θ b, the design-weighted
+    estimate of N · S²_u (unbiased for a simple random sample).
+
+    The design's variance (with its finite-population correction) is that of the estimate around this
+    cohort's score. A complete model's interval is about families like these (the family bootstrap, the
+    cohort a sample of them), so a partial model's carries this term too: without the prediction the two
+    add up to S²_u / n, a simple random sample's; answered in full, the design's part is 0 and the
+    interval is a complete model's, not a point; and a model that answered most families is, in
+    expectation, never surer than one that answered them all.
+
+    Two families answered of four, weights 2, u = (0.5, −0.5): 2/1 · 2 · (0.25 + 0.25) = 2:
+
+    >>> cohort_variance(np.array([1.0, 0, 0, 0]), np.ones(4), np.array([True, True, False, False]), np.full(4, 2.0), 0.5)
+    2.0
+    """
+    weights, u = w[sampled], a[sampled] - theta * b[sampled]
+    n = len(u)
+    if n < 2 or weights.sum() <= 0:
+        return 0.0
+    centred = u - (weights * u).sum() / weights.sum()
+    return float(n / (n - 1) * (weights * centred**2).sum())

@@ -141,7 +141,8 @@ def families_for_half_width(
     # the estimate is of the score over families like these, as a complete model's: even every family
     # answered leaves a complete model's half-width, and a target below it is out of reach
     low, high = MIN_PER_STRATUM, len(members)
-    if not np.isfinite(widest(low)[0]):
+    at_fewest, _ = widest(low)
+    if not np.isfinite(at_fewest):
         raise UsageError("the complete models give no half-width to plan on (no spread between their families)")
     at_all, channel = widest(high)
     if at_all > half_width:
@@ -149,7 +150,7 @@ def families_for_half_width(
             f"a half-width of {half_width:g} pp is out of reach: answering all {high} families gives about "
             f"{at_all:.1f} pp on {channel}, a complete model's (only new families would narrow it)"
         )
-    if widest(low)[0] <= half_width:
+    if at_fewest <= half_width:
         return low
     while high - low > 1:
         middle = (low + high) // 2

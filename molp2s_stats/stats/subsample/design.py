@@ -13,7 +13,14 @@ from scipy import stats
 from ... import units
 from ...errors import UsageError
 from .. import resample
-from .data import channel_data, design_matrix, others_mean, pooled_difficulty, weighted_least_squares
+from .data import (
+    channel_data,
+    cohort_variance,
+    design_matrix,
+    others_mean,
+    pooled_difficulty,
+    weighted_least_squares,
+)
 
 #: The metrics whose predictability decides the strata: the paper's headline figures.
 PLAN_METRICS = ("pgr", "reliance_margin")
@@ -86,8 +93,8 @@ def _cohort_spread(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     for j in range(a.shape[1]):
         ok = np.isfinite(a[:, j]) & np.isfinite(b[:, j])
         if ok.sum() >= 2 and b[ok, j].sum() > 0:
-            u = a[ok, j] - a[ok, j].sum() / b[ok, j].sum() * b[ok, j]
-            out[j] = ok.sum() * u.var(ddof=1)
+            theta = a[ok, j].sum() / b[ok, j].sum()
+            out[j] = cohort_variance(a[:, j], b[:, j], ok, np.ones(len(ok)), theta)  # every family answered
     return out
 
 

@@ -406,6 +406,7 @@ class Compiled:
 
     model: Density
     evaluate: Callable[[np.ndarray], tuple[float, np.ndarray]]
+    gradient: str = "jax"  # which implementation evaluates it: "jax" (this module) or "numba" (numba_density)
 
     def step_seconds(self, chains: int, *, seconds: float = 0.3, windows: int = 3) -> float:
         """Wall time per chain of one leapfrog step with ``chains`` chains running at once, as nutpie runs
@@ -452,9 +453,18 @@ class Compiled:
 
 
 def compile_density(data: ModelData, *, family_effects: bool = True, device: str | None = None) -> Compiled:
-    """The density of ``data`` and its jitted gradient, on ``device`` (``cpu``, ``gpu``; None: JAX's default)."""
+    """The density of ``data`` and its compiled gradient.
+
+    With no ``device``, a model of fewer than ``numba_density.NUMBA_CELLS`` binomial cells gets
+    the numba gradient (a JAX call costs about 0.2 ms however small the model; see that module),
+    a larger one JAX's on its default device. A named ``device`` (``cpu``, ``gpu``) is JAX's there.
+    """
+    from . import numba_density
+
     model = density(data, family_effects=family_effects)
-    return Compiled(model, log_density_function(model, device=jax_device(device)))
+    if device is None and numba_density.cell_count(model) < numba_density.NUMBA_CELLS:
+        return Compiled(model, numba_density.log_density_function(model), "numba")
+    return Compiled(model, log_density_function(model, device=jax_device(device)), "jax")
 
 
 def nutpie_model(compiled: Compiled, *, initial_points: Callable[[int], np.ndarray] | None = None):

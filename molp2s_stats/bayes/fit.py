@@ -244,6 +244,8 @@ def fit(
     }
     if estimate is not None:
         attrs |= {"estimated_seconds": estimate.seconds, "step_ms": estimate.step_ms}
+    if compiled is not None:
+        attrs["gradient"] = compiled.gradient
     if skipped is not None:
         attrs["next_attempt"] = json.dumps(skipped)
     if loo:

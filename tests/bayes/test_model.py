@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from molp2s_stats import store
 from molp2s_stats.bayes import data as bayes_data
-from molp2s_stats.bayes import density
+from molp2s_stats.bayes import density, numba_density
 from molp2s_stats.bayes import model as bayes_model
 
 
@@ -353,6 +355,52 @@ def test_jax_density_equals_the_pymc_model_up_to_a_constant(
     # λ is float32 in the density)
     assert np.diff(ours64) == pytest.approx(np.diff(theirs), abs=1e-6)
     assert np.diff(ours32) == pytest.approx(np.diff(theirs), abs=2e-3)
+
+
+@pytest.mark.parametrize("family_effects, family_kind", [(True, "signed"), (True, "centred"), (False, "signed")])
+def test_numba_density_equals_the_jax_density_value_and_gradient(
+    two_channels, family_effects, family_kind, monkeypatch
+):
+    """The hand-written gradient (numba_density) against JAX's automatic one, in float64, at random
+    points far from the mode, with every branch taken as in the test above (λ exact in float32, so
+    the two agree to rounding). A cell with no answers is left out of numba's sum: it adds 0."""
+    import jax
+
+    lam = np.zeros((2, 3))
+    lam[0, 2] = 0.7
+    family_lam = _family_lam(family_kind, len(two_channels.family_channels))
+    monkeypatch.setattr(density, "centredness", lambda counts: lam)
+    monkeypatch.setattr(density, "family_centredness", lambda counts: family_lam)
+    model = density.density(two_channels, family_effects=family_effects)
+    # a few cells without answers, as a model that skipped some tasks has
+    unanswered = np.random.default_rng(1).random(model.counts.trials.shape) < 0.1
+    counts = dataclasses.replace(
+        model.counts,
+        successes=np.where(unanswered, 0, model.counts.successes),
+        trials=np.where(unanswered, 0, model.counts.trials),
+    )
+    model = dataclasses.replace(model, counts=counts)
+    assert numba_density.cell_count(model) < counts.trials.size + counts.p0_trials.size
+    ours = numba_density.log_density_function(model)
+    rng = np.random.default_rng(5)
+    points = [density.initial_point(model, seed) + rng.normal(0, 1.0, model.ndim) for seed in range(6)]
+    with jax.enable_x64(True):
+        for layout in ("grid", "pairs"):
+            reference = density.log_density_function(model, np.float64, layout=layout)
+            for x in points:
+                value, gradient = ours(x)
+                expected_value, expected_gradient = reference(x)
+                assert value == pytest.approx(expected_value, rel=1e-12)
+                np.testing.assert_allclose(
+                    gradient, expected_gradient, rtol=1e-9, atol=1e-9 * np.abs(expected_gradient).max()
+                )
+            del reference  # see the test above: JAX's traced indices outlive 64-bit mode otherwise
+
+
+def test_small_models_get_the_numba_gradient_and_a_named_device_gets_jax(two_channels):
+    compiled = density.compile_density(two_channels)
+    assert compiled.gradient == "numba" and numba_density.cell_count(compiled.model) < numba_density.NUMBA_CELLS
+    assert density.compile_density(two_channels, device="cpu").gradient == "jax"
 
 
 @pytest.mark.parametrize("family_kind", ["signed", "centred"])

@@ -45,6 +45,10 @@ TINY = {
         ["--models", "2,3", "--channels", "2", "--families", "20", "--budget", "0", "--out", "{tmp}/cost.csv"],
         "seconds per effective draw grow as cells^",
     ),
+    "bench_density_backends.py": (
+        ["--sizes", "3x2x20", "--repeats", "1", "--fit-size", "2x2x20", "--draws", "50", "--out", "{tmp}/backends.csv"],
+        "leapfrog steps a second",
+    ),
     "bench_warm_start.py": (["--sizes", "3x2x20", "--budget", "0"], "the warm start saved"),
     "bench_fit_geometry.py": (["--sizes", "2x2x20", "--draws", "50", "--tune", "50"], "leapfrog steps a draw"),
     "bench_fit_shapes.py": (
@@ -113,6 +117,7 @@ TINY = {
 FITTING = {
     "bench_bayes.py",
     "bench_bayes_frontier.py",
+    "bench_density_backends.py",
     "bench_fit_cost.py",
     "bench_fit_geometry.py",
     "bench_fit_shapes.py",

@@ -450,6 +450,31 @@ def partial_coverage(summary: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def density_backends(results: pl.DataFrame) -> pl.DataFrame:
+    """benchmarks/bench_density_backends.py's step times side by side: per size, µs a leapfrog step a
+    chain for each gradient with 1 and 4 chains at once, and how many times faster numba is with 4.
+
+    >>> rows = pl.DataFrame({"size": ["a"] * 4, "cells": [840] * 4, "parameters": [151] * 4,
+    ...     "gradient": ["jax", "jax", "numba", "numba"], "chains": [1, 4, 1, 4],
+    ...     "step_us": [200.0, 600.0, 25.0, 60.0], "run_seconds": [None] * 4})
+    >>> density_backends(rows).row(0)
+    ('a', 840, 151, 200.0, 25.0, 600.0, 60.0, 10.0)
+    """
+    steps = results.filter(pl.col("step_us").is_not_null())
+    wide = steps.pivot(on=["gradient", "chains"], index=["size", "cells", "parameters"], values="step_us")
+    wide = wide.rename({column: column.strip("{}").replace('"', "").replace(",", "_") for column in wide.columns})
+    return wide.select(
+        "size",
+        "cells",
+        "parameters",
+        pl.col("jax_1").alias("jax_1_chain"),
+        pl.col("numba_1").alias("numba_1_chain"),
+        pl.col("jax_4").alias("jax_4_chains"),
+        pl.col("numba_4").alias("numba_4_chains"),
+        (pl.col("jax_4") / pl.col("numba_4")).alias("numba_speedup_4_chains"),
+    ).sort("cells")
+
+
 def rank_range_errors(results: pl.DataFrame) -> pl.DataFrame:
     """One row per leaderboard (models × families × family sizes) of benchmarks/bench_rank_ranges.py:
     replicates; the share with any false separation (%, with its 95% Clopper–Pearson interval: the

@@ -22,3 +22,8 @@ LOW_RANK = False
 # from the start, or five first attempts' worth by the estimate made before sampling where
 # that is longer (bayes.attempts.default_budget: a large leaderboard gets the time it needs).
 DEFAULT_BUDGET = 600.0
+# Below this many binomial cells (answered model × condition × family × channel cells and the
+# models' P0 cells) the CPU gradient is numba's (bayes/numba_density.py), above it JAX's: a JAX call
+# costs about 0.2 ms however small the model, while numba's scalar exp and log1p lose to XLA's
+# vectorised ones on large grids (benchmarks/bench_density_backends.py: even at about 10,000 cells)
+NUMBA_CELLS = 6_000

@@ -455,14 +455,14 @@ class Compiled:
 def compile_density(data: ModelData, *, family_effects: bool = True, device: str | None = None) -> Compiled:
     """The density of ``data`` and its compiled gradient.
 
-    With no ``device``, a model of fewer than ``numba_density.NUMBA_CELLS`` binomial cells gets
+    With no ``device``, a model of fewer than ``bayes.NUMBA_CELLS`` binomial cells gets
     the numba gradient (a JAX call costs about 0.2 ms however small the model; see that module),
     a larger one JAX's on its default device. A named ``device`` (``cpu``, ``gpu``) is JAX's there.
     """
-    from . import numba_density
+    from . import NUMBA_CELLS, numba_density
 
     model = density(data, family_effects=family_effects)
-    if device is None and numba_density.cell_count(model) < numba_density.NUMBA_CELLS:
+    if device is None and numba_density.cell_count(model) < NUMBA_CELLS:
         return Compiled(model, numba_density.log_density_function(model), "numba")
     return Compiled(model, log_density_function(model, device=jax_device(device)), "jax")
 

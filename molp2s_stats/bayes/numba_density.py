@@ -6,7 +6,7 @@ gradient's ~60 fused kernels as its own task). On a test-sized study (3 models �
 40 families, 151 parameters) that overhead was the whole gradient, and fits spent 80% of their
 time in it. Compiled by numba, with the GIL released, the same gradient takes microseconds.
 On large grids XLA's vectorised exp and log1p win instead, so ``density.compile_density``
-picks this backend below ``NUMBA_CELLS`` binomial cells (benchmarks/bench_density_backends.py
+picks this backend below ``bayes.NUMBA_CELLS`` binomial cells (benchmarks/bench_density_backends.py
 measures the crossover).
 
 The density is ``density.log_density_function``'s exactly (the same parameters, transforms and
@@ -27,10 +27,6 @@ import numpy as np
 
 from .data import MODELLED_CONDITIONS
 from .model import PRIOR_MEAN_SD, SPREAD_SCALE
-
-# below this many binomial cells (answered model × condition × family × channel cells, and the
-# models' P0 cells) the CPU gradient is numba's; see the module docstring
-NUMBA_CELLS = 6_000
 
 
 @dataclass(frozen=True)

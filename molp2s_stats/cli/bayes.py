@@ -35,7 +35,8 @@ def fit_command(
     tune: Annotated[int, typer.Option("--tune", help="Tuning steps per chain.")] = bayes.DEFAULT_TUNE,
     chains: Annotated[int, typer.Option("--chains", help="Chains.")] = bayes.DEFAULT_CHAINS,
     sampler: Annotated[
-        str, typer.Option("--sampler", help="nutpie (JAX gradient, the fast default) or pymc (PyMC's own NUTS).")
+        str,
+        typer.Option("--sampler", help="nutpie (the fast default; JAX or numba gradient) or pymc (PyMC's own NUTS)."),
     ] = "nutpie",
     low_rank: Annotated[
         bool,
@@ -74,7 +75,9 @@ def fit_command(
         str | None,
         typer.Option(
             "--device",
-            help="Where the gradient is evaluated: cpu or gpu (JAX built for CUDA: pip install -e '.[gpu]'); default: JAX's default device.",
+            help="Where JAX evaluates the gradient: cpu or gpu (JAX built for CUDA: pip install -e '.[gpu]'). "
+            f"Default: numba on the CPU for a model of fewer than {bayes.NUMBA_CELLS:,} binomial cells, "
+            "else JAX's default device.",
             show_default=False,
         ),
     ] = None,

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from molp2s_stats import store
+from molp2s_stats import bayes, store
 from molp2s_stats.bayes import data as bayes_data
 from molp2s_stats.bayes import density, numba_density
 from molp2s_stats.bayes import model as bayes_model
@@ -399,7 +399,7 @@ def test_numba_density_equals_the_jax_density_value_and_gradient(
 
 def test_small_models_get_the_numba_gradient_and_a_named_device_gets_jax(two_channels):
     compiled = density.compile_density(two_channels)
-    assert compiled.gradient == "numba" and numba_density.cell_count(compiled.model) < numba_density.NUMBA_CELLS
+    assert compiled.gradient == "numba" and numba_density.cell_count(compiled.model) < bayes.NUMBA_CELLS
     assert density.compile_density(two_channels, device="cpu").gradient == "jax"
 
 

@@ -9,7 +9,7 @@ a chain, every chain evaluating gradients at once (``Compiled.step_seconds``), w
 turn within each repeat. Then, at ``--fit-size``, whole runs of 4 chains × (300 warm-up +
 ``--draws`` draws) with each backend, the same seed: seconds, and leapfrog steps a second.
 
-``compile_density`` picks numba below ``numba_density.NUMBA_CELLS`` binomial cells.
+``compile_density`` picks numba below ``bayes.NUMBA_CELLS`` binomial cells.
 
     .venv/bin/python benchmarks/bench_density_backends.py [--sizes 3x2x40,5x4x60,...] [--repeats 5]
         [--fit-size 3x2x40] [--draws 500] [--out benchmarks/results/density_backends.csv]
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import polars as pl
 
-from molp2s_stats import performance
+from molp2s_stats import bayes, performance
 from molp2s_stats.bayes import density, numba_density, sampler
 from molp2s_stats.bayes.synthetic import Shape, simulate_cells
 
@@ -43,7 +43,7 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--out")
     args = parser.parse_args()
-    print(f"numba below {numba_density.NUMBA_CELLS:,} cells (compile_density's rule)")
+    print(f"numba below {bayes.NUMBA_CELLS:,} cells (compile_density's rule)")
     print(
         f"{'size':>9} {'cells':>7} {'params':>6} {'jax 1 ch':>9} {'numba 1':>8} {'jax 4 ch':>9} {'numba 4':>8} "
         f"{'jax/numba (4)':>13}   (µs a leapfrog step a chain, medians)",

@@ -53,7 +53,7 @@ def report_command(
 
     Example: molp2s report --db molp2s.duckdb --fit fit.nc --bootstrap 100 --out site
     """
-    from ..report import prepare, render
+    from ..report import render, site
     from ..report.environment import given_path
 
     if engine not in ("auto", "quarto", "jupyter"):
@@ -71,24 +71,21 @@ def report_command(
         # MOLP2S_DB / MOLP2S_FIT from the user's environment count as given, as the pages would read them
         database = db.resolve() if db else given_path("MOLP2S_DB", "database", "make one with `molp2s load`")
         fit = fit_file.resolve() if fit_file else given_path("MOLP2S_FIT", "fit file", "make one with `molp2s fit`")
-        prepared = prepare.prepare(database, fit, seed=seed, log=lambda line: typer.echo(line, err=True))
-    except FileNotFoundError as exc:
-        raise UsageError(str(exc)) from exc
-    # the pages get absolute paths: Quarto runs each page in reports/, not in the user's folder
-    env["MOLP2S_DB"] = str(prepared.database.resolve())
-    env["MOLP2S_FIT"] = str(prepared.fit.resolve())
-    try:
         # the site is rendered beside --out and takes its place only when every page is done: an
-        # interrupted or failed render leaves the previous site whole (tables/ included)
-        # on Quarto, the kernels and the post-render script run on this Python (render.quarto_environment)
-        used = render.render_site_replacing(
+        # interrupted or failed render leaves the previous site whole (tables/ included); on Quarto,
+        # the kernels and the post-render script run on this Python (render.quarto_environment)
+        used = site.render_report(
             REPORTS,
             out,
             env,
+            database=database,
+            fit=fit,
+            seed=seed,
             engine=engine,
-            tables_variable="MOLP2S_REPORT_TABLES",
             log=lambda line: typer.echo(line, err=True),
         )
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from exc
     except render.RenderError as exc:
         fail(f"{exc}; {out} is as it was")
     typer.echo(f"rendered the report into {out} with {used} in {time.perf_counter() - started:.0f} s")

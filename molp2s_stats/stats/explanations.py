@@ -20,6 +20,7 @@ metric.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import duckdb
@@ -63,12 +64,17 @@ SCHEMA = {
 }
 
 
-def _significant_numbers(text: str) -> set[str]:
+def _significant_numbers(text: str) -> frozenset[str]:
     # 100 is the relative-intensity scale every spectrum shows, not a value of this molecule
-    return {m for m in _NUMBER.findall(text) if ("." in m or len(m) >= 3) and float(m) != 100}
+    return frozenset(m for m in _NUMBER.findall(text) if ("." in m or len(m) >= 3) and float(m) != 100)
 
 
-def _quantity_pattern(channels: list[str]) -> re.Pattern:
+# a task's property text is read once, not once per model that answered it (eight on the default data)
+_shown_numbers = functools.lru_cache(maxsize=65_536)(_significant_numbers)
+
+
+@functools.lru_cache(maxsize=256)
+def _quantity_pattern(channels: tuple[str, ...]) -> re.Pattern:
     words = [
         QUANTITY_WORDS["nmr" if c.startswith(("h1_", "c13_")) else c]
         for c in channels
@@ -89,9 +95,9 @@ def cites_property(response: str, property_text: str | None, components: list[st
     """
     if not response:
         return False
-    if _quantity_pattern(components).search(response):
+    if _quantity_pattern(tuple(components)).search(response):
         return True
-    return bool(property_text and _significant_numbers(response) & _significant_numbers(property_text))
+    return bool(property_text and _significant_numbers(response) & _shown_numbers(property_text))
 
 
 def response_citations(

@@ -139,9 +139,18 @@ _BLOCKS = (
 _SPREADS = ("channel_sd", "family_sd", "family_channel_sd")
 
 
-# cache=True: compiled once (seconds) into __pycache__, then loaded by every later process;
-# nogil: the chains' threads evaluate side by side
-@numba.njit(cache=True, nogil=True)
+def _compiled(function):
+    """``function`` compiled by numba with the GIL released (the chains' threads evaluate side by
+    side) and cached: compiled once (about 4 s) into __pycache__, or numba's user cache folder where
+    the package's is read-only, then loaded by every later process. Where neither can be written,
+    each process compiles it anew rather than failing."""
+    try:
+        return numba.njit(cache=True, nogil=True)(function)
+    except RuntimeError:  # numba: "cannot cache function …: no locator available"
+        return numba.njit(nogil=True)(function)
+
+
+@_compiled
 def _log_density_and_gradient(
     x, grad, layout, priors, channel, pairs, pair_family, cell_index, cell_counts, p0_index, p0_counts
 ):
@@ -344,7 +353,7 @@ def _log_density_and_gradient(
     return lp
 
 
-@numba.njit(cache=True, nogil=True)
+@_compiled
 def _zero_sum_back(d_out, grad, at, n):
     """Adds to grad[at : at + n − 1] the gradient by the free coordinates of ``density._zero_sum``,
     given ``d_out``, the gradient by its n outputs: out_j = free_j − total/(√n + n), out_n = −total/√n."""

@@ -261,15 +261,8 @@ def _log_density_and_gradient(
             eta += family[f]
             if p >= 0:
                 eta += pair_effect[p]
-        # softplus(η) = max(η, 0) + log1p(exp(−|η|)) and σ(η) from the same exp
-        e = np.exp(-abs(eta))
-        if eta >= 0:
-            lp += successes * eta - trials * (eta + np.log1p(e))
-            sigmoid = 1.0 / (1.0 + e)
-        else:
-            lp += successes * eta - trials * np.log1p(e)
-            sigmoid = e / (1.0 + e)
-        r = successes - trials * sigmoid
+        term, r = _binomial(successes, trials, eta)
+        lp += term
         d_cell[a, b, j] += r
         if family_effects:
             d_family[f] += r
@@ -281,14 +274,8 @@ def _log_density_and_gradient(
         eta = x[at_p0 + a]
         if family_effects:
             eta += family[f]
-        e = np.exp(-abs(eta))
-        if eta >= 0:
-            lp += successes * eta - trials * (eta + np.log1p(e))
-            sigmoid = 1.0 / (1.0 + e)
-        else:
-            lp += successes * eta - trials * np.log1p(e)
-            sigmoid = e / (1.0 + e)
-        r = successes - trials * sigmoid
+        term, r = _binomial(successes, trials, eta)
+        lp += term
         grad[at_p0 + a] += r
         if family_effects:
             d_family[f] += r
@@ -351,6 +338,16 @@ def _log_density_and_gradient(
             grad[at_sd + a * k + b] += d_free + lam * d_log_sigma
             _zero_sum_back(d_z, grad, at_z + (a * k + b) * (c - 1), c)
     return lp
+
+
+@_compiled
+def _binomial(successes, trials, eta):
+    """One binomial cell's log likelihood on the logit scale, s·η − n·softplus(η), and its derivative
+    by η, s − n·σ(η); softplus(η) = max(η, 0) + log1p(exp(−|η|)), σ(η) from the same exp."""
+    e = np.exp(-abs(eta))
+    if eta >= 0:
+        return successes * eta - trials * (eta + np.log1p(e)), successes - trials / (1.0 + e)
+    return successes * eta - trials * np.log1p(e), successes - trials * e / (1.0 + e)
 
 
 @_compiled

@@ -240,6 +240,25 @@ def test_context_reads_the_environment_on_every_call(tmp_path, monkeypatch):
     assert two.sql("PRAGMA database_list").fetchall()[0][2] == str(paths[1])
 
 
+def test_a_page_that_leaves_a_result_unread_does_not_stop_the_next_page(tmp_path, monkeypatch):
+    """Pages share a kernel and its cached connection: each page's connection is its own cursor, so
+    an ``execute(...).fetchone()`` on one (the Health page once had one) leaves the next page free."""
+    from molp2s_stats import store
+    from molp2s_stats.ingest import load
+    from tests.support.tiny_benchmark import write_benchmark
+
+    db = tmp_path / "runs.duckdb"
+    con = store.connect(db)
+    load(con, benchmark=write_benchmark(tmp_path / "bench"))
+    con.close()
+    monkeypatch.setenv("MOLP2S_DB", str(db))
+    first_page = context.database()
+    first_page.execute("SELECT family_id FROM families").fetchone()  # one row of several: the result unfinished
+    next_page = context.database()
+    assert next_page.sql("SELECT count(*) FROM families").fetchall()[0][0] > 1
+    assert context.channel_table().height > 0  # the kept connection is free too
+
+
 # 5. no embed-resources ----------------------------------------------------------------------
 
 

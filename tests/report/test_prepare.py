@@ -170,87 +170,45 @@ def test_an_installed_package_builds_the_report_in_the_working_folder(monkeypatc
     assert prepare_module.default_database() == tmp_path / "molp2s-report" / "_build" / "default.duckdb"
 
 
-# --- the report site: the pages that read no fit render while the fit is made ----------------------
+# --- the report site: prepared, then rendered ----------------------------------------------------
 
 
 @pytest.fixture
 def renders(monkeypatch):
-    """render.render_with_jupyter replaced by one that records its pages, workers and environment and
-    writes one file a page, so that what is checked is the order of the work, not the pages."""
+    """render.render_site replaced by one that records its environment and writes a page, so that
+    what is checked is what the render is given, not the pages."""
     from molp2s_stats.report import render
 
     calls = []
 
-    def fake_render(project, out, env, *, pages=None, workers=None, log=print, **_):
-        calls.append({"pages": pages, "workers": workers, "env": dict(env), "out": out})
-        for page in pages or [p.source for p in render.read_project(project)[1]]:
-            (out / page.replace(".qmd", ".html")).write_text(page)
-        return []
+    def fake_render(project, out, env, *, engine="auto", log=print):
+        calls.append({"env": dict(env), "out": out, "engine": engine})
+        (out / "index.html").write_text("a page")
+        return engine
 
-    monkeypatch.setattr(render, "render_with_jupyter", fake_render)
+    monkeypatch.setattr(render, "render_site", fake_render)
     return calls
 
 
-def test_the_pages_without_the_fit_render_while_it_is_made_and_the_posterior_after(
-    tiny_db, tmp_path, fits, renders, monkeypatch
-):
-    from molp2s_stats.report import render, site
+def test_the_report_is_fitted_before_its_pages_and_replaces_the_site_when_done(tiny_db, tmp_path, fits, renders):
+    from molp2s_stats.report import site
 
-    fitting = {}
-
-    def fit_while_pages_render(database, fit, *, seed=0, log=print):
-        fitting["pages rendered when the fit began"] = [call["pages"] for call in renders]
-        fits.append(fit)
-        return saved_fit(fit, database)
-
-    monkeypatch.setattr(prepare, "fit_database", fit_while_pages_render)
     out = tmp_path / "site"
-    said = []
     used = site.render_report(
-        REPORTS, out, {"MOLP2S_SEED": "3"}, database=tiny_db, fit=None, seed=3, engine="jupyter", log=said.append
+        REPORTS, out, {"MOLP2S_SEED": "3"}, database=tiny_db, fit=None, seed=3, engine="jupyter", log=lambda _: None
     )
-    _, pages = render.read_project(REPORTS)
-    without_fit = [p.source for p in pages if p.source not in prepare.PAGES_READING_THE_FIT]
+    (call,) = renders
     assert used == "jupyter" and fits == [tiny_db.with_suffix(".fit.nc")]
-    first, second = renders
-    # the first render is the thread's: it ran beside the fit (one page at a time) and read no fit
-    assert first["pages"] == without_fit and first["workers"] == 1 and "MOLP2S_FIT" not in first["env"]
-    assert second["pages"] == list(prepare.PAGES_READING_THE_FIT)
-    assert second["env"]["MOLP2S_FIT"] == str(fits[0].resolve()) and second["env"]["MOLP2S_SEED"] == "3"
-    assert first["env"]["MOLP2S_DB"] == second["env"]["MOLP2S_DB"] == str(tiny_db.resolve())
-    # both into the one folder that replaced the site once both were done, tables included
-    assert first["out"] == second["out"] != out and not first["out"].exists()
-    assert sorted(p.name for p in out.iterdir()) == sorted(
-        p.replace(".qmd", ".html") for p in without_fit + list(prepare.PAGES_READING_THE_FIT)
-    )
-    assert first["env"]["MOLP2S_REPORT_TABLES"] == str((first["out"] / "tables").resolve())
-    assert said[0].startswith(f"no fit at {fits[0]}: fitting the model") and "render meanwhile" in said[0]
+    assert call["env"]["MOLP2S_FIT"] == str(fits[0].resolve()) and call["env"]["MOLP2S_SEED"] == "3"
+    assert call["env"]["MOLP2S_DB"] == str(tiny_db.resolve())
+    assert call["env"]["MOLP2S_REPORT_TABLES"] == str((call["out"] / "tables").resolve())
+    assert call["out"] != out and not call["out"].exists() and (out / "index.html").read_text() == "a page"
 
 
-def test_a_current_fit_or_one_the_user_names_renders_every_page_at_once(tiny_db, tmp_path, fits, renders):
+def test_a_fit_the_user_names_is_rendered_as_it_is(tiny_db, tmp_path, fits, renders):
     from molp2s_stats.report import site
 
     theirs = saved_fit(tmp_path / "theirs.nc", tiny_db)
+    load_m2(tiny_db, tmp_path)  # the fit no longer matches: the Posterior page says so, nothing refits
     site.render_report(REPORTS, tmp_path / "a", {}, database=tiny_db, fit=theirs, engine="jupyter", log=lambda _: None)
-    saved_fit(tiny_db.with_suffix(".fit.nc"), tiny_db)  # current: reused
-    site.render_report(REPORTS, tmp_path / "b", {}, database=tiny_db, fit=None, engine="jupyter", log=lambda _: None)
-    assert fits == [] and [call["pages"] for call in renders] == [None, None]  # every page, side by side
-    assert [call["env"]["MOLP2S_FIT"] for call in renders] == [str(theirs), str(tiny_db.with_suffix(".fit.nc"))]
-
-
-def test_a_page_that_fails_beside_the_fit_fails_the_report_and_leaves_the_old_site(
-    tiny_db, tmp_path, fits, monkeypatch
-):
-    from molp2s_stats.report import render, site
-
-    def failing(project, out, env, *, pages=None, workers=None, log=print, **_):
-        raise render.RenderError("index.qmd: a cell failed")
-
-    monkeypatch.setattr(render, "render_with_jupyter", failing)
-    out = tmp_path / "site"
-    out.mkdir()
-    (out / "index.html").write_text("the old site")
-    with pytest.raises(render.RenderError, match="a cell failed"):
-        site.render_report(REPORTS, out, {}, database=tiny_db, fit=None, engine="jupyter", log=lambda _: None)
-    assert fits == [tiny_db.with_suffix(".fit.nc")]  # the fit was made (and kept: a rerun reuses it)
-    assert (out / "index.html").read_text() == "the old site"
+    assert fits == [] and renders[0]["env"]["MOLP2S_FIT"] == str(theirs.resolve())

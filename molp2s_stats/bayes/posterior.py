@@ -90,17 +90,11 @@ def probabilities(
 ) -> dict[str, dict[str, np.ndarray]]:
     """Reliance and responsiveness per channel from draws of ``cell`` (S, M, K, C) and the family
     effects of each cohort pair (S, pairs): what ``probability_draws`` reads off a fit."""
-    # the logistic over draws × models × cohort families in float32 (2.5 times faster than float64 on
-    # 2 cores; the default fit's Posterior page spent 3.5 s here); means kept to about 1e-7, far below
-    # the Monte Carlo error and the 0.1 pp the pages show
-    cell, effects = np.asarray(cell, dtype=np.float32), np.asarray(effects, dtype=np.float32)
     out = {}
     for c, channel in enumerate(channels):
         members = [i for i, (_, pair_channel) in enumerate(pairs) if pair_channel == channel]
         offset = effects[:, members]
-        source, shuffled, cf = (
-            expit(cell[:, :, k, c][:, :, None] + offset[:, None, :]).mean(axis=2, dtype=np.float64) for k in range(3)
-        )
+        source, shuffled, cf = (expit(cell[:, :, k, c][:, :, None] + offset[:, None, :]).mean(axis=2) for k in range(3))
         out[channel] = {"reliance": source - shuffled, "responsiveness": cf, "families": len(members)}
     return out
 

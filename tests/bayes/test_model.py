@@ -95,24 +95,6 @@ def test_probability_draws_are_computed_once_per_fit(small_fit):
         np.testing.assert_allclose(again[channel]["reliance"], values["reliance"], rtol=1e-5)  # float32 as saved
 
 
-def test_probabilities_in_float32_are_the_float64_ones_to_well_below_what_a_page_shows():
-    from scipy.special import expit
-
-    from molp2s_stats.bayes import posterior
-
-    rng = np.random.default_rng(2)
-    cell = rng.normal(0.0, 2.0, (500, 3, 3, 2))  # draws × models × conditions × channels, logits up to ±8
-    effects = rng.normal(0.0, 1.0, (500, 7))
-    pairs = [("F1", "a"), ("F2", "a"), ("F3", "a"), ("F1", "b"), ("F2", "b"), ("F4", "b"), ("F5", "b")]
-    found = posterior.probabilities(cell, effects, pairs, ["a", "b"])
-    for c, channel in enumerate(["a", "b"]):
-        members = [i for i, (_, pair_channel) in enumerate(pairs) if pair_channel == channel]
-        share = [expit(cell[:, :, k, c][:, :, None] + effects[:, None, members]).mean(axis=2) for k in range(3)]
-        assert found[channel]["families"] == len(members)
-        np.testing.assert_allclose(found[channel]["reliance"], share[0] - share[1], atol=1e-6)
-        np.testing.assert_allclose(found[channel]["responsiveness"], share[2], atol=1e-6)
-
-
 def test_posterior_separates_a_reliant_model_from_an_ignoring_one(small_fit):
     import polars as pl
 

@@ -25,5 +25,6 @@ DEFAULT_BUDGET = 600.0
 # Below this many binomial cells (answered model × condition × family × channel cells and the
 # models' P0 cells) the CPU gradient is numba's (bayes/numba_density.py), above it JAX's: a JAX call
 # costs about 0.2 ms however small the model, while numba's scalar exp and log1p lose to XLA's
-# vectorised ones on large grids (benchmarks/bench_density_backends.py: even at about 10,000 cells)
+# vectorised ones on large grids (benchmarks/bench_density_backends.py: about even at 15,000 cells; 6,000 leaves a margin, as
+# the two runs so far put 10,000 cells on either side)
 NUMBA_CELLS = 6_000

@@ -1,4 +1,5 @@
-"""NUTS draws of the model: the sampler backends (nutpie on the JAX density, PyMC's own NUTS), the
+"""NUTS draws of the model: the sampler backends (nutpie on the density of ``density.compile_density``, its
+gradient numba's or JAX's; PyMC's own NUTS), the
 stopping rule of a run that samples until the health gate passes, the warm start from a saved fit,
 and the pooling and slimming of the chains a fit keeps."""
 
@@ -34,10 +35,11 @@ def sample(
     warm: WarmStart | None = None,
     attempt: int = 1,
 ) -> az.InferenceData:
-    """NUTS draws of the model of ``data``: nutpie on the float32 JAX log density of
-    ``density`` (default), or PyMC's own NUTS on the PyMC model of ``model.build_model``.
+    """NUTS draws of the model of ``data``: nutpie on the log density of ``density`` (default; its
+    gradient numba's for a small model, else JAX's in float32: ``density.compile_density``), or
+    PyMC's own NUTS on the PyMC model of ``model.build_model``.
 
-    The JAX density compiles in about a second and needs no PyMC at all. nutpie runs
+    Either gradient compiles in seconds and needs no PyMC at all. nutpie runs
     every chain at once, more threads than cores: each thread spends part of its time in
     Python between gradients, and at paper size 4 chains on 2 cores took 36 s side by
     side against 43 s two at a time (same draws). ``low_rank``
@@ -96,7 +98,8 @@ def _nutpie(
     compiled: Compiled | None = None,
     warm: WarmStart | None = None,
 ):
-    """nutpie on the JAX density, every chain at once (a finished trace, or the background sampler)."""
+    """nutpie on the compiled density (numba's or JAX's gradient), every chain at once (a finished trace,
+    or the background sampler)."""
     import nutpie
 
     from .density import compile_density, nutpie_model

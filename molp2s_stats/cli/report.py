@@ -71,6 +71,9 @@ def report_command(
         # MOLP2S_DB / MOLP2S_FIT from the user's environment count as given, as the pages would read them
         database = db.resolve() if db else given_path("MOLP2S_DB", "database", "make one with `molp2s load`")
         fit = fit_file.resolve() if fit_file else given_path("MOLP2S_FIT", "fit file", "make one with `molp2s fit`")
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from exc
+    try:
         # the site is rendered beside --out and takes its place only when every page is done: an
         # interrupted or failed render leaves the previous site whole (tables/ included); on Quarto,
         # the kernels and the post-render script run on this Python (render.quarto_environment)
@@ -84,8 +87,6 @@ def report_command(
             engine=engine,
             log=lambda line: typer.echo(line, err=True),
         )
-    except FileNotFoundError as exc:
-        raise UsageError(str(exc)) from exc
     except render.RenderError as exc:
         fail(f"{exc}; {out} is as it was")
     typer.echo(f"rendered the report into {out} with {used} in {time.perf_counter() - started:.0f} s")

@@ -60,10 +60,10 @@ def database_path() -> Path:
 
 
 def database() -> duckdb.DuckDBPyConnection:
-    """A read-only connection to ``database_path()``: a cursor of the one connection kept per path for
-    the life of the kernel. Each page gets its own: pages share a kernel, and DuckDB refuses further
-    work on a connection whose last result was not read to its end, so one page's ``fetchone()``
-    would otherwise stop the next page's first query."""
+    """A read-only connection to ``database_path()``: a new cursor, each call, of the one connection
+    kept per path for the life of the kernel. Pages share a kernel, and DuckDB refuses further work
+    on a connection whose last result was not read to its end: with one connection for all, one
+    page's ``fetchone()`` would stop the next page's first query."""
     return _connection(str(database_path())).cursor()
 
 

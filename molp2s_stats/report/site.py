@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from ..errors import UsageError
 from . import prepare, render
 
 
@@ -28,10 +29,19 @@ def render_report(
 ) -> str:
     """Prepare the database and the fit (``prepare.prepare``) and render ``project`` into ``out``,
     which is replaced only once every page is done; returns the engine used. ``env`` carries the
-    pages' other variables (seed, bootstrap); the database and fit paths are set here, absolute
-    (Quarto runs each page in its own folder, not in the caller's)."""
-    prepared = prepare.prepare(database, fit, seed=seed, log=log)
-    env = {**env, "MOLP2S_DB": str(prepared.database.resolve()), "MOLP2S_FIT": str(prepared.fit.resolve())}
+    pages' other variables (bootstrap replicates; the seed, ``seed`` where it has none); the
+    database and fit paths are set here, absolute (Quarto runs each page in its own folder, not in
+    the caller's). A database or fit that is not there is a ``UsageError`` naming it."""
+    try:
+        prepared = prepare.prepare(database, fit, seed=seed, log=log)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from exc
+    env = {
+        "MOLP2S_SEED": str(seed),
+        **env,
+        "MOLP2S_DB": str(prepared.database.resolve()),
+        "MOLP2S_FIT": str(prepared.fit.resolve()),
+    }
     return render.render_site_replacing(
         project, out, env, engine=engine, log=log, tables_variable="MOLP2S_REPORT_TABLES"
     )

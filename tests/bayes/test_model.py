@@ -362,8 +362,8 @@ def test_numba_density_equals_the_jax_density_value_and_gradient(
     two_channels, family_effects, family_kind, monkeypatch
 ):
     """The hand-written gradient (numba_density) against JAX's automatic one, in float64, at random
-    points far from the mode, with every branch taken as in the test above (λ exact in float32, so
-    the two agree to rounding). A cell with no answers is left out of numba's sum: it adds 0."""
+    points far from the mode, with every branch taken as in the test above (both read the same
+    float32 λ, so they agree to rounding). A cell with no answers is left out of numba's sum: it adds 0."""
     import jax
 
     lam = np.zeros((2, 3))
@@ -372,6 +372,10 @@ def test_numba_density_equals_the_jax_density_value_and_gradient(
     monkeypatch.setattr(density, "centredness", lambda counts: lam)
     monkeypatch.setattr(density, "family_centredness", lambda counts: family_lam)
     model = density.density(two_channels, family_effects=family_effects)
+    assert model.signed["channel_sd"].tolist() == [[True, True, False], [True, True, True]]
+    if family_effects:
+        assert bool(model.signed["family_sd"]) == bool(model.signed["family_channel_sd"]) == (family_kind == "signed")
+        assert model.pair_shift.any() == (family_kind == "centred")
     # a few cells without answers, as a model that skipped some tasks has
     unanswered = np.random.default_rng(1).random(model.counts.trials.shape) < 0.1
     counts = dataclasses.replace(

@@ -182,6 +182,8 @@ def renders(monkeypatch):
     calls = []
 
     def fake_render(project, out, env, *, engine="auto", log=print):
+        # the pages run only once the database and the fit they read are there, whole
+        assert Path(env["MOLP2S_DB"]).exists() and Path(env["MOLP2S_FIT"]).exists()
         calls.append({"env": dict(env), "out": out, "engine": engine})
         (out / "index.html").write_text("a page")
         return engine

@@ -47,7 +47,7 @@ TINY = {
     ),
     "bench_density_backends.py": (
         ["--sizes", "3x2x20", "--repeats", "1", "--fit-size", "2x2x20", "--draws", "50", "--out", "{tmp}/backends.csv"],
-        "leapfrog steps a second",
+        "leapfrog steps of the kept draws",
     ),
     "bench_warm_start.py": (["--sizes", "3x2x20", "--budget", "0"], "the warm start saved"),
     "bench_fit_geometry.py": (["--sizes", "2x2x20", "--draws", "50", "--tune", "50"], "leapfrog steps a draw"),

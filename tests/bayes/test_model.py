@@ -312,6 +312,23 @@ def _family_lam(kind: str, pairs: int):
     return 0.625, np.array([0.0, 0.375, 0.75])[np.arange(pairs) % 3]
 
 
+def _every_branch(data, family_effects: bool, family_kind: str, monkeypatch, modules) -> density.Density:
+    """The density of ``data`` with λ set by hand in ``modules`` so that every branch is taken: one model ×
+    condition's channel effects centred (λ = 0.7), the rest signed; the family effects as ``_family_lam``."""
+    lam = np.zeros((2, 3))
+    lam[0, 2] = 0.7
+    family_lam = _family_lam(family_kind, len(data.family_channels))
+    for module in modules:
+        monkeypatch.setattr(module, "centredness", lambda counts: lam)
+        monkeypatch.setattr(module, "family_centredness", lambda counts: family_lam)
+    model = density.density(data, family_effects=family_effects)
+    assert model.signed["channel_sd"].tolist() == [[True, True, False], [True, True, True]]
+    if family_effects:
+        assert bool(model.signed["family_sd"]) == bool(model.signed["family_channel_sd"]) == (family_kind == "signed")
+        assert model.pair_shift.any() == (family_kind == "centred")
+    return model
+
+
 @pytest.mark.parametrize("layout", ["grid", "pairs"])
 @pytest.mark.parametrize("family_effects, family_kind", [(True, "signed"), (True, "centred"), (False, "signed")])
 def test_jax_density_equals_the_pymc_model_up_to_a_constant(
@@ -326,17 +343,7 @@ def test_jax_density_equals_the_pymc_model_up_to_a_constant(
     intercept)."""
     import jax
 
-    lam = np.zeros((2, 3))
-    lam[0, 2] = 0.7
-    family_lam = _family_lam(family_kind, len(two_channels.family_channels))
-    for module in (bayes_model, density):
-        monkeypatch.setattr(module, "centredness", lambda counts: lam)
-        monkeypatch.setattr(module, "family_centredness", lambda counts: family_lam)
-    model = density.density(two_channels, family_effects=family_effects)
-    assert model.signed["channel_sd"].tolist() == [[True, True, False], [True, True, True]]
-    if family_effects:
-        assert bool(model.signed["family_sd"]) == bool(model.signed["family_channel_sd"]) == (family_kind == "signed")
-        assert model.pair_shift.any() == (family_kind == "centred")
+    model = _every_branch(two_channels, family_effects, family_kind, monkeypatch, (bayes_model, density))
     pymc_logp = bayes_model.build_model(two_channels, family_effects=family_effects).compile_logp()
     rng = np.random.default_rng(0)
     points = [density.initial_point(model, seed) + rng.normal(0, 0.3, model.ndim) for seed in range(4)]
@@ -366,16 +373,7 @@ def test_numba_density_equals_the_jax_density_value_and_gradient(
     float32 λ, so they agree to rounding). A cell with no answers is left out of numba's sum: it adds 0."""
     import jax
 
-    lam = np.zeros((2, 3))
-    lam[0, 2] = 0.7
-    family_lam = _family_lam(family_kind, len(two_channels.family_channels))
-    monkeypatch.setattr(density, "centredness", lambda counts: lam)
-    monkeypatch.setattr(density, "family_centredness", lambda counts: family_lam)
-    model = density.density(two_channels, family_effects=family_effects)
-    assert model.signed["channel_sd"].tolist() == [[True, True, False], [True, True, True]]
-    if family_effects:
-        assert bool(model.signed["family_sd"]) == bool(model.signed["family_channel_sd"]) == (family_kind == "signed")
-        assert model.pair_shift.any() == (family_kind == "centred")
+    model = _every_branch(two_channels, family_effects, family_kind, monkeypatch, (density,))
     # a few cells without answers, as a model that skipped some tasks has
     unanswered = np.random.default_rng(1).random(model.counts.trials.shape) < 0.1
     counts = dataclasses.replace(

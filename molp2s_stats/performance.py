@@ -460,9 +460,8 @@ def density_backends(results: pl.DataFrame) -> pl.DataFrame:
     >>> density_backends(rows).row(0)
     ('a', 840, 151, 200.0, 25.0, 600.0, 60.0, 10.0)
     """
-    steps = results.filter(pl.col("step_us").is_not_null())
-    wide = steps.pivot(on=["gradient", "chains"], index=["size", "cells", "parameters"], values="step_us")
-    wide = wide.rename({column: column.strip("{}").replace('"', "").replace(",", "_") for column in wide.columns})
+    steps = results.filter(pl.col("step_us").is_not_null()).with_columns(key=pl.format("{}_{}", "gradient", "chains"))
+    wide = steps.pivot(on="key", index=["size", "cells", "parameters"], values="step_us")
     return wide.select(
         "size",
         "cells",

@@ -19,7 +19,6 @@ forward one line by line: each ``d_<name>`` is the derivative of the log density
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from math import prod, sqrt
 
 import numba
@@ -29,45 +28,23 @@ from .data import MODELLED_CONDITIONS
 from .model import PRIOR_MEAN_SD, SPREAD_SCALE
 
 
-@dataclass(frozen=True)
-class Cells:
-    """The answered binomial cells in long form: who, where, and their counts (cells without
-    answers add nothing to the log density and are left out)."""
-
-    model: np.ndarray  # int64, per cell
-    condition: np.ndarray
-    channel: np.ndarray
-    family: np.ndarray
-    pair: np.ndarray  # the cell's family × channel pair, or −1 where it has none
-    successes: np.ndarray  # float64
-    trials: np.ndarray
-    p0_model: np.ndarray  # the P0 cells (model × family)
-    p0_family: np.ndarray
-    p0_successes: np.ndarray
-    p0_trials: np.ndarray
-
-
-def answered_cells(model) -> Cells:
-    """The cells of ``model`` (a ``density.Density``) that have answers."""
+def _answered_cells(model) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The cells of ``model`` (a ``density.Density``) that have answers, in long form, from the same
+    grid the JAX density reads (cells without answers add nothing to the log density): per cell its
+    (model, condition, channel, family, family × channel pair or −1) and its (successes, trials);
+    per P0 cell its (model, family) and (successes, trials)."""
     counts = model.counts
     n_channels, n_families = counts.successes.shape[2], counts.successes.shape[3]
     pair_of = np.full((n_channels, n_families), -1, dtype=np.int64)
     if model.family_effects:
         pair_of[counts.pair_channel, counts.pair_family] = np.arange(len(counts.pair_channel))
-    m, k, c, f = np.nonzero(counts.trials)
-    p0_m, p0_f = np.nonzero(counts.p0_trials)
-    return Cells(
-        m.astype(np.int64),
-        k.astype(np.int64),
-        c.astype(np.int64),
-        f.astype(np.int64),
-        pair_of[c, f],
-        counts.successes[m, k, c, f].astype(np.float64),
-        counts.trials[m, k, c, f].astype(np.float64),
-        p0_m.astype(np.int64),
-        p0_f.astype(np.int64),
-        counts.p0_successes[p0_m, p0_f].astype(np.float64),
-        counts.p0_trials[p0_m, p0_f].astype(np.float64),
+    at = np.nonzero(counts.trials)
+    p0_at = np.nonzero(counts.p0_trials)
+    return (
+        np.stack([*at, pair_of[at[2], at[3]]]).astype(np.int64),
+        np.stack([counts.successes[at], counts.trials[at]]).astype(np.float64),
+        np.stack(p0_at).astype(np.int64),
+        np.stack([counts.p0_successes[p0_at], counts.p0_trials[p0_at]]).astype(np.float64),
     )
 
 
@@ -78,7 +55,7 @@ def cell_count(model) -> int:
 
 def log_density_function(model) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
     """``point -> (log density, gradient)`` of ``model`` (a ``density.Density``), in float64."""
-    cells = answered_cells(model)
+    cell_index, cell_counts, p0_index, p0_counts = _answered_cells(model)
     m, k = len(model.data.models), len(MODELLED_CONDITIONS)
     n_channels, n_families = model.counts.successes.shape[2], model.counts.successes.shape[3]
     offsets, at = {}, 0
@@ -110,10 +87,6 @@ def log_density_function(model) -> Callable[[np.ndarray], tuple[float, np.ndarra
         pairs[0] = np.asarray(model.lam_of["family_channel_sd"], dtype=np.float64).reshape(-1)
         pairs[1] = model.pair_shift
         pair_family[:] = model.counts.pair_family
-    cell_index = np.stack([cells.model, cells.condition, cells.channel, cells.family, cells.pair])
-    cell_counts = np.stack([cells.successes, cells.trials])
-    p0_index = np.stack([cells.p0_model, cells.p0_family])
-    p0_counts = np.stack([cells.p0_successes, cells.p0_trials])
 
     def evaluate(point: np.ndarray) -> tuple[float, np.ndarray]:
         x = np.ascontiguousarray(point, dtype=np.float64)

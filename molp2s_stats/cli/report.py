@@ -60,7 +60,7 @@ def report_command(
         raise UsageError("--engine must be auto, quarto or jupyter")
     if engine == "quarto" and not shutil.which("quarto"):
         raise UsageError("--engine quarto: quarto is not on PATH (use --engine jupyter)")
-    env = {"MOLP2S_SEED": str(seed), "MOLP2S_BOOTSTRAP": str(bootstrap)}
+    env = {"MOLP2S_BOOTSTRAP": str(bootstrap)}  # the seed, database and fit: site.render_report sets them
     if db is not None and not db.exists():
         raise UsageError(store.missing_database(db, instead="leave out --db to report on the default data"))
     if fit_file is not None and not fit_file.exists():

@@ -85,6 +85,13 @@ def _shared(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
 
 
 @pytest.fixture(scope="session")
+def shared(tmp_path_factory) -> Callable[[str, Callable[[Path], None]], Path]:
+    """``shared(name, build)``: a folder built by ``build(folder)`` once for all the workers of this run
+    (for what one test module shares with the rest; the fixtures below use it)."""
+    return lambda name, build: _shared(tmp_path_factory, name, build)
+
+
+@pytest.fixture(scope="session")
 def default_database(tmp_path_factory) -> Path:
     """The embedded default data (389 families, 8 models) loaded: the database's path."""
 

@@ -23,6 +23,7 @@ import functools
 import io
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -143,6 +144,58 @@ def _session(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     return folder, env
 
 
+# Nine documents begin the same way, the default data loaded into a fresh folder (about 10 s each).
+# That load runs once a test run, typed as the documents type it, in a folder like theirs; a block
+# that starts with it, in a folder without that database yet, gets a copy of the database it wrote
+# and what it printed, and runs the rest of its lines itself. What a document shows of the load is
+# still compared with what the command printed.
+_DEFAULT_LOAD = re.compile(r"molp2s load --benchmark data/benchmark --responses data/responses(?: --db (\S+))?")
+
+
+@pytest.fixture(scope="session")
+def default_load(shared) -> tuple[Path, str]:
+    """(the database, what the command printed) of the default data's load, run once a test run."""
+
+    def build(root: Path) -> None:
+        folder, env = _session(root)
+        (root / "printed.txt").write_text(
+            _run_bash(
+                "molp2s load --benchmark data/benchmark --responses data/responses", folder, env, "the default load"
+            )
+        )
+
+    root = shared("docs-default-load", build)
+    return root / "checkout" / "molp2s.duckdb", (root / "printed.txt").read_text()
+
+
+def _run_bash(text: str, folder: Path, env: dict[str, str], where: str) -> str:
+    """What ``text`` printed (its output and errors, as a terminal shows them), run with bash -e in ``folder``."""
+    done = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", text],
+        cwd=folder,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, f"{where}: exit {done.returncode}\n{text}\n{done.stdout[-3000:]}"
+    return done.stdout
+
+
+def _shared_load(block: Block, folder: Path, request) -> tuple[str, str]:
+    """(what the block's first line printed, the lines left to run) where that line is the default load
+    into a database not there yet; ("", the whole block) otherwise."""
+    first, _, rest = block.text.partition("\n")
+    load = _DEFAULT_LOAD.fullmatch(first.split("#", 1)[0].strip())
+    target = folder / (load.group(1) or "molp2s.duckdb") if load else None
+    if target is None or target.exists():
+        return "", block.text
+    database, printed = request.getfixturevalue("default_load")
+    shutil.copy(database, target)
+    return printed, rest
+
+
 def _cell_options(text: str) -> dict[str, str]:
     return dict(re.findall(r"^#\|\s*([\w-]+):\s*(.+?)\s*$", text, flags=re.MULTILINE))
 
@@ -150,7 +203,7 @@ def _cell_options(text: str) -> dict[str, str]:
 @pytest.mark.parametrize(
     "document", [d for d in DOCUMENTS if d.name != "reference.qmd"], ids=lambda d: str(d.relative_to(ROOT))
 )
-def test_every_block_runs_and_shows_what_it_prints(document, tmp_path, monkeypatch):
+def test_every_block_runs_and_shows_what_it_prints(document, tmp_path, monkeypatch, request):
     folder, env = _session(tmp_path)
     monkeypatch.setenv("PATH", env["PATH"])
     monkeypatch.delenv("MOLP2S_DB", raising=False)
@@ -161,17 +214,9 @@ def test_every_block_runs_and_shows_what_it_prints(document, tmp_path, monkeypat
         if block.language not in ("bash", "python", "cell") or block.skipped is not None:
             continue
         if block.language == "bash":
-            done = subprocess.run(
-                ["bash", "-e", "-o", "pipefail", "-c", block.text],
-                cwd=folder,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                timeout=900,
-            )
-            printed = done.stdout
-            assert done.returncode == 0, f"{block.where}: exit {done.returncode}\n{block.text}\n{printed[-3000:]}"
+            printed, text = _shared_load(block, folder, request)
+            if text.strip():
+                printed += _run_bash(text, folder, env, block.where)
         else:
             if block.language == "cell" and _cell_options(block.text).get("eval") == "false":
                 continue

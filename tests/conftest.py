@@ -10,7 +10,7 @@ before changing it (``copy_of``).
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -151,6 +151,17 @@ def small_fit(tmp_path_factory) -> tuple[Path, Path]:
 
     folder = _shared(tmp_path_factory, "small-fit", build)
     return Path((folder / "database").read_text()), folder / "fit.nc"
+
+
+@pytest.fixture(scope="session")
+def warm_commands(tmp_path_factory) -> Iterator[Path]:
+    """A folder holding a `molp2s` that runs each command forked from an interpreter that has imported
+    the package already (tests/support/warm_cli.py), for the front of PATH: one server a worker, for the
+    tests that run dozens of commands as a reader types them."""
+    from tests.support.warm_cli import warm_molp2s
+
+    with warm_molp2s(tmp_path_factory.mktemp("warm-commands")) as folder:
+        yield folder
 
 
 @pytest.fixture

@@ -91,8 +91,9 @@ def _environment() -> dict[str, str]:
 class Folder:
     """A fresh folder with ``data`` linking to the repository's data/, where examples run once each."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, molp2s: Path):
         self.path = path
+        self.molp2s = molp2s
         (path / "data").symlink_to(DATA, target_is_directory=True)
         self.done: dict[str, subprocess.CompletedProcess] = {}
 
@@ -100,7 +101,12 @@ class Folder:
         args = shlex.split(line)
         assert args[0] == "molp2s"
         result = subprocess.run(
-            [str(MOLP2S), *args[1:]], cwd=self.path, env=_environment(), capture_output=True, text=True, timeout=600
+            [str(self.molp2s), *args[1:]],
+            cwd=self.path,
+            env=_environment(),
+            capture_output=True,
+            text=True,
+            timeout=600,
         )
         assert result.returncode == 0, f"{line}\nexit {result.returncode}\n{result.stderr[-4000:]}"
         return result
@@ -127,9 +133,9 @@ def _recipe(name: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory):
+def folder(tmp_path_factory, warm_commands):
     assert MOLP2S.exists(), f"the console script is not installed beside {sys.executable}"
-    return Folder(tmp_path_factory.mktemp("examples"))
+    return Folder(tmp_path_factory.mktemp("examples"), warm_commands / "molp2s")
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in ORDER])

@@ -133,12 +133,15 @@ def test_blocks_and_their_outputs_are_read(tmp_path):
     assert blocks[0].line == 3 and blocks[2].text == "print('```')"
 
 
-def _session(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+def _session(tmp_path: Path, commands: Path) -> tuple[Path, dict[str, str]]:
+    """A fresh folder with the checkout's data/ and docs/, and an environment whose PATH starts with
+    ``commands`` (the warm `molp2s`), then this environment's own commands."""
     folder = tmp_path / "checkout"
     folder.mkdir()
     for name in ("data", "docs"):
         (folder / name).symlink_to(ROOT / name)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    path = os.pathsep.join([str(commands), str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    env = {**os.environ, "PATH": path}
     env.pop("MOLP2S_DB", None)
     env.pop("MOLP2S_FIT", None)
     return folder, env
@@ -153,11 +156,11 @@ _DEFAULT_LOAD = re.compile(r"molp2s load --benchmark data/benchmark --responses 
 
 
 @pytest.fixture(scope="session")
-def default_load(shared) -> tuple[Path, str]:
+def default_load(shared, warm_commands) -> tuple[Path, str]:
     """(the database, what the command printed) of the default data's load, run once a test run."""
 
     def build(root: Path) -> None:
-        folder, env = _session(root)
+        folder, env = _session(root, warm_commands)
         (root / "printed.txt").write_text(
             _run_bash(
                 "molp2s load --benchmark data/benchmark --responses data/responses", folder, env, "the default load"
@@ -203,8 +206,8 @@ def _cell_options(text: str) -> dict[str, str]:
 @pytest.mark.parametrize(
     "document", [d for d in DOCUMENTS if d.name != "reference.qmd"], ids=lambda d: str(d.relative_to(ROOT))
 )
-def test_every_block_runs_and_shows_what_it_prints(document, tmp_path, monkeypatch, request):
-    folder, env = _session(tmp_path)
+def test_every_block_runs_and_shows_what_it_prints(document, tmp_path, monkeypatch, request, warm_commands):
+    folder, env = _session(tmp_path, warm_commands)
     monkeypatch.setenv("PATH", env["PATH"])
     monkeypatch.delenv("MOLP2S_DB", raising=False)
     monkeypatch.delenv("MOLP2S_FIT", raising=False)

@@ -1,6 +1,7 @@
 """Help that teaches: every command's --help ends with one example that runs on the package's
 default data, the examples run (in a fresh folder, as a user at the checkout's root would run
-them, after `molp2s load`), and the common mistakes get one line that says what to type instead.
+them, after `molp2s load`; each a process forked from a warm interpreter,
+tests/support/warm_cli.py), and the common mistakes get one line that says what to type instead.
 
 The examples that fit the model and render the report (20 s and 45–80 s on two busy cores) are
 marked slow: ``-m "not slow"`` leaves them out (about 70 s for the rest; 2.5 min in all).

@@ -165,6 +165,14 @@ def warm_commands(tmp_path_factory) -> Iterator[Path]:
 
 
 @pytest.fixture
+def warm_kernels(warm_commands, monkeypatch) -> None:
+    """This test's report kernels started by the warm server (tests/support/warm_cli.py)."""
+    from tests.support.warm_cli import warm_jupyter_path
+
+    monkeypatch.setenv("JUPYTER_PATH", warm_jupyter_path(warm_commands))
+
+
+@pytest.fixture
 def copy_of(tmp_path) -> Callable[[Path], Path]:
     """``copy_of(path)``: a copy of a shared file in this test's own folder, to change freely."""
 

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from molp2s_stats.cli import app
 from tests.support import DATA
+from tests.support.warm_cli import warm_jupyter_path
 
 MOLP2S = Path(sys.executable).parent / "molp2s"
 COMMANDS = typer.main.get_command(app).commands
@@ -104,7 +105,7 @@ class Folder:
         result = subprocess.run(
             [str(self.molp2s), *args[1:]],
             cwd=self.path,
-            env=_environment(),
+            env={**_environment(), "JUPYTER_PATH": warm_jupyter_path(self.molp2s.parent)},
             capture_output=True,
             text=True,
             timeout=600,

@@ -34,6 +34,7 @@ import pytest
 from molp2s_stats.cli import reference
 from molp2s_stats.report import render
 from tests.support import ROOT
+from tests.support.warm_cli import warm_jupyter_path
 
 DOCS = ROOT / "docs"
 DOCUMENTS = [ROOT / "README.md", *sorted(DOCS.glob("*.qmd"))]
@@ -142,7 +143,7 @@ def _session(tmp_path: Path, commands: Path) -> tuple[Path, dict[str, str]]:
     for name in ("data", "docs"):
         (folder / name).symlink_to(ROOT / name)
     path = os.pathsep.join([str(commands), str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    env = {**os.environ, "PATH": path}
+    env = {**os.environ, "PATH": path, "JUPYTER_PATH": warm_jupyter_path(commands)}
     env.pop("MOLP2S_DB", None)
     env.pop("MOLP2S_FIT", None)
     return folder, env

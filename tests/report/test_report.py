@@ -18,6 +18,7 @@ from molp2s_stats.cli import app
 from molp2s_stats.defaults import REPORTS
 from molp2s_stats.report import render, tables
 from tests.support.html import element_ids
+from tests.support.warm_cli import warm_jupyter_path
 
 PAGES = (
     "posterior",
@@ -221,29 +222,31 @@ def test_cf_split_table_has_a_spanner_per_channel():
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory, small_fit):
+def site(tmp_path_factory, small_fit, warm_commands):
     """All seven pages rendered on the suite's small fit (40 families × 2 channels, 3 models; a short,
-    failing fit)."""
+    failing fit), their kernels started by the warm server."""
     db, fit_file = small_fit
     out = tmp_path_factory.mktemp("report") / "site"
-    result = CliRunner().invoke(
-        app,
-        [
-            "report",
-            "--db",
-            str(db),
-            "--fit",
-            str(fit_file),
-            "--out",
-            str(out),
-            "--engine",
-            "jupyter",
-            "--bootstrap",
-            "200",
-            "--seed",
-            "3",
-        ],
-    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JUPYTER_PATH", warm_jupyter_path(warm_commands))
+        result = CliRunner().invoke(
+            app,
+            [
+                "report",
+                "--db",
+                str(db),
+                "--fit",
+                str(fit_file),
+                "--out",
+                str(out),
+                "--engine",
+                "jupyter",
+                "--bootstrap",
+                "200",
+                "--seed",
+                "3",
+            ],
+        )
     assert result.exit_code == 0, result.output
     return out
 
@@ -316,7 +319,7 @@ def test_the_stability_page_splits_the_variance_and_plans_the_next_study(site):
     assert design["cheapest"].all() and (design["half_width_planned"] <= 3.0).all()
 
 
-def test_a_fit_of_other_data_is_flagged_at_the_top_of_the_posterior_page(site, small_fit, tmp_path):
+def test_a_fit_of_other_data_is_flagged_at_the_top_of_the_posterior_page(site, small_fit, tmp_path, warm_kernels):
     """The site's fit, its record changed to a database without the last model: rendered alone,
     the Posterior page opens with the mismatch, naming the model the fit has not seen."""
     import arviz as az

@@ -135,7 +135,7 @@ def test_rankings_compare_the_complete_models_and_name_the_partial_one(loaded, t
     assert "left out of the ranking: p" in stable.stderr
 
 
-def test_the_stability_page_renders_with_one_complete_model_and_a_partial_one(tmp_path):
+def test_the_stability_page_renders_with_one_complete_model_and_a_partial_one(tmp_path, warm_kernels):
     """One complete model left after the partial one is set aside: no ranking to show, and the page says so."""
     from molp2s_stats.defaults import REPORTS
     from molp2s_stats.report import render

@@ -10,6 +10,13 @@ command would (finalisers and all: a DuckDB file is closed before the exit statu
 and is waited for. Each command is still its own process, forked from the same clean parent,
 so nothing one command does is seen by the next.
 
+The same server starts the report's Jupyter kernels for these tests (a `python3` kernel spec
+whose command is the client, found first through JUPYTER_PATH): a page's kernel is forked with
+ipykernel and the pages' libraries imported, as the kernel of a worker's second page finds them
+(the report reuses a worker's kernel from page to page), instead of importing them again, about
+5 s a kernel. The client passes its signals on to the child (an interrupt, a kernel's shutdown),
+and a child whose client is killed is killed too.
+
 What the server imports is only imported: no thread pool is started before a fork (polars,
 DuckDB and JAX start theirs on first use, and a pool does not survive a fork).
 Where the server is not there, the client runs the installed `molp2s` itself.
@@ -51,37 +58,54 @@ PRELOAD = (
     "molp2s_stats.bayes.fit",
     "molp2s_stats.bayes.posterior",
     "molp2s_stats.report.render",
+    # the report's kernels: ipykernel and what the pages import
+    "ipykernel.kernelapp",
+    "altair",
+    "great_tables",
+    "molp2s_stats.report.context",
+    "molp2s_stats.report.tables",
+    "molp2s_stats.report.charts",
+    "molp2s_stats.bayes.health",
+    "molp2s_stats.bayes.predictive",
 )
+
+KERNEL = "--kernel"  # the client's first argument when it stands for a kernel (the kernel spec's argv)
 
 CLIENT = """\
 #!{python} -IS
-import json, os, socket, sys
+import json, os, signal, socket, struct, sys
 try:
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     connection.connect({socket!r})
 except OSError:  # no server: the installed command
+    if sys.argv[1:2] == [{kernel!r}]:
+        os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *sys.argv[2:]])
     os.execv({installed!r}, [{installed!r}, *sys.argv[1:]])
-request = {{"argv": [{installed!r}, *sys.argv[1:]], "cwd": os.getcwd(), "env": dict(os.environ)}}
-socket.send_fds(connection, [json.dumps(request).encode()], [0, 1, 2])
-connection.shutdown(socket.SHUT_WR)
-answer = b""
-while chunk := connection.recv(64):
-    answer += chunk
-sys.exit(int(answer or b"1"))
+request = json.dumps({{"argv": [{installed!r}, *sys.argv[1:]], "cwd": os.getcwd(), "env": dict(os.environ)}}).encode()
+socket.send_fds(connection, [struct.pack("!Q", len(request)) + request], [0, 1, 2])
+reader = connection.makefile("rb")
+child = int(reader.readline())
+for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(number, lambda number, frame: os.kill(child, number))
+sys.exit(int(reader.readline() or b"1"))
 """
 
 
-def _run_command(connection: socket.socket) -> None:
+def _read_request(connection: socket.socket) -> tuple[dict, list[int]]:
+    """The client's request (argv, cwd, env) and its standard streams' descriptors."""
+    data, fds, _flags, _address = socket.recv_fds(connection, 1 << 20, 3)
+    size = int.from_bytes(data[:8], "big")
+    data = data[8:]
+    while len(data) < size:
+        more = connection.recv(size - len(data))
+        if not more:
+            raise ConnectionError("the client went away before its request was whole")
+        data += more
+    return json.loads(data), fds
+
+
+def _run_command(request: dict, fds: list[int]) -> None:
     """In the forked child: become the command the client asked for, run it, and exit as it would."""
-    chunks, fds = [], []
-    while True:
-        data, received, _flags, _address = socket.recv_fds(connection, 1 << 20, 3)
-        fds += received
-        if not data:
-            break
-        chunks.append(data)
-    connection.close()
-    request = json.loads(b"".join(chunks))
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
@@ -92,15 +116,30 @@ def _run_command(connection: socket.socket) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    sys.argv = request["argv"]
-    sys.path[0] = str(Path(sys.argv[0]).parent)  # as for the console script: its own folder, not the server's
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    sys.modules["__main__"].__package__ = None  # click names the program from argv[0], as for the console script
-    from molp2s_stats.cli import main
-
+    kernel = request["argv"][1:2] == [KERNEL]
+    if kernel:
+        # as `python -m ipykernel_launcher -f …` started by jupyter_client: the launcher takes its own folder
+        # off sys.path (IPython puts the working folder back), and the launching process, which
+        # ipykernel reads from JPY_PARENT_PID when it is imported (the server's import, here), is given
+        sys.argv = [sys.executable, *request["argv"][2:]]
+        del sys.path[0]
+        if os.environ.get("JPY_PARENT_PID"):
+            sys.argv.append(f"--IPKernelApp.parent_handle={int(os.environ['JPY_PARENT_PID'])}")
+    else:  # as the console script: its own folder first on sys.path, click naming the program from argv[0]
+        sys.argv = request["argv"]
+        sys.path[0] = str(Path(sys.argv[0]).parent)
+        sys.modules["__main__"].__package__ = None
     try:
-        main()
+        if kernel:
+            from ipykernel import kernelapp
+
+            kernelapp.launch_new_instance()
+        else:
+            from molp2s_stats.cli import main
+
+            main()
         code = 0
     except SystemExit as stop:
         code = _exit_status(stop.code)
@@ -144,31 +183,56 @@ def serve(path: str) -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)
-    waiting: dict[int, socket.socket] = {}  # child pid → the client's connection, told the status at its exit
+    children: dict[socket.socket, int] = {}  # a client's connection → its child, told the status at its exit
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     print("ready", flush=True)
     while True:
-        for _ in selector.select(timeout=0.02):
+        for key, _ in selector.select(timeout=0.02):
+            if key.fileobj is not listener:  # a client closed its end before its child ended: it was killed
+                connection = key.fileobj
+                with contextlib.suppress(OSError):
+                    if connection.recv(1) == b"":
+                        os.kill(children[connection], signal.SIGKILL)
+                continue
             connection, _ = listener.accept()
+            try:
+                request, fds = _read_request(connection)
+            except (OSError, ValueError):
+                connection.close()
+                continue
             pid = os.fork()
             if pid == 0:
                 selector.close()
                 listener.close()
-                for other in waiting.values():
+                connection.close()
+                for other in children:
                     other.close()
-                _run_command(connection)  # does not return: the child exits with the command's status
-            waiting[pid] = connection
-        while waiting:
+                _run_command(request, fds)  # does not return: the child exits with the command's status
+            for fd in fds:
+                os.close(fd)
+            children[connection] = pid
+            with contextlib.suppress(OSError):
+                connection.sendall(f"{pid}\n".encode())
+            selector.register(connection, selectors.EVENT_READ)
+        while children:
             pid, status = os.waitpid(-1, os.WNOHANG)
             if pid == 0:
                 break
-            connection = waiting.pop(pid, None)
+            connection = next((c for c, child in children.items() if child == pid), None)
             if connection is not None:
+                del children[connection]
+                selector.unregister(connection)
                 code = os.waitstatus_to_exitcode(status)
                 with contextlib.suppress(OSError):
-                    connection.sendall(str(code if code >= 0 else 128 - code).encode())
+                    connection.sendall(f"{code if code >= 0 else 128 - code}\n".encode())
                 connection.close()
+
+
+def warm_jupyter_path(commands: Path) -> str:
+    """JUPYTER_PATH for an environment whose report kernels the warm server starts: the kernel spec
+    ``warm_molp2s`` wrote beside its client first, then whatever JUPYTER_PATH named."""
+    return os.pathsep.join(p for p in (str(commands / "jupyter"), os.environ.get("JUPYTER_PATH", "")) if p)
 
 
 @contextlib.contextmanager
@@ -187,8 +251,21 @@ def warm_molp2s(folder: Path) -> Iterator[Path]:
     try:
         assert server.stdout.readline().strip() == "ready", "the warm molp2s server did not start"
         client = folder / "molp2s"
-        client.write_text(CLIENT.format(python=sys.executable, socket=address, installed=str(INSTALLED)))
+        client.write_text(CLIENT.format(python=sys.executable, socket=address, installed=str(INSTALLED), kernel=KERNEL))
         client.chmod(0o755)
+        # the kernel spec Jupyter finds first where JUPYTER_PATH names folder/jupyter
+        spec = folder / "jupyter" / "kernels" / "python3"
+        spec.mkdir(parents=True, exist_ok=True)
+        (spec / "kernel.json").write_text(
+            json.dumps(
+                {
+                    "argv": [str(client), KERNEL, "-f", "{connection_file}"],
+                    "display_name": "Python 3 (ipykernel, warm)",
+                    "language": "python",
+                    "metadata": {"debugger": True},
+                }
+            )
+        )
         yield folder
     finally:
         server.terminate()

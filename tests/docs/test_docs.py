@@ -4,10 +4,11 @@ Every ```bash and ```python block of README.md and docs/*.qmd is executed in ord
 document at a time, on the default data: shell blocks in a fresh folder that holds the
 repository's `data/` and `docs/` (as a reader's checkout does), with this environment's
 `molp2s` first on PATH (served warm: each command forked from an interpreter that has
-imported the package, tests/support/warm_cli.py); Python blocks in one namespace per document; a page's executable
-cells (```{python}) in the docs folder, as Quarto runs them. A ```text block right after a
-block is the output that block shows, and must still be what it prints: lines are compared
-with their runs of spaces collapsed, and a line `...` stands for any number of lines.
+imported the package, tests/support/warm_cli.py); Python blocks in one namespace per
+document; a page's executable cells (```{python}) in the docs folder, as Quarto runs them.
+A ```text block right after a block is the output that block shows, and must still be what
+it prints: lines are compared with their runs of spaces collapsed, and a line `...` stands
+for any number of lines.
 
 A block whose first line is `# not run by the docs test: <reason>` is skipped with that
 reason (a block that needs the network, a GPU, a model provider's key, or that is the test

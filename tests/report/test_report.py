@@ -227,26 +227,12 @@ def site(tmp_path_factory, small_fit, warm_commands):
     failing fit), their kernels started by the warm server."""
     db, fit_file = small_fit
     out = tmp_path_factory.mktemp("report") / "site"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("JUPYTER_PATH", warm_jupyter_path(warm_commands))
-        result = CliRunner().invoke(
-            app,
-            [
-                "report",
-                "--db",
-                str(db),
-                "--fit",
-                str(fit_file),
-                "--out",
-                str(out),
-                "--engine",
-                "jupyter",
-                "--bootstrap",
-                "200",
-                "--seed",
-                "3",
-            ],
-        )
+    result = CliRunner().invoke(
+        app,
+        ["report", "--db", str(db), "--fit", str(fit_file), "--out", str(out), "--engine", "jupyter"]
+        + ["--bootstrap", "200", "--seed", "3"],
+        env={"JUPYTER_PATH": warm_jupyter_path(warm_commands)},
+    )
     assert result.exit_code == 0, result.output
     return out
 

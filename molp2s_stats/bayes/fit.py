@@ -66,6 +66,7 @@ def fit(
     on_estimate: Callable[[CostEstimate], None] | None = None,
     warm_start: az.InferenceData | None = None,
     device: str | None = None,
+    on_sampled: Callable[[], None] | None = None,
 ) -> az.InferenceData:
     """Sample the model until it passes its health gate or the time ``budget`` (seconds) runs out.
 
@@ -97,7 +98,9 @@ def fit(
     that misses it is followed by cold ones.
 
     With ``loo``, the same model without family effects is sampled too, for the LOO
-    comparison; it is not part of the budget.
+    comparison; it is not part of the budget. ``on_sampled`` is called once the attempts are
+    over, before that refit: from then on the fit uses about one core (the report renders its
+    other pages beside it).
 
     The InferenceData carries in ``attrs`` the seed, the sampler settings of the first
     attempt (``draws`` 0: until the gate passed), the wall time of the model's fit
@@ -248,6 +251,8 @@ def fit(
         attrs["gradient"] = compiled.gradient
     if skipped is not None:
         attrs["next_attempt"] = json.dumps(skipped)
+    if on_sampled is not None:
+        on_sampled()
     if loo:
         attrs.update(
             _loo_without_family_effects(idata, data, options=options, draws=draws, chains=chains, progress=progress)

@@ -75,6 +75,15 @@ def build_default_database(path: Path | None = None) -> Path:
     return path
 
 
+def prepared_database(database: Path | None) -> Path:
+    """``database``, which must exist, or the default database, built the first time."""
+    if database is None:
+        return build_default_database()
+    if not database.exists():
+        raise FileNotFoundError(store.missing_database(database))
+    return database
+
+
 def stale_reason(fit: Path, database: Path) -> str | None:
     """Why ``fit`` cannot serve ``database`` (missing, or made on other data); None when it can."""
     if not fit.exists():
@@ -91,10 +100,17 @@ def stale_reason(fit: Path, database: Path) -> str | None:
     return None if mismatch is None else f"{fit} may not describe {database} ({mismatch})"
 
 
-def fit_database(database: Path, fit: Path, *, seed: int = 0, log: Callable[[str], None] = print) -> Path:
+def fit_database(
+    database: Path,
+    fit: Path,
+    *,
+    seed: int = 0,
+    log: Callable[[str], None] = print,
+    on_sampled: Callable[[], None] | None = None,
+) -> Path:
     """Fit the model with its defaults to ``database`` (LOO included: the Posterior page shows it)
     and save it at ``fit``, recording what it was fitted on; the old file is replaced only once the
-    new one is whole."""
+    new one is whole. ``on_sampled``: ``bayes.fit.fit``'s, called once the attempts are over."""
     from ..bayes import data as bayes_data
     from ..bayes import fit as bayes_fit
     from ..bayes import provenance
@@ -112,6 +128,7 @@ def fit_database(database: Path, fit: Path, *, seed: int = 0, log: Callable[[str
             on_estimate=lambda estimate: log(
                 f"fitting the model for the report: {estimate.line(bayes_fit.default_budget(estimate))}"
             ),
+            on_sampled=on_sampled,
         )
         provenance.record(idata, con)
     finally:
@@ -128,13 +145,13 @@ def prepare(
     seed: int = 0,
     needs_fit: bool = True,
     log: Callable[[str], None] = print,
+    on_sampled: Callable[[], None] | None = None,
 ) -> Prepared:
     """The database and the fit the pages will read, made or remade where needed (module docstring);
-    ``needs_fit=False`` (no page to render reads the fit) leaves a missing or stale fit alone."""
-    if database is None:
-        database = build_default_database()
-    elif not database.exists():
-        raise FileNotFoundError(store.missing_database(database))
+    ``needs_fit=False`` (no page to render reads the fit) leaves a missing or stale fit alone.
+    ``on_sampled`` is called during a fit, once its sampling is over (``fit_database``); never
+    when no fit is made."""
+    database = prepared_database(database)
     if fit is not None:
         if not fit.exists():
             raise FileNotFoundError(f"{fit}: no such fit file")
@@ -146,7 +163,7 @@ def prepare(
     if reason is None:
         return Prepared(database, fit, fitted=False)
     log(f"{reason}: fitting the model with its defaults (a few minutes)")
-    return Prepared(database, fit_database(database, fit, seed=seed, log=log), fitted=True)
+    return Prepared(database, fit_database(database, fit, seed=seed, log=log, on_sampled=on_sampled), fitted=True)
 
 
 def pages_to_render() -> list[str] | None:

@@ -319,6 +319,39 @@ def _stop_kernel(kernel) -> None:
     run_sync(stop)()
 
 
+class Gate:
+    """Whether what a page reads is made: opened when it is, failed (with the reason) when it will
+    not be. ``render_with_jupyter`` holds a gated page back until then."""
+
+    def __init__(self) -> None:
+        self._settled = threading.Event()
+        self.error: BaseException | None = None
+
+    def open(self) -> None:
+        self._settled.set()
+
+    def fail(self, error: BaseException) -> None:
+        self.error = error
+        self._settled.set()
+
+    @property
+    def opened(self) -> bool:
+        return self._settled.is_set() and self.error is None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+    def wait(self) -> None:
+        """Until the gate is settled; raises a ``RenderError`` if it failed."""
+        self._settled.wait()
+        self.check()
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise RenderError(f"what the page reads was not made: {self.error!r}") from self.error
+
+
 def render_with_jupyter(
     project: Path,
     out: Path,
@@ -328,6 +361,8 @@ def render_with_jupyter(
     pages: list[str] | None = None,
     log=print,
     workers: int | None = None,
+    gates: dict[str, Gate] | None = None,
+    pre_render: bool = True,
 ) -> list[Path]:
     """Execute each page on a Python kernel and write self-contained HTML into ``out``.
 
@@ -338,6 +373,12 @@ def render_with_jupyter(
     (``_fresh_page_cell``), but finds the modules the worker's earlier pages imported (and
     ``report.context``'s caches, which are kept per path) where a fresh kernel would import
     them again. The kernels are shut down with the render.
+
+    ``gates`` holds a page back until what it reads is made (a ``Gate`` per page source):
+    the workers render the other pages meanwhile, and take a held page first once its gate
+    opens; a gate that fails stops the render (no further page is started) with its error.
+    ``pre_render`` False skips the project's pre-render scripts, for a caller that has made
+    what they make (``site.render_report`` prepares the database and the fit itself).
     """
     from jupyter_client import AsyncKernelManager
     from nbclient import NotebookClient
@@ -365,7 +406,9 @@ def render_with_jupyter(
     )
     workers = workers or min(2, usable_cores())  # the cores this process may use, as the fit counts them
     out.mkdir(parents=True, exist_ok=True)
-    run_pre_render(project, config, env, [page.source for page in chosen], log=log)
+    if pre_render:
+        run_pre_render(project, config, env, [page.source for page in chosen], log=log)
+    gates = gates or {}
 
     def render_page(page: Page, kernel) -> Path:
         started = time.perf_counter()
@@ -414,17 +457,35 @@ def render_with_jupyter(
     # great-tables, ArviZ) and Vega's first chart were most of the time, paid once per worker now.
     results: dict[int, Path] = {}
     errors: dict[int, BaseException] = {}
-    pending = iter(enumerate(chosen))
+    pending = list(enumerate(chosen))
     taking = threading.Lock()
+
+    def take() -> tuple[int, Page] | None:
+        """The next page in order whose gate is open (or that has none); else the first held one,
+        to wait for; None when every page is taken or a gate has failed."""
+        with taking:
+            if not pending or any(gate.failed for gate in gates.values()):
+                return None
+            for position, (_, page) in enumerate(pending):
+                gate = gates.get(page.source)
+                if gate is None or gate.opened:
+                    return pending.pop(position)
+            return pending.pop(0)
 
     def work(sockets: Path) -> None:
         kernel = None
         try:
             while True:
-                with taking:
-                    index, page = next(pending, (None, None))
-                if page is None:
+                taken = take()
+                if taken is None:
                     return
+                index, page = taken
+                if page.source in gates:
+                    try:
+                        gates[page.source].wait()
+                    except BaseException as exc:
+                        errors[index] = exc
+                        return
                 if kernel is None:
                     # IPC sockets, not TCP: the kernel is local, and ipykernel warns about plain TCP. The
                     # socket path is absolute: the kernel runs in the page's folder (as under Quarto), not in ours.
@@ -449,6 +510,8 @@ def render_with_jupyter(
             list(pool.map(work, folders))
     if errors:
         raise errors[min(errors)]
+    for gate in gates.values():  # pages left untaken: a gate failed
+        gate.check()
     return [results[index] for index in range(len(chosen))]
 
 
@@ -507,16 +570,24 @@ def render_with_quarto(project: Path, out: Path, env: dict[str, str]) -> None:
         raise RenderError(f"quarto render {project} failed with exit code {completed.returncode} (its output is above)")
 
 
-def render_site(project: Path, out: Path, env: dict[str, str], *, engine: str = "auto", log=print) -> str:
-    """Render with Quarto if it is on PATH (``engine="auto"``), else with Jupyter; returns the engine used."""
+def chosen_engine(engine: str) -> str:
+    """The engine ``engine`` stands for: ``auto`` is Quarto where it is on PATH, else Jupyter."""
     if engine not in ("auto", "quarto", "jupyter"):
         raise UsageError("engine must be auto, quarto or jupyter")
-    if engine == "quarto" or (engine == "auto" and shutil.which("quarto")):
+    return "quarto" if engine == "quarto" or (engine == "auto" and shutil.which("quarto")) else "jupyter"
+
+
+def render_site(project: Path, out: Path, env: dict[str, str], *, engine: str = "auto", log=print, **jupyter) -> str:
+    """Render with Quarto if it is on PATH (``engine="auto"``), else with Jupyter; returns the engine used.
+    ``jupyter`` (gates, pre_render) goes to ``render_with_jupyter``."""
+    if chosen_engine(engine) == "quarto":
+        if jupyter:
+            raise ValueError(f"the Quarto route takes no {', '.join(jupyter)}")
         # Quarto owns its output folder: the pages write tables/ in reports/, and the project's
         # post-render script copies it into the site
         render_with_quarto(project, out, {k: v for k, v in env.items() if k != "MOLP2S_REPORT_TABLES"})
         return "quarto"
-    render_with_jupyter(project, out, env, log=log)
+    render_with_jupyter(project, out, env, log=log, **jupyter)
     return "jupyter"
 
 
@@ -528,6 +599,7 @@ def render_site_replacing(
     engine: str = "auto",
     log=print,
     tables_variable: str | None = None,
+    **jupyter,
 ) -> str:
     """``render_site`` into a folder beside ``out`` that takes its place only once every page is done
     (``output.replacing_folder``): an interrupted or failed render leaves the previous site whole.
@@ -539,7 +611,12 @@ def render_site_replacing(
         if tables_variable:
             env = {**env, tables_variable: str((partial / "tables").resolve())}
         return render_site(
-            project, partial, env, engine=engine, log=lambda line: log(line.replace(str(partial), str(out)))
+            project,
+            partial,
+            env,
+            engine=engine,
+            log=lambda line: log(line.replace(str(partial), str(out))),
+            **jupyter,
         )
 
 

@@ -458,3 +458,20 @@ def test_centring_pairs_on_their_family_moves_the_coordinates_not_the_density(tw
         for name, value in unshifted.reported(y).items():  # … of the same effects
             np.testing.assert_allclose(value, reported[name], rtol=1e-9, atol=1e-9, err_msg=name)
         assert evaluate_unshifted(y)[0] == pytest.approx(evaluate_shifted(x)[0], rel=1e-6)
+
+
+def test_the_binomial_log_pmf_on_the_logit_scale_is_scipys_and_stays_finite_at_the_ends():
+    from scipy import stats
+    from scipy.special import expit
+
+    successes, failures = np.array([0.0, 1, 3, 7, 0, 12]), np.array([4.0, 0, 2, 1, 9, 3])
+    eta = np.linspace(-6, 6, 13)[:, None] + np.zeros(6)
+    expected = stats.binom.logpmf(successes, successes + failures, expit(eta))
+    np.testing.assert_allclose(bayes_model.binomial_log_pmf(successes, failures, eta), expected, rtol=1e-10)
+    # where σ(η) rounds to 1 (η = 40), binom.logpmf of it gives −inf for one failure; the exact value is
+    # log σ(−40) = −40 − log(1 + e^−40), −40 to double precision
+    at_the_end = bayes_model.binomial_log_pmf(np.array([0.0]), np.array([1.0]), np.array([40.0]))
+    assert at_the_end[0] == pytest.approx(-40.0, rel=1e-15)
+    assert bayes_model.binomial_log_pmf(np.array([2.0]), np.array([0.0]), np.array([40.0]))[0] == pytest.approx(
+        -2 * np.exp(-40.0), abs=1e-30
+    )

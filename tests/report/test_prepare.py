@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from pathlib import Path
 
 import arviz as az
@@ -73,7 +74,7 @@ def fits(monkeypatch):
     tested in tests/bayes), so that what is checked is when prepare fits, not how."""
     calls = []
 
-    def fake_fit(database, fit, *, seed=0, log=print):
+    def fake_fit(database, fit, *, seed=0, log=print, on_sampled=None):
         calls.append(fit)
         return saved_fit(fit, database)
 
@@ -114,7 +115,7 @@ def test_a_failed_fit_leaves_the_old_fit_file_whole(tiny_db, tmp_path, monkeypat
     fit = saved_fit(tiny_db.with_suffix(".fit.nc"), None)  # stale: no record
     before = fit.read_bytes()
 
-    def interrupted(database, path, *, seed=0, log=print):
+    def interrupted(database, path, *, seed=0, log=print, on_sampled=None):
         from molp2s_stats.output import replacing
 
         with replacing(path) as partial:
@@ -181,10 +182,11 @@ def renders(monkeypatch):
 
     calls = []
 
-    def fake_render(project, out, env, *, engine="auto", log=print):
-        # the pages run only once the database and the fit they read are there, whole
+    def fake_render(project, out, env, *, engine="auto", log=print, **jupyter):
+        # the pages run only once the database and the fit they read are there, whole (this fit's
+        # stand-in never says its sampling is over: test_pages_render_beside_the_end_of_a_fit)
         assert Path(env["MOLP2S_DB"]).exists() and Path(env["MOLP2S_FIT"]).exists()
-        calls.append({"env": dict(env), "out": out, "engine": engine})
+        calls.append({"env": dict(env), "out": out, "engine": engine, **jupyter})
         (out / "index.html").write_text("a page")
         return engine
 
@@ -214,3 +216,123 @@ def test_a_fit_the_user_names_is_rendered_as_it_is(tiny_db, tmp_path, fits, rend
     load_m2(tiny_db, tmp_path)  # the fit no longer matches: the Posterior page says so, nothing refits
     site.render_report(REPORTS, tmp_path / "a", {}, database=tiny_db, fit=theirs, engine="jupyter", log=lambda _: None)
     assert fits == [] and renders[0]["env"]["MOLP2S_FIT"] == str(theirs.resolve())
+
+
+# --- pages beside the end of a fit ----------------------------------------------------------------
+
+
+class FitInTwoParts:
+    """prepare's fitting step as a stand-in in two parts: "sampling", then ``on_sampled``, then the
+    rest (the LOO refit in the real one), which waits until a page has rendered and then writes
+    the fit or, with ``fails``, raises."""
+
+    def __init__(self, fails: bool = False):
+        self.fails = fails
+        self.page_rendered = threading.Event()
+
+    def __call__(self, database, fit, *, seed=0, log=print, on_sampled=None):
+        on_sampled()
+        assert self.page_rendered.wait(timeout=60), "no page rendered while the fit was being finished"
+        if self.fails:
+            raise RuntimeError("the sampler died")
+        return saved_fit(fit, database)
+
+
+@pytest.fixture
+def pages_of(monkeypatch):
+    """render.render_site replaced by one that renders the overview at once and the Posterior page
+    when its gate lets it, recording what it saw; returns the record and a way to pair it with a fit."""
+    from molp2s_stats.report import render
+
+    seen = {}
+
+    def fake_render(project, out, env, *, engine="auto", log=print, gates=None, pre_render=True):
+        seen["pre_render"] = pre_render
+        fit = Path(env["MOLP2S_FIT"])
+        seen["fit_there_at_the_first_page"] = fit.exists()
+        (out / "index.html").write_text("the overview")
+        seen["fit"].page_rendered.set()
+        gates["posterior.qmd"].wait()
+        seen["fit_there_at_posterior"] = fit.exists()
+        (out / "posterior.html").write_text("the posterior")
+        return engine
+
+    monkeypatch.setattr(render, "render_site", fake_render)
+
+    def with_fit(fit: FitInTwoParts) -> dict:
+        monkeypatch.setattr(prepare, "fit_database", fit)
+        seen["fit"] = fit
+        return seen
+
+    return with_fit
+
+
+def test_pages_render_beside_the_end_of_a_fit_and_the_posterior_waits_for_it(tiny_db, tmp_path, pages_of):
+    from molp2s_stats.report import site
+
+    seen = pages_of(FitInTwoParts())
+    out = tmp_path / "site"
+    used = site.render_report(REPORTS, out, {}, database=tiny_db, fit=None, engine="jupyter", log=lambda _: None)
+    assert used == "jupyter" and {p.name for p in out.iterdir()} == {"index.html", "posterior.html"}
+    assert not seen["fit_there_at_the_first_page"] and seen["fit_there_at_posterior"]
+    assert seen["pre_render"] is False  # the prepare step, which the pre-render script would repeat, is done
+
+
+def test_a_fit_that_fails_after_its_sampling_stops_the_render_and_leaves_the_old_site(tiny_db, tmp_path, pages_of):
+    from molp2s_stats.report import site
+
+    pages_of(FitInTwoParts(fails=True))
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / "index.html").write_text("the old overview")
+    with pytest.raises(RuntimeError, match="the sampler died"):
+        site.render_report(REPORTS, out, {}, database=tiny_db, fit=None, engine="jupyter", log=lambda _: None)
+    assert [p.name for p in out.iterdir()] == ["index.html"] and (out / "index.html").read_text() == "the old overview"
+    assert not tiny_db.with_suffix(".fit.nc").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".site")] == []
+
+
+# --- the render's gates, on real kernels ----------------------------------------------------------
+
+STUB_PAGE = '---\ntitle: "{name}"\n---\n\n```{{python}}\nprint("{name}")\n```\n'
+
+
+def stub_project(root: Path, names: list[str]) -> Path:
+    """A project of stub pages rendered in ``names``' order, with no pre-render step."""
+    import yaml
+
+    root.mkdir()
+    config = {"project": {"type": "website", "render": [f"{name}.qmd" for name in names]}, "execute": {"echo": False}}
+    (root / "_quarto.yml").write_text(yaml.safe_dump(config))
+    for name in names:
+        (root / f"{name}.qmd").write_text(STUB_PAGE.format(name=name))
+    return root
+
+
+def test_a_held_page_waits_for_its_gate_and_goes_first_once_it_opens(tmp_path, warm_kernels):
+    from molp2s_stats.report import render
+
+    project = stub_project(tmp_path / "project", ["held", "one", "two"])
+    gate, rendered = render.Gate(), []
+
+    def log(line: str) -> None:
+        rendered.append(line.split()[1])
+        gate.open()  # what the held page reads is made once the first page is done
+
+    render.render_with_jupyter(project, tmp_path / "site", {}, log=log, workers=1, gates={"held.qmd": gate})
+    assert rendered == ["one.qmd", "held.qmd", "two.qmd"]
+
+
+def test_a_failed_gate_stops_the_render_with_its_reason(tmp_path, warm_kernels):
+    from molp2s_stats.report import render
+
+    project = stub_project(tmp_path / "project", ["held", "one", "two"])
+    gate, rendered = render.Gate(), []
+
+    def log(line: str) -> None:
+        rendered.append(line.split()[1])
+        gate.fail(RuntimeError("the sampler died"))
+
+    with pytest.raises(render.RenderError, match="the sampler died"):
+        render.render_with_jupyter(project, tmp_path / "site", {}, log=log, workers=1, gates={"held.qmd": gate})
+    assert rendered == ["one.qmd"]

@@ -113,7 +113,7 @@ def fit_database(
     new one is whole. ``on_sampled``: ``bayes.fit.fit``'s, called once the attempts are over."""
     from ..bayes import data as bayes_data
     from ..bayes import fit as bayes_fit
-    from ..bayes import provenance
+    from ..bayes import health, provenance
     from ..bayes.progress import Progress
 
     con = store.connect(database, read_only=True)
@@ -128,6 +128,9 @@ def fit_database(
             on_estimate=lambda estimate: log(
                 f"fitting the model for the report: {estimate.line(bayes_fit.default_budget(estimate))}"
             ),
+            # where each attempt stopped and what its gate saw (the progress lines name the next
+            # reading of the gate, not the one that ended the run), as `molp2s fit` prints it
+            on_attempt=lambda row: log(health.attempt_line(row)),
             on_sampled=on_sampled,
         )
         provenance.record(idata, con)

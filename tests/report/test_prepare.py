@@ -171,6 +171,46 @@ def test_an_installed_package_builds_the_report_in_the_working_folder(monkeypatc
     assert prepare_module.default_database() == tmp_path / "molp2s-report" / "_build" / "default.duckdb"
 
 
+def test_the_reports_fit_says_where_each_attempt_stopped(tiny_db, tmp_path, monkeypatch):
+    """The progress lines name the next reading of the gate; the attempt's own line, as `molp2s fit`
+    prints it, says how many draws it kept and what the gate saw."""
+    from molp2s_stats.bayes import fit as bayes_fit
+    from molp2s_stats.bayes import health
+
+    row = {
+        "attempt": 1,
+        "action": "first run",
+        "seed": 0,
+        "chains": 4,
+        "tune": 300,
+        "draws_per_chain": 1000,
+        "target_accept": 0.8,
+        "low_rank": False,
+        "seconds": 61.0,
+        "chains_kept": 4,
+        "r_hat_max": 1.004,
+        "ess_bulk_min": 452.0,
+        "ess_bulk_min_parameter": "family_channel_sd",
+        "ess_tail_min": 610.0,
+        "divergences": 0,
+        "bfmi_min": 0.8,
+        "passed": True,
+    }
+
+    def one_attempt(data, *, on_attempt, **options):
+        on_attempt(row)
+        return az.from_dict(posterior={"x": np.zeros((1, 2))})
+
+    monkeypatch.setattr(bayes_fit, "fit", one_attempt)
+    said = []
+    prepare.fit_database(tiny_db, tmp_path / "f.nc", log=said.append)
+    assert said == [
+        "attempt 1 (first run): 4 chains × (300 + 1000), target acceptance 0.8, 61 s; gate passed on 4 chains: "
+        "max R-hat 1.004, min bulk ESS 452 (family_channel_sd), min tail ESS 610, 0 divergences"
+    ]
+    assert said[0] == health.attempt_line(row)
+
+
 # --- the report site: prepared, then rendered ----------------------------------------------------
 
 

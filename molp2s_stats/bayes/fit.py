@@ -99,8 +99,7 @@ def fit(
 
     With ``loo``, the same model without family effects is sampled too, for the LOO
     comparison; it is not part of the budget. ``on_sampled`` is called once the attempts are
-    over, before that refit: from then on the fit uses about one core (the report renders its
-    other pages beside it).
+    over, before that refit (``report.site`` starts rendering the pages that read no fit then).
 
     The InferenceData carries in ``attrs`` the seed, the sampler settings of the first
     attempt (``draws`` 0: until the gate passed), the wall time of the model's fit

@@ -2,12 +2,12 @@
 
 The docs test and the --help examples run about ninety commands the way a reader types them,
 each a new Python process that imports polars, DuckDB, SciPy and, for the model's commands,
-ArviZ, PyMC and JAX again: 1–7 s of imports a command (forked, `--help` took 0.16 s instead of
-0.38 s, `metrics` 0.9 s instead of about 3 s). Here one server a test process imports them once; a command is a `molp2s` on PATH
-(a small client) that hands the server its arguments, folder, environment and standard
-streams, and the server forks a child that runs the command's `main()` there, exits as the
-command would (finalisers and all: a DuckDB file is closed before the exit status comes back)
-and is waited for. Each command is still its own process, forked from the same clean parent,
+ArviZ, PyMC and JAX again: 1–7 s of imports a command (forked, `--help` took 0.16 s instead
+of 0.38 s, `metrics` 0.9 s instead of about 3 s). Here one server a test process imports them
+once; a command is a `molp2s` on PATH (a small client) that hands the server its arguments,
+folder, environment and standard streams, and the server forks a child that runs the command's
+`main()` there, exits as the command would (finalisers and all: a DuckDB file is closed before
+the exit status comes back) and is waited for. Each command is still its own process, forked from the same clean parent,
 so nothing one command does is seen by the next.
 
 The same server starts the report's Jupyter kernels for these tests (a `python3` kernel spec

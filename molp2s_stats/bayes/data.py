@@ -93,6 +93,36 @@ def index(cells: pl.DataFrame, p0: pl.DataFrame, *, n_candidates: float) -> Mode
     return ModelData(models, channels, families, pairs, n_candidates, cells, p0)
 
 
+POOLED_FAMILY = "(every family)"  # the one family label of ``pooled_over_families``
+
+
+def pooled_over_families(data: ModelData) -> ModelData:
+    """``data``'s cells summed over families: one cell per model × channel × condition, one P0 cell per
+    model, under the single family ``POOLED_FAMILY``.
+
+    What the model without family effects is sampled on. Its linear predictor does not depend
+    on the family, so the sum over a model × channel × condition's families of
+    ``s_f·η − n_f·log(1 + e^η)`` is ``S·η − N·log(1 + e^η)``: the same log density up to the
+    binomial coefficients (constants), so the same posterior, from a few hundred cells
+    instead of every family's (85,856 on the default data). Its LOO is still read off
+    ``data``'s own cells (``loo.loo_comparison``), one observation per cell as before.
+    """
+    keys = ["model", "channel", "condition"]
+    cells = (
+        data.cells.group_by(keys)
+        .agg(pl.col("successes").sum(), pl.col("trials").sum())
+        .with_columns(pl.lit(POOLED_FAMILY).alias("family_id"))
+        .select(*keys, "family_id", "successes", "trials")
+    )
+    p0 = (
+        data.p0.group_by("model")
+        .agg(pl.col("successes").sum(), pl.col("trials").sum())
+        .with_columns(pl.lit(POOLED_FAMILY).alias("family_id"))
+        .select("model", "family_id", "successes", "trials")
+    )
+    return index(cells, p0, n_candidates=data.n_candidates)
+
+
 def only_models(data: ModelData, models: list[str]) -> ModelData:
     """The cells of ``models`` alone, indexed afresh (a leaderboard before some models were added)."""
     raw = ["model", "channel", "condition", "family_id", "successes", "trials"]

@@ -28,7 +28,7 @@ from .attempts import (
     next_attempt_note,
     warm_start_note,
 )
-from .data import ModelData
+from .data import ModelData, pooled_over_families
 from .density import Compiled
 from .loo import loo_comparison
 from .model import LOO_DRAWS
@@ -304,13 +304,17 @@ def _loo_without_family_effects(
     """The model without family effects sampled with the fit's options, and the LOO comparison of the
     fit against it (``loo.loo_comparison``); not part of the budget."""
     # the model without family effects is sampled only for LOO, which reads LOO_DRAWS draws: no more
-    # are drawn (it is small and mixes fast)
+    # are drawn (it is small and mixes fast). It is sampled on the cells summed over families, the same
+    # posterior (data.pooled_over_families), a few hundred cells instead of every family's; its LOO is
+    # still over every cell. Figures: benchmarks/bench_loo_plain.py
     loo_draws = min(draws, -(-LOO_DRAWS // chains))
     if progress is not None:  # its lines name it, not "attempt 1" again after the fit's own attempts
         progress.say(f"sampling the model without family effects for LOO ({chains} chains × {loo_draws} draws)")
         progress.stage = "LOO's model without family effects"
     try:
-        plain = sample(data, family_effects=False, progress=progress, **{**options, "draws": loo_draws})
+        plain = sample(
+            pooled_over_families(data), family_effects=False, progress=progress, **{**options, "draws": loo_draws}
+        )
     finally:
         if progress is not None:
             progress.stage = None

@@ -475,3 +475,33 @@ def test_the_binomial_log_pmf_on_the_logit_scale_is_scipys_and_stays_finite_at_t
     assert bayes_model.binomial_log_pmf(np.array([2.0]), np.array([0.0]), np.array([40.0]))[0] == pytest.approx(
         -2 * np.exp(-40.0), abs=1e-30
     )
+
+
+def test_the_model_without_family_effects_has_the_same_density_on_cells_pooled_over_families(two_channels):
+    """LOO's model without family effects is sampled on ``pooled_over_families``: its η does not depend on
+    the family, so Σ_f s_f·η − n_f·log(1 + e^η) = S·η − N·log(1 + e^η): the same log density and gradient
+    (they would differ by the binomial coefficients, a constant the density leaves out)."""
+    pooled = bayes_data.pooled_over_families(two_channels)
+    # one cell per model × channel × condition, one P0 cell per model, every answer kept
+    assert pooled.cells.height == len(two_channels.models) * len(two_channels.channels) * 3
+    assert pooled.p0.height == len(two_channels.models) and pooled.families == [bayes_data.POOLED_FAMILY]
+    for name in ("successes", "trials"):
+        assert pooled.cells[name].sum() == two_channels.cells[name].sum()
+        assert pooled.p0[name].sum() == two_channels.p0[name].sum()
+    assert (pooled.models, pooled.channels, pooled.n_candidates) == (
+        two_channels.models,
+        two_channels.channels,
+        two_channels.n_candidates,
+    )
+    per_family = density.density(two_channels, family_effects=False)
+    summed = density.density(pooled, family_effects=False)
+    # the same parameters, stored the same way (the channel effects' centring reads the families' sums)
+    assert per_family.free_shapes == summed.free_shapes
+    np.testing.assert_array_equal(per_family.lam_of["channel_sd"], summed.lam_of["channel_sd"])
+    ours, theirs = numba_density.log_density_function(summed), numba_density.log_density_function(per_family)
+    rng = np.random.default_rng(3)
+    for seed in range(5):
+        x = density.initial_point(per_family, seed) + rng.normal(0, 1.0, per_family.ndim)
+        (value, gradient), (expected_value, expected_gradient) = ours(x), theirs(x)
+        assert value == pytest.approx(expected_value, rel=1e-12)
+        np.testing.assert_allclose(gradient, expected_gradient, rtol=1e-9, atol=1e-9 * np.abs(expected_gradient).max())

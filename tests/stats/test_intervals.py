@@ -294,3 +294,17 @@ def test_between_the_two_rules_the_ends_are_weighted():
     )
     assert low.tolist() == pytest.approx([0.70, 0.75, 0.80]) and high.tolist() == pytest.approx([0.94, 0.92, 0.90])
     assert method.tolist() == [intervals.SCORE, intervals.SCORE_BLEND, intervals.PERCENTILE]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    probability=st.floats(1e-9, 1 - 1e-9),
+    dof=st.floats(0.01, 1e6),
+)
+def test_the_quantiles_are_scipy_stats_own(probability, dof):
+    """chi2_quantile and t_quantile call the functions scipy.stats' ppf calls, without its machinery."""
+    assert intervals.chi2_quantile(probability, dof) == stats.chi2.ppf(probability, dof)
+    assert intervals.t_quantile(probability, dof) == stats.t.ppf(probability, dof)
+    many = np.array([0.5, 1.0, 2.0, 7.5, 300.0])
+    np.testing.assert_array_equal(intervals.chi2_quantile(0.025, many), stats.chi2.ppf(0.025, many))
+    np.testing.assert_array_equal(intervals.t_quantile(0.975, many), stats.t.ppf(0.975, many))

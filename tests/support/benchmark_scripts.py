@@ -108,6 +108,7 @@ TINY = {
         "worst cell",
     ),
     "bench_loo.py": (["--observations", "300", "--repeats", "1"], "largest difference"),
+    "bench_loo_plain.py": (["--data", "3x2x20", "--seeds", "1"], "without family effects"),
     "bench_sbc.py": (
         ["--replicates", "2", "--draws", "60", "--out", "{tmp}/ranks.csv", "--figure", "{tmp}/ranks.svg"],
         "family_channel_sd",
@@ -122,6 +123,7 @@ FITTING = {
     "bench_fit_geometry.py",
     "bench_fit_shapes.py",
     "bench_loo.py",
+    "bench_loo_plain.py",
     "bench_sbc.py",
     "bench_warm_start.py",
 }

@@ -49,7 +49,7 @@ def fit_command(
         bool,
         typer.Option(
             "--loo/--no-loo",
-            help="Also fit the model without family effects and compare the two by PSIS-LOO over every cell (about a fifth more time on the default data).",
+            help="Also fit the model without family effects and compare the two by PSIS-LOO over every cell (about a sixth more time on the default data).",
         ),
     ] = False,
     allow_unconverged: Annotated[

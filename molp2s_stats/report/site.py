@@ -5,8 +5,8 @@ the fit each written whole before any page reads it, and the site replaced only 
 is done.
 
 When the fit has to be made, the pages that do not read it render while the fit's last part
-runs (on Jupyter, where the render is ours): the LOO refit and the saving, about a quarter of
-the fit's time. Sampling keeps both cores of a 2-core machine busy, and rendering pages beside
+runs (on Jupyter, where the render is ours): the LOO comparison and the saving, 10–15% of the
+fit's time. Sampling keeps both cores of a 2-core machine busy, and rendering pages beside
 it was slower (203 s against 190 s fitting first, measured side by side on the default data,
 2026-12-07); the last part leaves a little of them idle, and rendering beside it took the
 stretch from the end of sampling to the site from 54.6 to 53.0 s and from 62.8 to 57.0 s (two

@@ -19,49 +19,48 @@ differences' spread.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
 import arviz as az
-import numpy as np
 
 from molp2s_stats.bayes import data as bayes_data
-from molp2s_stats.bayes import loo
+from molp2s_stats.bayes import loo, posterior
 from molp2s_stats.bayes.sampler import sample
 from molp2s_stats.bayes.synthetic import Shape, simulate_cells
 
 SETTINGS = {"draws": 125, "tune": 300, "chains": 4, "target_accept": 0.8, "low_rank": False}  # a fit's LOO run
 
 
-def read(name: str, seed: int, channels: list[str] | None) -> bayes_data.ModelData:
-    if name != "default":
-        size, _, edges = name.partition("+")
-        models, n_channels, families = map(int, size.split("x"))
-        shape = Shape(name, models=models, channels=n_channels, families=families)
-        if edges:
-            shape = Shape(name, models=models, channels=n_channels, families=families, at_ceiling=1, at_chance=1)
-        data, _ = simulate_cells(shape, seed)
-        return data
+def read(name: str, seed: int, channels: tuple[str, ...] | None) -> bayes_data.ModelData:
+    """The data set ``name`` ('default', or a simulated shape drawn with ``seed``)."""
+    if name == "default":
+        return default_data(channels)
+    size, _, edges = name.partition("+")
+    models, n_channels, families = map(int, size.split("x"))
+    at_edges = {"at_ceiling": 1, "at_chance": 1} if edges else {}
+    data, _ = simulate_cells(Shape(name, models=models, channels=n_channels, families=families, **at_edges), seed)
+    return data
+
+
+@functools.cache  # the same for every seed: loaded once
+def default_data(channels: tuple[str, ...] | None) -> bayes_data.ModelData:
     from molp2s_stats import store
     from molp2s_stats.ingest.default_data import load_default_data
 
     with tempfile.TemporaryDirectory() as tmp:
         con = store.connect(Path(tmp) / "default.duckdb")
         load_default_data(con)
-        data = bayes_data.read_model_data(con, channels=channels)
+        data = bayes_data.read_model_data(con, channels=list(channels) if channels else None)
         con.close()
     return data
 
 
 def largest_z(a: az.InferenceData, b: az.InferenceData) -> float:
-    difference = np.abs(
-        a.posterior["cell"].mean(("chain", "draw")).values - b.posterior["cell"].mean(("chain", "draw")).values
-    )
-    error = np.sqrt(
-        az.mcse(a.posterior[["cell"]])["cell"].values ** 2 + az.mcse(b.posterior[["cell"]])["cell"].values ** 2
-    )
+    difference, error = posterior.mean_differences(a, b, "cell")
     return float((difference / error).max())
 
 
@@ -75,7 +74,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--channels", default=None, help="the default data's channels (comma-separated; default all)")
     args = parser.parse_args()
-    channels = args.channels.split(",") if args.channels else None
+    channels = tuple(args.channels.split(",")) if args.channels else None
     print(
         f"{'data':>12} {'seed':>4} {'cells':>7} {'summed':>6} {'cells s':>7} {'summed s':>8} "
         f"{'elpd cells':>11} {'elpd summed':>11} {'elpd again':>11} {'max |z|':>7}",
@@ -84,9 +83,8 @@ def main() -> None:
     seconds: dict[str, list[float]] = {"cells": [], "summed": []}
     elpd_differences, reseeded = [], []
     for name in args.data.split(","):
-        data = read(name, 1, channels) if name == "default" else None
         for seed in range(1, args.seeds + 1):
-            data = data if name == "default" else read(name, seed, None)
+            data = read(name, seed, channels)
             pooled = bayes_data.pooled_over_families(data)
             runs = {}
             for label, sampled_on in (("cells", data), ("summed", pooled)):

@@ -19,20 +19,15 @@ import statistics
 import time
 
 import arviz as az
-import numpy as np
 
 from molp2s_stats.bayes import data as bayes_data
 from molp2s_stats.bayes import fit as bayes_fit
-from molp2s_stats.bayes import health
+from molp2s_stats.bayes import health, posterior
 from molp2s_stats.bayes.synthetic import Shape, simulate_cells
 
 
 def largest_z(cold: az.InferenceData, warm: az.InferenceData) -> float:
-    a, b = cold.posterior["cell"], warm.posterior["cell"]
-    difference = np.abs(a.mean(("chain", "draw")).values - b.mean(("chain", "draw")).values)
-    error = np.sqrt(
-        az.mcse(cold.posterior[["cell"]])["cell"].values ** 2 + az.mcse(warm.posterior[["cell"]])["cell"].values ** 2
-    )
+    difference, error = posterior.mean_differences(cold, warm, "cell")
     return float((difference / error).max())
 
 

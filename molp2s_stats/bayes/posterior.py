@@ -216,3 +216,17 @@ def truth_check(
 
 
 recovery = truth_check  # the name earlier versions used ("recovery" now means only PGR)
+
+
+def mean_differences(first: az.InferenceData, second: az.InferenceData, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """How far two fits of one model put ``name``'s posterior means apart: per element, the absolute
+    difference of the means and its Monte Carlo standard error (ArviZ's mcse of each fit, combined).
+    Two samplings of the same posterior differ by a few of these errors at most (a warm start
+    against a cold one, summed cells against per-family ones)."""
+    difference = np.abs(
+        first.posterior[name].mean(("chain", "draw")).values - second.posterior[name].mean(("chain", "draw")).values
+    )
+    error = np.sqrt(
+        az.mcse(first.posterior[[name]])[name].values ** 2 + az.mcse(second.posterior[[name]])[name].values ** 2
+    )
+    return difference, error

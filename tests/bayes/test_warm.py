@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import arviz as az
 import numpy as np
 import pytest
 
-from molp2s_stats.bayes import attempts, density, health, sampler
+from molp2s_stats.bayes import attempts, density, health, posterior, sampler
 from molp2s_stats.bayes import data as bayes_data
 from molp2s_stats.bayes import fit as bayes_fit
 from molp2s_stats.bayes.synthetic import Shape, simulate_cells
@@ -75,11 +74,7 @@ def test_a_warm_fit_has_the_cold_fits_posterior_within_monte_carlo_error(fits):
     # every model × condition × channel cell and both spreads: the posterior means differ by no more than
     # their Monte Carlo errors allow (4.5 standard errors of the difference, over 20 quantities)
     for name in ("cell", "family_sd", "family_channel_sd"):
-        a, b = cold.posterior[name], warm.posterior[name]
-        difference = np.abs(a.mean(("chain", "draw")).values - b.mean(("chain", "draw")).values)
-        error = np.sqrt(
-            az.mcse(cold.posterior[[name]])[name].values ** 2 + az.mcse(warm.posterior[[name]])[name].values ** 2
-        )
+        difference, error = posterior.mean_differences(cold, warm, name)
         assert (difference <= 4.5 * error).all(), (name, difference / error)
     # and it says what it saved against a cold fit's time scaled from the saved one
     assert attempts.warm_start_note(warm, saved).startswith("warm start: the fit took ")

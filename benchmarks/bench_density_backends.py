@@ -26,7 +26,7 @@ from pathlib import Path
 import polars as pl
 
 from molp2s_stats import bayes, performance
-from molp2s_stats.bayes import density, numba_density, sampler
+from molp2s_stats.bayes import density, native, numba_density, sampler
 from molp2s_stats.bayes.synthetic import Shape, simulate_cells
 
 
@@ -55,7 +55,9 @@ def main() -> None:
         model = density.density(_data(size))
         backends = {
             "jax": density.Compiled(model, density.log_density_function(model), "jax"),
-            "numba": density.Compiled(model, numba_density.log_density_function(model), "numba"),
+            "numba": density.Compiled(
+                model, native.log_density_function(model), "numba", native.evaluate_repeatedly(model)
+            ),
         }
         times = {(name, chains): [] for name in backends for chains in (1, 4)}
         for _ in range(args.repeats):
@@ -85,7 +87,7 @@ def main() -> None:
     print(f"\nwhole runs at {args.fit_size}: 4 chains × (300 warm-up + {args.draws} draws), seed 1")
     for name in ("jax", "numba"):
         model = density.density(data)
-        evaluate = density.log_density_function(model) if name == "jax" else numba_density.log_density_function(model)
+        evaluate = density.log_density_function(model) if name == "jax" else native.log_density_function(model)
         compiled = density.Compiled(model, evaluate, name)
         compiled.evaluate(density.initial_point(model, 0))  # compiled before the clock starts
         started = time.perf_counter()

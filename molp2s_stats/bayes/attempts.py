@@ -16,7 +16,7 @@ from .density import Compiled
 from .sampler import CHECK_GROWTH, MIN_DRAWS, STOP_MARGIN, ess_growth
 
 # The cost estimate made before sampling (estimate_cost): a fixed START_SECONDS (starting the
-# sampler's threads, turning the trace into InferenceData) plus warm-up and draws per chain times
+# sampler's threads, turning the trace into named draws) plus warm-up and draws per chain times
 # STEP_COST_PER_DRAW leapfrog steps' worth of wall time a draw, a step timed just before sampling
 # with as many chains running at once as the sampler runs (Compiled.step_seconds). Fitted on
 # 2026-12-04 to 4 chains × (300 + 400) at 2 × 2 × 30, 3 × 2 × 40, 7 × 12 × 136, 7 × 5 × 389 and
@@ -24,6 +24,9 @@ from .sampler import CHECK_GROWTH, MIN_DRAWS, STOP_MARGIN, ess_growth
 # 3 s (the chains took 15 to 62 leapfrog steps a draw; the rest is each draw's trip through
 # Python), so 40 is within 1.8× of each. How many steps a draw takes depends on the posterior's
 # shape, which no count of cells tells: hence the factor, and the progress line's own pace.
+# Since 2026-12-07 nutpie calls a small model's gradient with no Python between steps (native.py)
+# and stores flat points: the two smallest sizes' default fits then took 3.3 and 5.3 s against
+# estimates of 4.8 and 6.6 s (bench_fit_cost.py --one 2,2,30,1 and 3,2,40,1), still within 1.8×.
 START_SECONDS = 3.0
 STEP_COST_PER_DRAW = 40
 EXPECTED_DRAWS = 1000

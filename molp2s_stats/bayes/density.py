@@ -115,16 +115,17 @@ class Density:
         return sum(prod(shape) for shape in self.free_shapes.values())
 
     def split(self, point) -> dict:
-        """The flat point as each parameter's free coordinates."""
+        """The flat point as each parameter's free coordinates (points: any leading axes, the last one flat)."""
         out, at = {}, 0
         for name, shape in self.free_shapes.items():
-            out[name] = point[at : at + prod(shape)].reshape(shape)
+            out[name] = point[..., at : at + prod(shape)].reshape(point.shape[:-1] + shape)
             at += prod(shape)
         return out
 
     def unpack(self, point, xp=np) -> dict:
         """What the log density reads: parameters as sampled (deviations not yet sign-matched),
-        ``<spread>_free`` and ``<spread>_signed`` (sign(s)·spread) for each spread, and ``cell``."""
+        ``<spread>_free`` and ``<spread>_signed`` (sign(s)·spread) for each spread, and ``cell``. A stack
+        of points (leading axes before the flat one) gives each value with those axes first."""
         values = {}
         for name, free in self.split(point).items():
             kind = self.kinds[name]
@@ -135,14 +136,13 @@ class Density:
                 values[name] = _zero_sum(free, xp) if kind == "zerosum" else free
         # cell = μ + sign(s)·τ^(1−λ)·z: s itself where signed (λ = 0; smooth through 0), exp((1−λ)·log τ) elsewhere
         values["cell"] = (
-            values["condition_mean"][:, :, None]
-            + self.scale("channel_sd", values, xp)[:, :, None] * values["channel_z"]
+            values["condition_mean"][..., None] + self.scale("channel_sd", values, xp)[..., None] * values["channel_z"]
         )
         if self.family_effects:
-            values["family"] = self.scale("family_sd", values, xp) * values["family_z_raw"]
+            values["family"] = self.scale("family_sd", values, xp)[..., None] * values["family_z_raw"]
             # a pair's raw coordinate is centred on its shift × its family's intercept (model.nested_shift)
             values["family_channel_centre"] = (
-                self.pair_shift * values["family"][self.counts.pair_family] if self.pair_shift.any() else 0.0
+                self.pair_shift * values["family"][..., self.counts.pair_family] if self.pair_shift.any() else 0.0
             )
             values["family_channel"] = self.scale("family_channel_sd", values, xp) * (
                 values["family_channel_z_raw"] - values["family_channel_centre"]
@@ -151,15 +151,23 @@ class Density:
 
     def scale(self, spread: str, values: dict, xp=np):
         """What multiplies the raw deviations of ``spread``: s where signed, σ^(1−λ) on the log scale."""
-        free = values[f"{spread}_free"]
+        free = self._free_by_lam(spread, values)
         return xp.where(self.signed[spread], free, xp.exp((1 - self.lam_of[spread]) * free))
 
     def log_raw_sd(self, spread: str, values: dict):
         """log σ^λ, the log standard deviation of the raw deviations (0 where signed: λ = 0 there)."""
-        return self.lam_of[spread] * values[f"{spread}_free"]
+        return self.lam_of[spread] * self._free_by_lam(spread, values)
+
+    def _free_by_lam(self, spread: str, values: dict):
+        """The spread's free value with an axis for each axis λ has beyond the spread's own (one spread
+        over every family × channel pair has a λ per pair), so that a stack of points broadcasts."""
+        free = values[f"{spread}_free"]
+        extra = np.ndim(self.lam_of[spread]) - len(self.shapes[spread])
+        return free.reshape(free.shape + (1,) * extra) if extra else free
 
     def reported(self, point) -> dict[str, np.ndarray]:
-        """The named draws of one point, as PyMC's model has them: spreads ≥ 0, deviations sign-matched."""
+        """The named draws of one point (or a stack of points, its axes first), as PyMC's model has them:
+        spreads ≥ 0, deviations sign-matched."""
         values = self.unpack(np.asarray(point, dtype=np.float64))
         for spread, deviation in DEVIATIONS.items():
             if deviation in values:
@@ -169,9 +177,9 @@ class Density:
                 )
         for spread, (raw, standardised, centre) in STANDARDISED.items():
             if raw in values:  # effect = spread · z: z = (raw − its centre) / σ^λ
-                values[standardised] = (values[raw] - (values[centre] if centre else 0.0)) * np.exp(
-                    -self.log_raw_sd(spread, values)
-                )
+                factor = np.exp(-self.log_raw_sd(spread, values))
+                factor = factor.reshape(factor.shape + (1,) * (values[raw].ndim - factor.ndim))
+                values[standardised] = (values[raw] - (values[centre] if centre else 0.0)) * factor
         return {name: np.asarray(values[name], dtype=np.float64, order="C") for name in self.dims}
 
 
@@ -407,11 +415,13 @@ class Compiled:
     model: Density
     evaluate: Callable[[np.ndarray], tuple[float, np.ndarray]]
     gradient: str = "jax"  # which implementation evaluates it: "jax" (this module) or "numba" (numba_density)
+    # where nutpie calls the gradient without Python (native): (point, n) evaluates it n times that way
+    evaluate_repeatedly: Callable[[np.ndarray, int], None] | None = None
 
     def step_seconds(self, chains: int, *, seconds: float = 0.3, windows: int = 3) -> float:
         """Wall time per chain of one leapfrog step with ``chains`` chains running at once, as nutpie runs
-        them: one thread a chain, each evaluating the gradient and expanding a draw in turn, for about
-        ``seconds`` in all. Timed this way rather than one gradient alone, which XLA may spread over every
+        them: one thread a chain, each evaluating the gradient (through Python, or in batches with no Python
+        between where nutpie calls it natively: ``evaluate_repeatedly``), for about ``seconds`` in all. Timed this way rather than one gradient alone, which XLA may spread over every
         core and which shares no memory bandwidth: on 2 cores a gradient of 28 models × 5 channels timed
         alone as fast as one of 14, yet sampled half as fast. The fastest of ``windows`` short windows is
         kept, as ``timeit`` advises: a burst of other work on a shared machine slows one window (a single
@@ -421,6 +431,13 @@ class Compiled:
 
         point = initial_point(self.model, 0)
         self.evaluate(point)  # compiles
+        batch = 1
+        if self.evaluate_repeatedly is not None:
+            # in batches of about a millisecond: the GIL is taken once a batch, not once a gradient
+            self.evaluate_repeatedly(point, 1)  # compiles
+            started = time.perf_counter()
+            self.evaluate_repeatedly(point, 10)
+            batch = max(1, round(1e-3 / max((time.perf_counter() - started) / 10, 1e-7)))
         fastest = float("inf")
         for _ in range(windows):
             counts = [0] * chains
@@ -428,8 +445,11 @@ class Compiled:
 
             def work(at: int) -> None:
                 while not stop.is_set():  # noqa: B023 (the threads are joined before the next window)
-                    self.evaluate(point)
-                    counts[at] += 1  # noqa: B023
+                    if self.evaluate_repeatedly is not None:
+                        self.evaluate_repeatedly(point, batch)  # noqa: B023
+                    else:
+                        self.evaluate(point)
+                    counts[at] += batch  # noqa: B023
 
             threads = [threading.Thread(target=work, args=(at,), daemon=True) for at in range(chains)]
             started = time.perf_counter()
@@ -444,11 +464,14 @@ class Compiled:
         return fastest
 
     def expand_seconds(self, repeats: int = 20) -> float:
-        """Wall time of turning one draw into the reported variables (done once a draw, in Python)."""
+        """Wall time of the Python nutpie runs once a draw: none where it calls the gradient natively,
+        else the callback that hands it the point to store (``nutpie_model``)."""
+        if self.evaluate_repeatedly is not None:
+            return 0.0
         point = initial_point(self.model, 0)
         started = time.perf_counter()
         for _ in range(repeats):
-            self.model.reported(point)
+            _stored(point)
         return (time.perf_counter() - started) / repeats
 
 
@@ -459,12 +482,22 @@ def compile_density(data: ModelData, *, family_effects: bool = True, device: str
     the numba gradient (a JAX call costs about 0.2 ms however small the model; see that module),
     a larger one JAX's on its default device. A named ``device`` (``cpu``, ``gpu``) is JAX's there.
     """
-    from . import NUMBA_CELLS, numba_density
+    from . import NUMBA_CELLS, native, numba_density
 
     model = density(data, family_effects=family_effects)
     if device is None and numba_density.cell_count(model) < NUMBA_CELLS:
+        # through the C function nutpie will call, where this nutpie takes one: the same kernel
+        if native.available():
+            return Compiled(model, native.log_density_function(model), "numba", native.evaluate_repeatedly(model))
         return Compiled(model, numba_density.log_density_function(model), "numba")
     return Compiled(model, log_density_function(model, device=jax_device(device)), "jax")
+
+
+def _stored(point: np.ndarray) -> dict[str, np.ndarray]:
+    """What nutpie stores of a draw: the flat point (a copy: nutpie may reuse its buffer)."""
+    from .native import POINT
+
+    return {POINT: np.array(point, dtype=np.float64)}
 
 
 def nutpie_model(compiled: Compiled, *, initial_points: Callable[[int], np.ndarray] | None = None):
@@ -472,18 +505,27 @@ def nutpie_model(compiled: Compiled, *, initial_points: Callable[[int], np.ndarr
 
     ``initial_points`` maps a chain's seed to its starting point (flat, unconstrained); by
     default U(−1, 1) jitter around the priors' centres (``initial_point``).
+
+    The numba gradient goes to nutpie as a C function (``native``), JAX's as a Python callback.
+    Either way nutpie stores the flat points, and ``native.reported`` names the draws afterwards,
+    all at once, rather than in Python at every draw while the chains wait for the GIL.
     """
     from nutpie.compiled_pyfunc import from_pyfunc
 
+    from . import native
+
     model = compiled.model
+    initial_points = initial_points or (lambda seed: initial_point(model, seed))
+    if compiled.gradient == "numba" and native.available():
+        return native.nutpie_model(model, initial_points)
     return from_pyfunc(
         ndim=model.ndim,
         make_logp_fn=lambda: compiled.evaluate,
-        make_expand_fn=lambda seed1, seed2, chain: model.reported,
-        expanded_dtypes=[np.dtype("float64")] * len(model.dims),
-        expanded_shapes=[tuple(len(model.coords[dim]) for dim in dims) for dims in model.dims.values()],
-        expanded_names=list(model.dims),
-        coords=model.coords,
-        dims=model.dims,
-        make_initial_point_fn=initial_points or (lambda seed: initial_point(model, seed)),
+        make_expand_fn=lambda seed1, seed2, chain: _stored,
+        expanded_dtypes=[np.dtype("float64")],
+        expanded_shapes=[(model.ndim,)],
+        expanded_names=[native.POINT],
+        coords={native.POINT_DIM: native.point_labels(model.ndim)},
+        dims={native.POINT: (native.POINT_DIM,)},
+        make_initial_point_fn=initial_points,
     )

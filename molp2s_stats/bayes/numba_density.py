@@ -55,6 +55,21 @@ def cell_count(model) -> int:
 
 def log_density_function(model) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
     """``point -> (log density, gradient)`` of ``model`` (a ``density.Density``), in float64."""
+    arguments = kernel_arguments(model)
+
+    def evaluate(point: np.ndarray) -> tuple[float, np.ndarray]:
+        x = np.ascontiguousarray(point, dtype=np.float64)
+        gradient = np.empty_like(x)
+        value = log_density_and_gradient(x, gradient, *arguments)
+        return float(value), gradient
+
+    return evaluate
+
+
+def kernel_arguments(model) -> tuple[np.ndarray, ...]:
+    """What ``log_density_and_gradient`` reads of ``model`` besides the point, as nine C-contiguous arrays
+    in its order: the layout of the flat point, the priors, the centredness per (model, condition) and
+    per pair, each pair's family, and the cells' and P0 cells' indices and counts."""
     cell_index, cell_counts, p0_index, p0_counts = _answered_cells(model)
     m, k = len(model.data.models), len(MODELLED_CONDITIONS)
     n_channels, n_families = model.counts.successes.shape[2], model.counts.successes.shape[3]
@@ -87,16 +102,7 @@ def log_density_function(model) -> Callable[[np.ndarray], tuple[float, np.ndarra
         pairs[0] = np.asarray(model.lam_of["family_channel_sd"], dtype=np.float64).reshape(-1)
         pairs[1] = model.pair_shift
         pair_family[:] = model.counts.pair_family
-
-    def evaluate(point: np.ndarray) -> tuple[float, np.ndarray]:
-        x = np.ascontiguousarray(point, dtype=np.float64)
-        gradient = np.empty_like(x)
-        value = _log_density_and_gradient(
-            x, gradient, layout, priors, channel, pairs, pair_family, cell_index, cell_counts, p0_index, p0_counts
-        )
-        return float(value), gradient
-
-    return evaluate
+    return layout, priors, channel, pairs, pair_family, cell_index, cell_counts, p0_index, p0_counts
 
 
 _BLOCKS = (
@@ -124,7 +130,7 @@ def _compiled(function):
 
 
 @_compiled
-def _log_density_and_gradient(
+def log_density_and_gradient(
     x, grad, layout, priors, channel, pairs, pair_family, cell_index, cell_counts, p0_index, p0_counts
 ):
     """Writes the gradient into ``grad`` and returns the log density (see the module docstring)."""

@@ -102,11 +102,12 @@ def _nutpie(
     or the background sampler)."""
     import nutpie
 
+    from . import native
     from .density import compile_density, nutpie_model
 
     compiled = compiled or compile_density(data, family_effects=family_effects)
     extra = {} if warm is None else {"initial_step": warm.step_size}
-    return nutpie.sample(
+    run = nutpie.sample(
         nutpie_model(compiled, initial_points=None if warm is None else warm.initial_points),
         draws=draws,
         tune=tune,
@@ -120,16 +121,30 @@ def _nutpie(
         blocking=blocking,
         **extra,
     )
+    return native.reported(run, compiled.model)
 
 
 def _follow(background, progress: Progress, *, attempt: int, draws: int) -> az.InferenceData:
-    """Wait for a run of fixed length, reporting its draws and divergences as they come."""
+    """Wait for a run of fixed length, reporting its draws and divergences as they come: a first line when
+    it starts and a last when it ends, however quickly (a small model's run may end before the first look)."""
     started = time.perf_counter()
     first = None  # (when, draws) at the first look that found draws: the pace is measured from there
+    progress.update(
+        attempt=attempt, drawn=0, max_draws=draws, divergences=0, elapsed=0.0, left=None, warming_up=True, force=True
+    )
     try:
         while True:
             final = _wait(background, 1.0 if progress.terminal else progress.every)
             if final is not None:
+                progress.update(
+                    attempt=attempt,
+                    drawn=_common_draws(final),
+                    max_draws=draws,
+                    divergences=_divergences(final),
+                    elapsed=time.perf_counter() - started,
+                    left=None,
+                    force=True,
+                )
                 return final
             trace = _look(background)
             drawn, now = _common_draws(trace), time.perf_counter()

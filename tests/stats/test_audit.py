@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from molp2s_stats import store
 from molp2s_stats.chem import complete
@@ -135,6 +137,30 @@ def test_the_key_swap_statistic_by_hand():
     counts[0, :, 2] = 5
     statistic, best, _ = audit._key_swap_statistic(counts, np.zeros(2), 0)
     assert best[0] == 2 and statistic[0] == pytest.approx(10 * np.log(2), abs=1e-3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    models=st.integers(1, 12),
+    labels=st.integers(2, 6),
+    seed=st.integers(0, 2**32 - 1),
+    spread=st.sampled_from([0.0, 2.0, 6.0]),
+)
+def test_the_null_statistic_found_by_bisection_is_the_full_grids(models, labels, seed, spread):
+    """The null's statistic (bisection on the difficulty grid) against the full grid's maxima, on answer
+    sets that reach both ends: labels nobody chose, every answer on one label, models far from chance."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    ability = rng.normal(0.0, spread, models)
+    answers = rng.integers(0, 40, models)
+    key = int(rng.integers(labels))
+    sets = [rng.multinomial(answers, rng.dirichlet(np.full(labels, 0.3), size=models)) for _ in range(20)]
+    one_label = np.zeros((models, labels), dtype=np.int64)
+    one_label[:, int(rng.integers(labels))] = answers
+    counts = np.stack([*sets, one_label, np.zeros((models, labels), dtype=np.int64)]).astype(float)
+    full, _, _ = audit._key_swap_statistic(counts, ability, key)
+    np.testing.assert_allclose(audit._null_key_swap_statistic(counts, ability, key), full, rtol=1e-12, atol=1e-9)
 
 
 def test_audit_command(tmp_path):

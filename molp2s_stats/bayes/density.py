@@ -48,6 +48,7 @@ from math import prod, sqrt
 import numpy as np
 
 from ..errors import UsageError
+from . import points
 from .data import MODELLED_CONDITIONS, ModelData
 from .model import (
     PRIOR_MEAN_SD,
@@ -495,9 +496,7 @@ def compile_density(data: ModelData, *, family_effects: bool = True, device: str
 
 def _stored(point: np.ndarray) -> dict[str, np.ndarray]:
     """What nutpie stores of a draw: the flat point (a copy: nutpie may reuse its buffer)."""
-    from .native import POINT
-
-    return {POINT: np.array(point, dtype=np.float64)}
+    return {points.POINT: np.array(point, dtype=np.float64)}
 
 
 def nutpie_model(compiled: Compiled, *, initial_points: Callable[[int], np.ndarray] | None = None):
@@ -507,8 +506,8 @@ def nutpie_model(compiled: Compiled, *, initial_points: Callable[[int], np.ndarr
     default U(−1, 1) jitter around the priors' centres (``initial_point``).
 
     The numba gradient goes to nutpie as a C function (``native``), JAX's as a Python callback.
-    Either way nutpie stores the flat points, and ``native.reported`` names the draws afterwards,
-    all at once, rather than in Python at every draw while the chains wait for the GIL.
+    Either way nutpie stores the flat points, named afterwards (``points.reported_trace``), all at
+    once, rather than in Python at every draw while the chains wait for the GIL.
     """
     from nutpie.compiled_pyfunc import from_pyfunc
 
@@ -524,8 +523,8 @@ def nutpie_model(compiled: Compiled, *, initial_points: Callable[[int], np.ndarr
         make_expand_fn=lambda seed1, seed2, chain: _stored,
         expanded_dtypes=[np.dtype("float64")],
         expanded_shapes=[(model.ndim,)],
-        expanded_names=[native.POINT],
-        coords={native.POINT_DIM: native.point_labels(model.ndim)},
-        dims={native.POINT: (native.POINT_DIM,)},
+        expanded_names=[points.POINT],
+        coords={points.POINT_DIM: points.point_labels(model.ndim)},
+        dims={points.POINT: (points.POINT_DIM,)},
         make_initial_point_fn=initial_points,
     )

@@ -10,8 +10,7 @@ hand-written gradient (``numba_density``).
 How: one C function for every model, compiled once and cached by numba, reads the model's
 arrays (``numba_density.kernel_arguments``) through a table of their addresses and sizes that
 nutpie passes back on each call (its "user data" pointer). The draws nutpie stores are the flat
-points themselves (a second C function copies them); ``reported_trace`` turns a trace of points
-into the named variables, as ``Density.reported`` does for one point.
+points themselves (a second C function copies them), named afterwards (``points.reported_trace``).
 
 This uses nutpie's low-level classes (``nutpie._lib``: ``LogpFunc``, ``ExpandFunc``,
 ``PyMcModel``), the ones its PyMC backend uses, which are not a documented interface.
@@ -29,7 +28,6 @@ from functools import cache
 
 import numba
 import numpy as np
-import xarray as xr
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
@@ -37,9 +35,7 @@ from nutpie import _lib
 from nutpie.sample import CompiledModel
 
 from . import numba_density
-
-POINT = "point"  # the one variable nutpie stores: the flat, unconstrained point
-POINT_DIM = "coordinate"
+from .points import POINT, POINT_DIM, point_labels
 
 # nutpie's return codes: 0 is a gradient; a positive code a point it may reject as it does a
 # divergence (a non-finite density or gradient), a negative one an error that stops the chain
@@ -147,11 +143,6 @@ def _table(model, arrays: tuple[np.ndarray, ...]) -> np.ndarray:
         + [model.ndim, pairs.shape[1], channel.shape[1], channel.shape[2], cell_index.shape[1], p0_index.shape[1]],
         dtype=np.int64,
     )
-
-
-def point_labels(ndim: int) -> list[str]:
-    """The flat point's coordinate labels (nutpie takes strings)."""
-    return [str(at) for at in range(ndim)]
 
 
 @dataclass(frozen=True)
@@ -265,46 +256,3 @@ def nutpie_model(model, initial_points: Callable[[int], np.ndarray]):
         table=_table(model, arrays),
         initial_points=initial_points,
     )
-
-
-def reported_trace(trace, model):
-    """``trace`` (nutpie's, of flat points) with its posterior as ``Density.reported`` names it."""
-    if "posterior" not in trace or POINT not in trace.posterior:
-        return trace
-    points = trace.posterior[POINT].values  # (chain, draw, ndim); chains behind the others padded with NaN
-    values = model.reported(points)
-    posterior = xr.Dataset(
-        {name: (("chain", "draw", *model.dims[name]), value) for name, value in values.items()},
-        coords={
-            "chain": trace.posterior["chain"].values,
-            "draw": trace.posterior["draw"].values,
-            **{dim: model.coords[dim] for dims in model.dims.values() for dim in dims},
-        },
-        attrs=trace.posterior.attrs,
-    )
-    groups = {name: trace[name] for name in trace.groups() if name != "posterior"}
-    return type(trace)(posterior=posterior, **groups)
-
-
-class _ReportingSampler:
-    """nutpie's background sampler, whose traces (``inspect``, ``wait``) come as ``reported_trace`` gives them."""
-
-    def __init__(self, sampler, model) -> None:
-        self._sampler, self._model = sampler, model
-
-    def inspect(self):
-        return reported_trace(self._sampler.inspect(), self._model)
-
-    def wait(self, *args, **kwargs):
-        return reported_trace(self._sampler.wait(*args, **kwargs), self._model)
-
-    def __getattr__(self, name):  # pause, resume, cancel, …
-        return getattr(self._sampler, name)
-
-
-def reported(run, model):
-    """What ``nutpie.sample`` returned for a native model (a trace, or the background sampler), with the
-    draws as ``Density.reported`` names them."""
-    if hasattr(run, "inspect"):
-        return _ReportingSampler(run, model)
-    return reported_trace(run, model)

@@ -13,7 +13,7 @@ import arviz as az
 import numpy as np
 
 from ..errors import UsageError
-from . import DEFAULT_DRAWS, LOW_RANK, SAMPLERS, TARGET_ACCEPT, health
+from . import DEFAULT_DRAWS, LOW_RANK, SAMPLERS, TARGET_ACCEPT, health, points
 from .data import ModelData
 from .density import Compiled
 from .progress import Progress
@@ -52,6 +52,9 @@ def sample(
     if sampler not in SAMPLERS:
         raise UsageError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
     if sampler == "nutpie":
+        from .density import compile_density
+
+        compiled = compiled or compile_density(data, family_effects=family_effects)
         background = _nutpie(
             data,
             family_effects=family_effects,
@@ -65,9 +68,8 @@ def sample(
             warm=warm,
             blocking=progress is None,
         )
-        if progress is None:
-            return background
-        return _follow(background, progress, attempt=attempt, draws=draws)
+        final = background if progress is None else _follow(background, progress, attempt=attempt, draws=draws)
+        return points.reported_trace(final, compiled.model)
     import pymc as pm
 
     from .model import build_model
@@ -99,15 +101,14 @@ def _nutpie(
     warm: WarmStart | None = None,
 ):
     """nutpie on the compiled density (numba's or JAX's gradient), every chain at once (a finished trace,
-    or the background sampler)."""
+    or the background sampler). Its traces hold flat points: ``points.reported_trace`` names them."""
     import nutpie
 
-    from . import native
     from .density import compile_density, nutpie_model
 
     compiled = compiled or compile_density(data, family_effects=family_effects)
     extra = {} if warm is None else {"initial_step": warm.step_size}
-    run = nutpie.sample(
+    return nutpie.sample(
         nutpie_model(compiled, initial_points=None if warm is None else warm.initial_points),
         draws=draws,
         tune=tune,
@@ -121,7 +122,6 @@ def _nutpie(
         blocking=blocking,
         **extra,
     )
-    return native.reported(run, compiled.model)
 
 
 def _follow(background, progress: Progress, *, attempt: int, draws: int) -> az.InferenceData:
@@ -220,7 +220,10 @@ def sample_until_passed(
     (``expected``: the seconds the attempt is expected to take, for the time left during
     the warm-up, when there are no draws to pace it by).
     """
+    from .density import compile_density
+
     started = time.perf_counter()
+    compiled = compiled or compile_density(data)
     background = _nutpie(
         data,
         blocking=False,
@@ -283,7 +286,7 @@ def sample_until_passed(
                 # sampling on to the checkpoint would only spend time. The draws up to the first
                 # divergence are what the attempt made, whenever the look came: the same on any machine
                 background.pause()
-                kept = first_draws(trace, first_divergence + 1)
+                kept = points.reported_trace(first_draws(trace, first_divergence + 1), compiled.model)
                 return kept, health.gate(kept)
             if final is not None:
                 checkpoint = min(checkpoint, drawn)
@@ -292,7 +295,8 @@ def sample_until_passed(
                 report(drawn, seconds if drawn else None)
                 final = wait(seconds, drawn)
                 continue
-            kept = first_draws(trace, checkpoint)
+            # only the draws read are named (each look's trace holds every draw so far, as flat points)
+            kept = points.reported_trace(first_draws(trace, checkpoint), compiled.model)
             last = checkpoint >= (drawn if final is not None else max_draws)
 
             def stops(row: dict) -> bool:
@@ -355,7 +359,7 @@ def _common_draws(trace: az.InferenceData) -> int:
     """Draws every chain has made so far (chains behind the others are padded with NaN)."""
     if "posterior" not in trace or trace.posterior.sizes.get("draw", 0) == 0:
         return 0
-    first = trace.posterior["condition_mean"].values.reshape(
+    first = trace.posterior[points.POINT].values.reshape(
         trace.posterior.sizes["chain"], trace.posterior.sizes["draw"], -1
     )[:, :, 0]
     return int(np.isfinite(first).sum(axis=1).min())
@@ -468,7 +472,7 @@ class WarmStart:
                 "family_channel_z",
             )
         }
-        points = []
+        starts = []
         for row in range(WARM_POINTS):
             effects = effects_of(model.reported(initial_point(model, row))) | {
                 "family_sd": saved_values["family_sd"][row],
@@ -486,10 +490,10 @@ class WarmStart:
                 effects["family_effect"][new_at] = old["family_sd"] * old["family_z"][old_at]
             for new_at, old_at in pairs:
                 effects["family_channel_effect"][new_at] = old["family_channel_sd"] * old["family_channel_z"][old_at]
-            points.append(pack(model, effects))
+            starts.append(pack(model, effects))
         step = float(np.median(saved.sample_stats["step_size"].values)) if "step_size" in saved.sample_stats else None
         return cls(
-            np.array(points),
+            np.array(starts),
             step if step and np.isfinite(step) else 0.1,
             {"models": len(models), "families": len(families)},
         )

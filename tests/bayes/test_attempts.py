@@ -6,7 +6,7 @@ import arviz as az
 import numpy as np
 import pytest
 
-from molp2s_stats.bayes import attempts, health, sampler
+from molp2s_stats.bayes import TARGET_ACCEPT, attempts, density, health, points, sampler
 from molp2s_stats.bayes import fit as bayes_fit
 from molp2s_stats.bayes.synthetic import Shape, simulate_cells
 from molp2s_stats.glossary import check_columns
@@ -197,8 +197,9 @@ def test_the_wait_doubles_in_the_warm_up_then_follows_the_pace():
 
 
 class _Background:
-    """nutpie's background sampler, replayed from a finished trace: each wait lets the chains
-    run on by ``pace`` draws, however long it was asked to wait (so timing cannot matter)."""
+    """nutpie's background sampler, replayed from a finished trace of flat points (what nutpie stores):
+    each wait lets the chains run on by ``pace`` draws, however long it was asked to wait (so timing
+    cannot matter)."""
 
     def __init__(self, trace: az.InferenceData, pace: int):
         self.trace, self.pace, self.drawn, self.paused, self.cancelled = trace, pace, 0, 0, False
@@ -209,7 +210,7 @@ class _Background:
         ahead = min(self.drawn + 1, self.total)
         post = self.trace.posterior.isel(draw=slice(0, ahead)).copy(deep=True)
         if ahead > self.drawn:
-            post["condition_mean"][0, self.drawn :] = np.nan
+            post[points.POINT][0, self.drawn :] = np.nan
         return az.InferenceData(posterior=post, sample_stats=self.trace.sample_stats.isel(draw=slice(0, ahead)))
 
     def wait(self, timeout=None):
@@ -232,23 +233,32 @@ class _Background:
 
 
 @pytest.fixture(scope="module")
-def long_trace(tiny_data):
-    # seed 10: no divergence in 1,500 draws a chain, and an ESS that 400 draws a chain do not reach (the
-    # gate passes at the next reading, 500); most seeds diverge somewhere in 1,500 draws on this study
-    trace = sampler.sample(tiny_data, draws=1500, tune=300, chains=4, seed=10)
+def long_points(tiny_data):
+    """A finished run as nutpie returns it (flat points). Seed 10: no divergence in 1,500 draws a chain,
+    and an ESS that 400 draws a chain do not reach (the gate passes at the next reading, 500); most seeds
+    diverge somewhere in 1,500 draws on this study."""
+    trace = sampler._nutpie(
+        tiny_data, draws=1500, tune=300, chains=4, seed=10, target_accept=TARGET_ACCEPT, low_rank=False
+    )
     assert not trace.sample_stats["diverging"].any()
     return trace
 
 
+@pytest.fixture(scope="module")
+def long_trace(long_points, tiny_data):
+    """The same run, its draws named (what ``sampler.sample`` returns)."""
+    return points.reported_trace(long_points, density.density(tiny_data))
+
+
 @pytest.mark.parametrize("pace", [37, 160, 5000])
 def test_sampling_stops_at_the_first_reading_that_passes_however_fast_the_chains_run(
-    long_trace, tiny_data, monkeypatch, pace
+    long_points, long_trace, tiny_data, monkeypatch, pace
 ):
     import nutpie
 
     backgrounds = []
     monkeypatch.setattr(
-        nutpie, "sample", lambda *a, **k: backgrounds.append(_Background(long_trace, pace)) or backgrounds[-1]
+        nutpie, "sample", lambda *a, **k: backgrounds.append(_Background(long_points, pace)) or backgrounds[-1]
     )
     kept, row = sampler.sample_until_passed(tiny_data, max_draws=1500, tune=300, chains=4, seed=10)
     drawn = kept.posterior.sizes["draw"]
@@ -269,10 +279,10 @@ def test_sampling_stops_at_the_first_reading_that_passes_however_fast_the_chains
     assert backgrounds[0].cancelled == (backgrounds[0].drawn < 1500) == (pace < 5000)
 
 
-def test_a_divergence_ends_the_run_at_the_first_look_that_sees_it(long_trace, tiny_data, monkeypatch):
+def test_a_divergence_ends_the_run_at_the_first_look_that_sees_it(long_points, tiny_data, monkeypatch):
     import nutpie
 
-    diverged = long_trace.copy()
+    diverged = long_points.copy()
     diverged.sample_stats["diverging"][1, 100] = True  # chain 1 runs a draw ahead: not among the first look's 100
     backgrounds = []
     monkeypatch.setattr(

@@ -386,12 +386,20 @@ def log_density_function(model: Density, dtype=np.float32, *, layout: str | None
             eta_p0 = eta_p0 + family[None, :]
         return lp + binomial(successes, trials, eta) + binomial(p0_successes, p0_trials, eta_p0)
 
-    value_and_grad = jax.jit(jax.value_and_grad(log_density))
+    # one array back, the value first and then the gradient: each array handed back to Python is one
+    # more wait for the GIL among the chains' threads. Four threads on the default data, four paired
+    # runs of 4 s: 2,171–2,588 → 2,344–3,071 gradients a second, 0.73–0.87 → 0.61–0.81 CPU-ms each,
+    # bit for bit the same values
+    def value_and_gradient(point):
+        value, gradient = jax.value_and_grad(log_density)(point)
+        return jnp.concatenate([value[None], gradient])
+
+    joined = jax.jit(value_and_gradient)
 
     def evaluate(point: np.ndarray) -> tuple[float, np.ndarray]:
         x = np.asarray(point, dtype=dtype)
-        value, gradient = value_and_grad(x if device is None else jax.device_put(x, device))
-        return float(value), np.asarray(gradient, dtype=np.float64)
+        out = np.asarray(joined(x if device is None else jax.device_put(x, device)))
+        return float(out[0]), out[1:].astype(np.float64)
 
     return evaluate
 

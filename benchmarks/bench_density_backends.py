@@ -55,9 +55,7 @@ def main() -> None:
         model = density.density(_data(size))
         backends = {
             "jax": density.Compiled(model, density.log_density_function(model), "jax"),
-            "numba": density.Compiled(
-                model, native.log_density_function(model), "numba", native.evaluate_repeatedly(model)
-            ),
+            "numba": density.Compiled(model, numba_density.log_density_function(model), "numba", native.Kernel(model)),
         }
         times = {(name, chains): [] for name in backends for chains in (1, 4)}
         for _ in range(args.repeats):
@@ -87,8 +85,10 @@ def main() -> None:
     print(f"\nwhole runs at {args.fit_size}: 4 chains × (300 warm-up + {args.draws} draws), seed 1")
     for name in ("jax", "numba"):
         model = density.density(data)
-        evaluate = density.log_density_function(model) if name == "jax" else native.log_density_function(model)
-        compiled = density.Compiled(model, evaluate, name)
+        if name == "jax":
+            compiled = density.Compiled(model, density.log_density_function(model), name)
+        else:
+            compiled = density.Compiled(model, numba_density.log_density_function(model), name, native.Kernel(model))
         compiled.evaluate(density.initial_point(model, 0))  # compiled before the clock starts
         started = time.perf_counter()
         trace = sampler.sample(data, draws=args.draws, tune=300, chains=4, seed=1, compiled=compiled)

@@ -424,13 +424,14 @@ class Compiled:
     model: Density
     evaluate: Callable[[np.ndarray], tuple[float, np.ndarray]]
     gradient: str = "jax"  # which implementation evaluates it: "jax" (this module) or "numba" (numba_density)
-    # where nutpie calls the gradient without Python (native): (point, n) evaluates it n times that way
-    evaluate_repeatedly: Callable[[np.ndarray, int], None] | None = None
+    # where nutpie calls the numba gradient without Python: its arrays and address table (native.Kernel)
+    native: object | None = None
 
     def step_seconds(self, chains: int, *, seconds: float = 0.3, windows: int = 3) -> float:
         """Wall time per chain of one leapfrog step with ``chains`` chains running at once, as nutpie runs
-        them: one thread a chain, each evaluating the gradient (through Python, or in batches with no Python
-        between where nutpie calls it natively: ``evaluate_repeatedly``), for about ``seconds`` in all. Timed this way rather than one gradient alone, which XLA may spread over every
+        them: one thread a chain, each evaluating the gradient (through Python, or in batches with no
+        Python between where nutpie calls it natively: ``native.Kernel.evaluate_repeatedly``), for about
+        ``seconds`` in all. Timed this way rather than one gradient alone, which XLA may spread over every
         core and which shares no memory bandwidth: on 2 cores a gradient of 28 models × 5 channels timed
         alone as fast as one of 14, yet sampled half as fast. The fastest of ``windows`` short windows is
         kept, as ``timeit`` advises: a burst of other work on a shared machine slows one window (a single
@@ -441,11 +442,11 @@ class Compiled:
         point = initial_point(self.model, 0)
         self.evaluate(point)  # compiles
         batch = 1
-        if self.evaluate_repeatedly is not None:
+        if self.native is not None:
             # in batches of about a millisecond: the GIL is taken once a batch, not once a gradient
-            self.evaluate_repeatedly(point, 1)  # compiles
+            self.native.evaluate_repeatedly(point, 1)  # compiles
             started = time.perf_counter()
-            self.evaluate_repeatedly(point, 10)
+            self.native.evaluate_repeatedly(point, 10)
             batch = max(1, round(1e-3 / max((time.perf_counter() - started) / 10, 1e-7)))
         fastest = float("inf")
         for _ in range(windows):
@@ -454,8 +455,8 @@ class Compiled:
 
             def work(at: int) -> None:
                 while not stop.is_set():  # noqa: B023 (the threads are joined before the next window)
-                    if self.evaluate_repeatedly is not None:
-                        self.evaluate_repeatedly(point, batch)  # noqa: B023
+                    if self.native is not None:
+                        self.native.evaluate_repeatedly(point, batch)  # noqa: B023
                     else:
                         self.evaluate(point)
                     counts[at] += batch  # noqa: B023
@@ -475,7 +476,7 @@ class Compiled:
     def expand_seconds(self, repeats: int = 20) -> float:
         """Wall time of the Python nutpie runs once a draw: none where it calls the gradient natively,
         else the callback that hands it the point to store (``nutpie_model``)."""
-        if self.evaluate_repeatedly is not None:
+        if self.native is not None:
             return 0.0
         point = initial_point(self.model, 0)
         started = time.perf_counter()
@@ -495,10 +496,9 @@ def compile_density(data: ModelData, *, family_effects: bool = True, device: str
 
     model = density(data, family_effects=family_effects)
     if device is None and numba_density.cell_count(model) < NUMBA_CELLS:
-        # through the C function nutpie will call, where this nutpie takes one: the same kernel
-        if native.available():
-            return Compiled(model, native.log_density_function(model), "numba", native.evaluate_repeatedly(model))
-        return Compiled(model, numba_density.log_density_function(model), "numba")
+        # nutpie calls the kernel as a C function where this nutpie takes one (native.available)
+        kernel = native.Kernel(model) if native.available() else None
+        return Compiled(model, numba_density.log_density_function(model), "numba", kernel)
     return Compiled(model, log_density_function(model, device=jax_device(device)), "jax")
 
 
@@ -519,12 +519,10 @@ def nutpie_model(compiled: Compiled, *, initial_points: Callable[[int], np.ndarr
     """
     from nutpie.compiled_pyfunc import from_pyfunc
 
-    from . import native
-
     model = compiled.model
     initial_points = initial_points or (lambda seed: initial_point(model, seed))
-    if compiled.gradient == "numba" and native.available():
-        return native.nutpie_model(model, initial_points)
+    if compiled.native is not None:
+        return compiled.native.nutpie_model(initial_points)
     return from_pyfunc(
         ndim=model.ndim,
         make_logp_fn=lambda: compiled.evaluate,

@@ -8,19 +8,19 @@ into a C function that the Rust sampler calls directly; this module does the sam
 hand-written gradient (``numba_density``).
 
 How: one C function for every model, compiled once and cached by numba, reads the model's
-arrays (``numba_density.kernel_arguments``) through a table of their addresses and sizes that
-nutpie passes back on each call (its "user data" pointer). The draws nutpie stores are the flat
+arrays (``Kernel``: ``numba_density.kernel_arguments``, built once a fit) through a table of
+their addresses and sizes that nutpie passes back on each call (its "user data" pointer). The draws nutpie stores are the flat
 points themselves (a second C function copies them), named afterwards (``points.reported_trace``).
 
 This uses nutpie's low-level classes (``nutpie._lib``: ``LogpFunc``, ``ExpandFunc``,
 ``PyMcModel``), the ones its PyMC backend uses, which are not a documented interface.
 ``available()`` checks they are there with the arguments this module passes (nutpie 0.16);
-where not, ``density.nutpie_model`` falls back to the Python callback.
+where not, ``density.compile_density`` builds no kernel and nutpie calls the gradient through
+Python as before.
 """
 
 from __future__ import annotations
 
-import ctypes
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -134,32 +134,57 @@ def available() -> bool:
     return hasattr(_lib, "PyVariable") and hasattr(_lib.PySampler, "from_pymc")
 
 
-def _table(model, arrays: tuple[np.ndarray, ...]) -> np.ndarray:
-    layout, priors, channel, pairs, pair_family, cell_index, cell_counts, p0_index, p0_counts = arrays
-    if layout.shape != (16,) or priors.shape != (6,):
-        raise ValueError("numba_density's packed layout changed: update native._logp's table")
-    return np.array(
-        [array.ctypes.data for array in arrays]
-        + [model.ndim, pairs.shape[1], channel.shape[1], channel.shape[2], cell_index.shape[1], p0_index.shape[1]],
-        dtype=np.int64,
-    )
+@numba_density._compiled
+def _evaluate_repeatedly(
+    times, x, gradient, layout, priors, channel, pairs, pair_family, cell_index, cell_counts, p0_index, p0_counts
+):
+    for _ in range(times):
+        numba_density.log_density_and_gradient(
+            x, gradient, layout, priors, channel, pairs, pair_family, cell_index, cell_counts, p0_index, p0_counts
+        )
+
+
+class Kernel:
+    """One model's arrays for the numba gradient (``numba_density.kernel_arguments``), built once, and the
+    table of their addresses that nutpie hands back to the C function on each call. Whatever holds the
+    table (a sampler, through ``NativeModel``) holds this, and so the arrays."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.arrays = numba_density.kernel_arguments(model)
+        layout, priors, channel, pairs, _, cell_index, _, p0_index, _ = self.arrays
+        if layout.shape != (16,) or priors.shape != (6,):
+            raise ValueError("numba_density's packed layout changed: update native._logp's table")
+        self.table = np.array(
+            [array.ctypes.data for array in self.arrays]
+            + [model.ndim, pairs.shape[1], channel.shape[1], channel.shape[2], cell_index.shape[1], p0_index.shape[1]],
+            dtype=np.int64,
+        )
+
+    def evaluate_repeatedly(self, point: np.ndarray, times: int) -> None:
+        """The gradient at ``point``, ``times`` times in a row with the GIL released and no Python between,
+        as nutpie's threads call the C function (what ``Compiled.step_seconds`` times)."""
+        x = np.ascontiguousarray(point, dtype=np.float64)
+        _evaluate_repeatedly(times, x, np.empty_like(x), *self.arrays)
+
+    def nutpie_model(self, initial_points: Callable[[int], np.ndarray]) -> NativeModel:
+        """The model as nutpie samples it, its gradient called without Python; its traces hold flat points."""
+        return NativeModel(dims={POINT: (POINT_DIM,)}, kernel=self, initial_points=initial_points)
 
 
 @dataclass(frozen=True)
 class NativeModel(CompiledModel):
     """What ``nutpie.sample`` asks of a compiled model (``nutpie.sample.CompiledModel``): here the flat
-    point as the one stored variable. ``arrays`` and ``table`` live as long as the sampler (nutpie keeps
-    this object alive through ``keep_alive``)."""
+    point as the one stored variable. nutpie keeps this object, and so the kernel's arrays, alive as
+    long as the sampler (its ``keep_alive``)."""
 
     dims: dict
-    density: object  # density.Density
-    arrays: tuple
-    table: np.ndarray
+    kernel: Kernel
     initial_points: Callable[[int], np.ndarray]
 
     @property
     def n_dim(self) -> int:
-        return self.density.ndim
+        return self.kernel.model.ndim
 
     @property
     def shapes(self) -> dict:
@@ -169,12 +194,9 @@ class NativeModel(CompiledModel):
     def coords(self) -> dict:
         return {POINT_DIM: point_labels(self.n_dim)}
 
-    def with_transform_adapt(self, **kwargs):  # nutpie's normalising flows need a Python density
-        raise NotImplementedError("the native model has no transform adaptation")
-
-    def _make_model(self, init_mean):
+    def _make_model(self, init_mean):  # init_mean: nutpie's, unused (the chains start at initial_points)
         logp, copy = _compiled()
-        table = self.table.ctypes.data
+        table = self.kernel.table.ctypes.data
         variables = _lib.PyVariable.new_variables(
             [POINT], ["float64"], [(self.n_dim,)], {POINT_DIM: self.n_dim}, {POINT: (POINT_DIM,)}
         )
@@ -195,64 +217,3 @@ class NativeModel(CompiledModel):
 
     def _make_sampler(self, settings, init_mean, cores, progress_type, store):
         return _lib.PySampler.from_pymc(settings, cores, self._make_model(init_mean), progress_type, store)
-
-
-def log_density_function(model) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
-    """``point -> (log density, gradient)`` through the C function nutpie calls, by ``ctypes`` (which
-    releases the GIL for the call, as nutpie's threads run it): what ``Compiled.step_seconds`` times."""
-    arrays = numba_density.kernel_arguments(model)
-    table = _table(model, arrays)
-    logp, _ = _compiled()
-    pointer = ctypes.POINTER(ctypes.c_double)
-
-    def evaluate(point: np.ndarray) -> tuple[float, np.ndarray]:
-        x = np.ascontiguousarray(point, dtype=np.float64)
-        gradient, value = np.empty_like(x), np.empty(1)
-        code = logp.ctypes(
-            len(x),
-            x.ctypes.data_as(pointer),
-            gradient.ctypes.data_as(pointer),
-            value.ctypes.data_as(pointer),
-            table.ctypes.data_as(ctypes.c_void_p),
-        )
-        if code < 0:
-            raise ValueError(f"a point of {len(x)} coordinates for a model of {model.ndim}")
-        return float(value[0]), gradient  # a non-finite value is returned as it is, as numba_density's
-
-    evaluate.keep = arrays  # the table holds their addresses
-    return evaluate
-
-
-@numba_density._compiled
-def _evaluate_repeatedly(
-    times, x, gradient, layout, priors, channel, pairs, pair_family, cell_index, cell_counts, p0_index, p0_counts
-):
-    for _ in range(times):
-        numba_density.log_density_and_gradient(
-            x, gradient, layout, priors, channel, pairs, pair_family, cell_index, cell_counts, p0_index, p0_counts
-        )
-
-
-def evaluate_repeatedly(model) -> Callable[[np.ndarray, int], None]:
-    """``(point, times) -> None``: the gradient at ``point`` evaluated ``times`` times in a row with the GIL
-    released and no Python between, as nutpie's threads call the C function (``Compiled.step_seconds``)."""
-    arguments = numba_density.kernel_arguments(model)
-
-    def repeat(point: np.ndarray, times: int) -> None:
-        x = np.ascontiguousarray(point, dtype=np.float64)
-        _evaluate_repeatedly(times, x, np.empty_like(x), *arguments)
-
-    return repeat
-
-
-def nutpie_model(model, initial_points: Callable[[int], np.ndarray]):
-    """``model`` (a ``density.Density`` small enough for the numba gradient) as a nutpie model whose
-    gradient nutpie calls without Python; its traces hold flat points (``reported_trace``)."""
-    arrays = numba_density.kernel_arguments(model)
-    return NativeModel(
-        dims={POINT: (POINT_DIM,)},
-        density=model,
-        arrays=arrays,
-        table=_table(model, arrays),
-        initial_points=initial_points,
-    )

@@ -56,15 +56,13 @@ def sample(
 
         compiled = compiled or compile_density(data, family_effects=family_effects)
         background = _nutpie(
-            data,
-            family_effects=family_effects,
+            compiled,
             draws=draws,
             tune=tune,
             chains=chains,
             seed=seed,
             target_accept=target_accept,
             low_rank=low_rank,
-            compiled=compiled,
             warm=warm,
             blocking=progress is None,
         )
@@ -87,9 +85,8 @@ def sample(
 
 
 def _nutpie(
-    data: ModelData,
+    compiled: Compiled,
     *,
-    family_effects: bool = True,
     blocking: bool = True,
     draws: int,
     tune: int,
@@ -97,16 +94,14 @@ def _nutpie(
     seed: int,
     target_accept: float,
     low_rank: bool,
-    compiled: Compiled | None = None,
     warm: WarmStart | None = None,
 ):
     """nutpie on the compiled density (numba's or JAX's gradient), every chain at once (a finished trace,
     or the background sampler). Its traces hold flat points: ``points.reported_trace`` names them."""
     import nutpie
 
-    from .density import compile_density, nutpie_model
+    from .density import nutpie_model
 
-    compiled = compiled or compile_density(data, family_effects=family_effects)
     extra = {} if warm is None else {"initial_step": warm.step_size}
     return nutpie.sample(
         nutpie_model(compiled, initial_points=None if warm is None else warm.initial_points),
@@ -225,7 +220,7 @@ def sample_until_passed(
     started = time.perf_counter()
     compiled = compiled or compile_density(data)
     background = _nutpie(
-        data,
+        compiled,
         blocking=False,
         draws=max_draws,
         tune=tune,
@@ -233,7 +228,6 @@ def sample_until_passed(
         seed=seed,
         target_accept=target_accept,
         low_rank=low_rank,
-        compiled=compiled,
         warm=warm,
     )
     checkpoint = min(MIN_DRAWS, max_draws)

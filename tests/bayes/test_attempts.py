@@ -238,7 +238,13 @@ def long_points(tiny_data):
     and an ESS that 400 draws a chain do not reach (the gate passes at the next reading, 500); most seeds
     diverge somewhere in 1,500 draws on this study."""
     trace = sampler._nutpie(
-        tiny_data, draws=1500, tune=300, chains=4, seed=10, target_accept=TARGET_ACCEPT, low_rank=False
+        density.compile_density(tiny_data),
+        draws=1500,
+        tune=300,
+        chains=4,
+        seed=10,
+        target_accept=TARGET_ACCEPT,
+        low_rank=False,
     )
     assert not trace.sample_stats["diverging"].any()
     return trace

@@ -40,13 +40,13 @@ def _call(function, dim: int, x: np.ndarray, table: np.ndarray) -> tuple[int, fl
 @pytest.mark.parametrize("family_effects", [True, False])
 def test_the_c_function_is_the_numba_gradient_and_rejects_what_nutpie_must_not_take(small, family_effects):
     model = density.density(small, family_effects=family_effects)
-    built = native.nutpie_model(model, lambda seed: density.initial_point(model, seed))
+    kernel = native.Kernel(model)
     logp, _ = native._compiled()
     reference = numba_density.log_density_function(model)
     rng = np.random.default_rng(3)
     for seed in range(3):
         x = density.initial_point(model, seed) + rng.normal(0, 1.0, model.ndim)
-        code, value, gradient = _call(logp, model.ndim, x, built.table)
+        code, value, gradient = _call(logp, model.ndim, x, kernel.table)
         expected_value, expected_gradient = reference(x)
         assert code == 0
         assert value == expected_value  # the same compiled kernel on the same float64 point
@@ -55,9 +55,9 @@ def test_the_c_function_is_the_numba_gradient_and_rejects_what_nutpie_must_not_t
     assert next(iter(model.free_shapes)) == "condition_mean"
     x = density.initial_point(model, 0)
     x[0] = 1e300
-    assert _call(logp, model.ndim, x, built.table)[0] > 0
+    assert _call(logp, model.ndim, x, kernel.table)[0] > 0
     # a point of the wrong size: a negative code, an error that stops the chain
-    assert _call(logp, model.ndim + 1, np.zeros(model.ndim + 1), built.table)[0] < 0
+    assert _call(logp, model.ndim + 1, np.zeros(model.ndim + 1), kernel.table)[0] < 0
 
 
 def test_the_c_function_and_the_python_callback_draw_the_same_chains(small, monkeypatch):
@@ -65,10 +65,12 @@ def test_the_c_function_and_the_python_callback_draw_the_same_chains(small, monk
     compiled = density.compile_density(small)
     assert compiled.gradient == "numba"
     settings = {"draws": 60, "tune": 60, "chains": 2, "seed": 5}
+    assert isinstance(density.nutpie_model(compiled), native.NativeModel)
     through_c = sampler.sample(small, compiled=compiled, **settings)
-    monkeypatch.setattr(native, "available", lambda: False)
-    assert not isinstance(density.nutpie_model(compiled), native.NativeModel)
-    through_python = sampler.sample(small, compiled=compiled, **settings)
+    monkeypatch.setattr(native, "available", lambda: False)  # a nutpie without the classes: the callback
+    by_callback = density.compile_density(small)
+    assert not isinstance(density.nutpie_model(by_callback), native.NativeModel)
+    through_python = sampler.sample(small, compiled=by_callback, **settings)
     assert set(through_c.posterior) == set(compiled.model.dims)
     for name in compiled.model.dims:
         np.testing.assert_array_equal(through_c.posterior[name].values, through_python.posterior[name].values)

@@ -34,6 +34,7 @@ from numba.extending import intrinsic
 from nutpie import _lib
 from nutpie.sample import CompiledModel
 
+from ..jit import compiled
 from . import numba_density
 from .points import POINT, POINT_DIM, point_labels
 
@@ -134,7 +135,7 @@ def available() -> bool:
     return hasattr(_lib, "PyVariable") and hasattr(_lib.PySampler, "from_pymc")
 
 
-@numba_density._compiled
+@compiled
 def _evaluate_repeatedly(
     times, x, gradient, layout, priors, channel, pairs, pair_family, cell_index, cell_counts, p0_index, p0_counts
 ):

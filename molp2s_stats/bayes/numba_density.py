@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from math import prod, sqrt
 
-import numba
 import numpy as np
 
+from ..jit import compiled
 from .data import MODELLED_CONDITIONS
 from .model import PRIOR_MEAN_SD, SPREAD_SCALE
 
@@ -118,18 +118,7 @@ _BLOCKS = (
 _SPREADS = ("channel_sd", "family_sd", "family_channel_sd")
 
 
-def _compiled(function):
-    """``function`` compiled by numba with the GIL released (the chains' threads evaluate side by
-    side) and cached: compiled once (about 4 s) into __pycache__, or numba's user cache folder where
-    the package's is read-only, then loaded by every later process. Where neither can be written,
-    each process compiles it anew rather than failing."""
-    try:
-        return numba.njit(cache=True, nogil=True)(function)
-    except RuntimeError:  # numba: "cannot cache function …: no locator available"
-        return numba.njit(nogil=True)(function)
-
-
-@_compiled
+@compiled
 def log_density_and_gradient(
     x, grad, layout, priors, channel, pairs, pair_family, cell_index, cell_counts, p0_index, p0_counts
 ):
@@ -319,7 +308,7 @@ def log_density_and_gradient(
     return lp
 
 
-@_compiled
+@compiled
 def _binomial(successes, trials, eta):
     """One binomial cell's log likelihood on the logit scale, s·η − n·softplus(η), and its derivative
     by η, s − n·σ(η); softplus(η) = max(η, 0) + log1p(exp(−|η|)), σ(η) from the same exp."""
@@ -329,7 +318,7 @@ def _binomial(successes, trials, eta):
     return successes * eta - trials * np.log1p(e), successes - trials * e / (1.0 + e)
 
 
-@_compiled
+@compiled
 def _zero_sum_back(d_out, grad, at, n):
     """Adds to grad[at : at + n − 1] the gradient by the free coordinates of ``density._zero_sum``,
     given ``d_out``, the gradient by its n outputs: out_j = free_j − total/(√n + n), out_n = −total/√n."""

@@ -36,6 +36,8 @@ import polars as pl
 from scipy.special import expit, logit
 from scipy.stats import false_discovery_control
 
+from .. import jit
+
 FLAGS = {
     "wrong_key": "the answers point to another candidate than the key",
     "duplicate_candidates": "two labels are the same molecule",
@@ -284,6 +286,15 @@ def wrong_key(
     return pl.DataFrame(rows, schema=AUDIT_SCHEMA, orient="row") if rows else _empty()
 
 
+def _grid_terms(ability: np.ndarray, labels: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per model × difficulty on the grid: what an answer adds to the log likelihood of "this label is the
+    key" when it names that label (log P − log((1 − P) / (K − 1))), and what every answer adds anyway
+    (log((1 − P) / (K − 1))), with P = σ(ability − difficulty)."""
+    p = expit(ability[:, None] - DIFFICULTY_GRID[None, :])  # models × grid
+    log_wrong = np.log1p(-p) - np.log(labels - 1)
+    return np.log(p) - log_wrong, log_wrong
+
+
 def _key_swap_statistic(counts: np.ndarray, ability: np.ndarray, key: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For answer counts (sets × models × labels): the log likelihood ratio of the best non-key label as the
     key against the key, the best label, and the difficulty fitted under the key; one of each per set.
@@ -292,16 +303,15 @@ def _key_swap_statistic(counts: np.ndarray, ability: np.ndarray, key: int) -> tu
     with (1 − P) / (K − 1); the difficulty is maximised over ``DIFFICULTY_GRID`` (the log likelihood is
     concave in it, so the grid's maximum is the maximum to the grid's spacing).
     """
+    gain, log_wrong = _grid_terms(ability, counts.shape[2])
     labels = counts.shape[2]
-    p = expit(ability[:, None] - DIFFICULTY_GRID[None, :])  # models × grid
-    log_right, log_wrong = np.log(p), np.log1p(-p) - np.log(labels - 1)
     answers = counts.sum(axis=2)  # sets × models
     # sets × labels × grid: Σ_m c_mj log P_m + (n_m − c_mj) log((1 − P_m)/(K − 1))
     # one matrix product (BLAS) over every set and label rather than einsum's own loop: the null's thousands
     # of answer sets a family made this the audit's slowest line (the whole audit of the default data 5.3 →
     # 3.2 s, medians of 3 runs paired in one process, the same findings)
     sets = counts.shape[0]
-    per_label = counts.transpose(0, 2, 1).reshape(sets * labels, counts.shape[1]) @ (log_right - log_wrong)
+    per_label = counts.transpose(0, 2, 1).reshape(sets * labels, counts.shape[1]) @ gain
     as_key = per_label.reshape(sets, labels, -1) + (answers @ log_wrong)[:, None, :]
     best_fit = as_key.max(axis=2)  # sets × labels
     under_key = best_fit[:, key]
@@ -320,51 +330,44 @@ def _null_key_swap_statistic(counts: np.ndarray, ability: np.ndarray, key: int) 
     on the null's thousands of answer sets a family. Compiled by numba: a bisection per set and label is
     a loop no array library or SciPy optimiser runs on a fixed grid without Python per problem.
     """
-    labels = counts.shape[2]
-    p = expit(ability[:, None] - DIFFICULTY_GRID[None, :])
-    log_wrong = np.log1p(-p) - np.log(labels - 1)
-    gain = np.ascontiguousarray((np.log(p) - log_wrong).T)  # grid × models: what an answer for the label adds
-    base = np.ascontiguousarray(log_wrong.T)  # grid × models: what every answer adds
+    gain, base = (np.ascontiguousarray(term.T) for term in _grid_terms(ability, counts.shape[2]))  # grid × models
     chosen = np.ascontiguousarray(counts.transpose(0, 2, 1), dtype=np.float64)  # sets × labels × models
-    return _bisected_statistics()(chosen, np.ascontiguousarray(counts.sum(axis=2), dtype=np.float64), gain, base, key)
+    answers = np.ascontiguousarray(counts.sum(axis=2), dtype=np.float64)
+    return _compiled_bisection()(chosen, answers, gain, base, key)
 
 
 @functools.cache
-def _bisected_statistics():
-    import numba
+def _compiled_bisection():
+    return jit.compiled(_bisected_statistics)  # on first use: `molp2s audit` imports numba only when it runs
 
-    def statistics(chosen, answers, gain, base, key):
-        sets, labels, models = chosen.shape
-        last = gain.shape[0] - 1
-        out = np.empty(sets)
-        for s in range(sets):
-            best_other, under_key = -np.inf, 0.0
-            for label in range(labels):
-                low, high = 0, last
-                while low < high:
-                    middle = (low + high) // 2
-                    here, after = 0.0, 0.0
-                    for m in range(models):
-                        here += chosen[s, label, m] * gain[middle, m] + answers[s, m] * base[middle, m]
-                        after += chosen[s, label, m] * gain[middle + 1, m] + answers[s, m] * base[middle + 1, m]
-                    if after > here:
-                        low = middle + 1
-                    else:
-                        high = middle
-                value = 0.0
+
+def _bisected_statistics(chosen, answers, gain, base, key):
+    sets, labels, models = chosen.shape
+    last = gain.shape[0] - 1
+    out = np.empty(sets)
+    for s in range(sets):
+        best_other, under_key = -np.inf, 0.0
+        for label in range(labels):
+            low, high = 0, last
+            while low < high:
+                middle = (low + high) // 2
+                here, after = 0.0, 0.0
                 for m in range(models):
-                    value += chosen[s, label, m] * gain[low, m] + answers[s, m] * base[low, m]
-                if label == key:
-                    under_key = value
-                elif value > best_other:
-                    best_other = value
-            out[s] = best_other - under_key
-        return out
-
-    try:
-        return numba.njit(cache=True, nogil=True)(statistics)
-    except RuntimeError:  # numba: "cannot cache function …: no locator available" (a read-only install)
-        return numba.njit(nogil=True)(statistics)
+                    here += chosen[s, label, m] * gain[middle, m] + answers[s, m] * base[middle, m]
+                    after += chosen[s, label, m] * gain[middle + 1, m] + answers[s, m] * base[middle + 1, m]
+                if after > here:
+                    low = middle + 1
+                else:
+                    high = middle
+            value = 0.0
+            for m in range(models):
+                value += chosen[s, label, m] * gain[low, m] + answers[s, m] * base[low, m]
+            if label == key:
+                under_key = value
+            elif value > best_other:
+                best_other = value
+        out[s] = best_other - under_key
+    return out
 
 
 P_VALUE_EXCEEDANCES = 10  # draw more answer sets while fewer than this many score as high as the family

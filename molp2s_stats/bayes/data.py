@@ -107,20 +107,20 @@ def pooled_over_families(data: ModelData) -> ModelData:
     instead of every family's (85,856 on the default data). Its LOO is still read off
     ``data``'s own cells (``loo.loo_comparison``), one observation per cell as before.
     """
-    keys = ["model", "channel", "condition"]
-    cells = (
-        data.cells.group_by(keys)
-        .agg(pl.col("successes").sum(), pl.col("trials").sum())
-        .with_columns(pl.lit(POOLED_FAMILY).alias("family_id"))
-        .select(*keys, "family_id", "successes", "trials")
+
+    def summed(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+        return (
+            frame.group_by(keys)
+            .agg(pl.col("successes").sum(), pl.col("trials").sum())
+            .with_columns(pl.lit(POOLED_FAMILY).alias("family_id"))
+            .select(*keys, "family_id", "successes", "trials")
+        )
+
+    return index(
+        summed(data.cells, ["model", "channel", "condition"]),
+        summed(data.p0, ["model"]),
+        n_candidates=data.n_candidates,
     )
-    p0 = (
-        data.p0.group_by("model")
-        .agg(pl.col("successes").sum(), pl.col("trials").sum())
-        .with_columns(pl.lit(POOLED_FAMILY).alias("family_id"))
-        .select("model", "family_id", "successes", "trials")
-    )
-    return index(cells, p0, n_candidates=data.n_candidates)
 
 
 def only_models(data: ModelData, models: list[str]) -> ModelData:

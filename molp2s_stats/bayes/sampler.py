@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import UsageError
 from . import DEFAULT_DRAWS, LOW_RANK, SAMPLERS, TARGET_ACCEPT, health, points
 from .data import ModelData
-from .density import Compiled
+from .density import Compiled, compile_density
 from .progress import Progress
 
 
@@ -52,8 +52,6 @@ def sample(
     if sampler not in SAMPLERS:
         raise UsageError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
     if sampler == "nutpie":
-        from .density import compile_density
-
         compiled = compiled or compile_density(data, family_effects=family_effects)
         background = _nutpie(
             compiled,
@@ -215,8 +213,6 @@ def sample_until_passed(
     (``expected``: the seconds the attempt is expected to take, for the time left during
     the warm-up, when there are no draws to pace it by).
     """
-    from .density import compile_density
-
     started = time.perf_counter()
     compiled = compiled or compile_density(data)
     background = _nutpie(

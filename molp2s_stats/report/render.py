@@ -15,6 +15,7 @@ frame (nav, main): under Quarto the same stylesheet leaves Quarto's navbar and g
 
 from __future__ import annotations
 
+import ast
 import html
 import os
 import re
@@ -305,6 +306,46 @@ def _fresh_page_cell(folder: Path) -> nbformat.NotebookNode:
     )
 
 
+def page_imports(sources: list[str]) -> list[str]:
+    """The modules the cells ``sources`` import at their top level (``import a.b``; ``from a.b import
+    c``: a.b, and a.b.c in case c is a module), each once, in the order they first appear. A cell
+    that is not plain Python (a magic, a shell escape) is left out."""
+    modules: dict[str, None] = {}
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                modules.update(dict.fromkeys(alias.name for alias in node.names))
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules[node.module] = None  # and each name, which may be a module of that package
+                modules.update(
+                    dict.fromkeys(f"{node.module}.{alias.name}" for alias in node.names if alias.name != "*")
+                )
+    return list(modules)
+
+
+def _code_of(path: Path) -> list[nbformat.NotebookNode]:
+    """The cells of the page at ``path`` that run (code, not ``eval: false``)."""
+    return [c for c in read_qmd(path).cells if c.cell_type == "code" and c.metadata["molp2s"]["eval"]]
+
+
+def _warm_up_cell(modules: list[str]) -> nbformat.NotebookNode:
+    """A cell that imports ``modules`` on a kernel before its first page. A module that fails to
+    import is passed over: the page that imports it fails there, with the page named."""
+    return nbformat.v4.new_code_cell(
+        "import importlib as _importlib\n"
+        f"for _name in {modules!r}:\n"
+        "    try:\n"
+        "        _importlib.import_module(_name)\n"
+        "    except Exception:\n"
+        "        pass\n"
+        "del _importlib, _name"
+    )
+
+
 def _stop_kernel(kernel) -> None:
     """Shut a worker's kernel down (nbclient's own clean-up, for a kernel it does not own)."""
     from jupyter_core.utils import ensure_async, run_sync
@@ -363,6 +404,7 @@ def render_with_jupyter(
     workers: int | None = None,
     gates: dict[str, Gate] | None = None,
     pre_render: bool = True,
+    begin: Gate | None = None,
 ) -> list[Path]:
     """Execute each page on a Python kernel and write self-contained HTML into ``out``.
 
@@ -379,6 +421,11 @@ def render_with_jupyter(
     opens; a gate that fails stops the render (no further page is started) with its error.
     ``pre_render`` False skips the project's pre-render scripts, for a caller that has made
     what they make (``site.render_report`` prepares the database and the fit itself).
+
+    ``begin``: each worker starts its kernel at once and imports there what the pages import
+    (``page_imports``), then waits for this gate before its first page; a caller that is still
+    making what the pages read (the fit) opens it when that is done, and a failed gate stops
+    the render before any page.
     """
     from jupyter_client import AsyncKernelManager
     from nbclient import NotebookClient
@@ -409,6 +456,30 @@ def render_with_jupyter(
     if pre_render:
         run_pre_render(project, config, env, [page.source for page in chosen], log=log)
     gates = gates or {}
+    if begin is not None:
+        warm_up = nbformat.v4.new_notebook(
+            cells=[_warm_up_cell(page_imports([c.source for p in chosen for c in _code_of(project / p.source)]))]
+        )
+
+    def start_kernel(sockets: Path):
+        # IPC sockets, not TCP: the kernel is local, and ipykernel warns about plain TCP. The
+        # socket path is absolute: the kernel runs in the page's folder (as under Quarto), not in ours.
+        return AsyncKernelManager(kernel_name="python3", transport="ipc", ip=str(sockets / "kernel"))
+
+    def warm(kernel) -> None:
+        """Start ``kernel`` and import the pages' modules on it (what a worker's first page would)."""
+        client = NotebookClient(
+            nbformat.from_dict(warm_up),
+            km=kernel,
+            timeout=timeout,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(project.resolve())}},
+        )
+        try:
+            client.execute()
+        finally:
+            if client.kc is not None:
+                client.kc.stop_channels()
 
     def render_page(page: Page, kernel) -> Path:
         started = time.perf_counter()
@@ -475,6 +546,18 @@ def render_with_jupyter(
     def work(sockets: Path) -> None:
         kernel = None
         try:
+            if begin is not None:
+                kernel = start_kernel(sockets)
+                try:
+                    warm(kernel)
+                except Exception:  # the first page starts a kernel afresh, and its error names the page
+                    _stop_kernel(kernel)
+                    kernel = None
+                try:
+                    begin.wait()
+                except BaseException as exc:
+                    errors[-1] = exc
+                    return
             while True:
                 taken = take()
                 if taken is None:
@@ -487,9 +570,7 @@ def render_with_jupyter(
                         errors[index] = exc
                         return
                 if kernel is None:
-                    # IPC sockets, not TCP: the kernel is local, and ipykernel warns about plain TCP. The
-                    # socket path is absolute: the kernel runs in the page's folder (as under Quarto), not in ours.
-                    kernel = AsyncKernelManager(kernel_name="python3", transport="ipc", ip=str(sockets / "kernel"))
+                    kernel = start_kernel(sockets)
                 try:
                     results[index] = render_page(page, kernel)
                 except BaseException as exc:  # raised once every page has had its turn, as a pool's map would

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from .. import store
 from ..errors import UsageError
 from . import prepare, render
 
@@ -39,15 +40,14 @@ def render_report(
     pages' other variables (bootstrap replicates; the seed, ``seed`` where it has none); the
     database and fit paths are set here, absolute (Quarto runs each page in its own folder, not in
     the caller's). A database or fit that is not there is a ``UsageError`` naming it."""
-    try:
-        database = prepare.prepared_database(database)
-    except FileNotFoundError as exc:
-        raise UsageError(str(exc)) from exc
-    fit_path = fit if fit is not None else prepare.default_fit_path(database)
+    if database is not None and not database.exists():
+        raise UsageError(store.missing_database(database))
+    database_path = database if database is not None else prepare.default_database()  # built by prepare_fit
+    fit_path = fit if fit is not None else prepare.default_fit_path(database_path)
     env = {
         "MOLP2S_SEED": str(seed),
         **env,
-        "MOLP2S_DB": str(database.resolve()),
+        "MOLP2S_DB": str(database_path.resolve()),
         "MOLP2S_FIT": str(fit_path.resolve()),
     }
 
@@ -69,32 +69,35 @@ def render_report(
 
 
 def _render_beside_the_fit(prepare_fit: Callable, render_site: Callable) -> str:
-    """``prepare_fit``, with the site rendering in a thread from the moment the fit's sampling is
-    over (or, where no fit is made, once the prepare step is done); the pages that read the fit
-    wait for it. A failed fit stops the render and is raised; the old site stays as it was."""
-    fit_made = render.Gate()
+    """``prepare_fit``, with the site rendering in a thread started at once: its workers start their
+    kernels and import what the pages import while the database is built and the fit samples,
+    and take their first pages once the fit's sampling is over (or, where no fit is made, once the
+    prepare step is done); the pages that read the fit wait for it. A failed fit stops the render
+    and is raised; the old site stays as it was."""
+    sampled, fit_made = render.Gate(), render.Gate()
     outcome: dict[str, object] = {}
 
     def rendering() -> None:
         try:
             outcome["engine"] = render_site(
                 gates={page: fit_made for page in prepare.PAGES_READING_THE_FIT},
+                begin=sampled,
                 pre_render=False,  # the prepare step is this function's own
             )
         except BaseException as exc:  # raised in the caller's thread below
             outcome["error"] = exc
 
     renderer = threading.Thread(target=rendering, name="molp2s-report-pages")
+    renderer.start()
     try:
-        prepare_fit(on_sampled=renderer.start)
+        prepare_fit(on_sampled=sampled.open)
     except BaseException as exc:
-        fit_made.fail(exc)
-        if renderer.is_alive():
-            renderer.join()  # the pages under way finish; no other starts
+        sampled.fail(exc)  # no page starts, if none has
+        fit_made.fail(exc)  # the pages under way finish; no other starts
+        renderer.join()
         raise
+    sampled.open()  # where no fit was made
     fit_made.open()
-    if renderer.ident is None:  # no fit was made, or it never reached its end of sampling
-        renderer.start()
     renderer.join()
     if "error" in outcome:
         raise outcome["error"]

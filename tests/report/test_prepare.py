@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from pathlib import Path
 
 import arviz as az
@@ -223,6 +224,8 @@ def renders(monkeypatch):
     calls = []
 
     def fake_render(project, out, env, *, engine="auto", log=print, **jupyter):
+        if jupyter.get("begin") is not None:  # the Jupyter route starts its kernels at once: pages wait
+            jupyter["begin"].wait()
         # the pages run only once the database and the fit they read are there, whole (this fit's
         # stand-in never says its sampling is over: test_pages_render_beside_the_end_of_a_fit)
         assert Path(env["MOLP2S_DB"]).exists() and Path(env["MOLP2S_FIT"]).exists()
@@ -268,9 +271,12 @@ class FitInTwoParts:
 
     def __init__(self, fails: bool = False):
         self.fails = fails
+        self.render_called = threading.Event()
         self.page_rendered = threading.Event()
 
     def __call__(self, database, fit, *, seed=0, log=print, on_sampled=None):
+        # the render (its kernels, on the Jupyter route) starts while the fit samples
+        assert self.render_called.wait(timeout=60), "the render did not start before the end of sampling"
         on_sampled()
         assert self.page_rendered.wait(timeout=60), "no page rendered while the fit was being finished"
         if self.fails:
@@ -286,8 +292,10 @@ def pages_of(monkeypatch):
 
     seen = {}
 
-    def fake_render(project, out, env, *, engine="auto", log=print, gates=None, pre_render=True):
+    def fake_render(project, out, env, *, engine="auto", log=print, gates=None, begin=None, pre_render=True):
         seen["pre_render"] = pre_render
+        seen["fit"].render_called.set()
+        begin.wait()
         fit = Path(env["MOLP2S_FIT"])
         seen["fit_there_at_the_first_page"] = fit.exists()
         (out / "index.html").write_text("the overview")
@@ -376,3 +384,69 @@ def test_a_failed_gate_stops_the_render_with_its_reason(tmp_path, warm_kernels):
     with pytest.raises(render.RenderError, match="the sampler died"):
         render.render_with_jupyter(project, tmp_path / "site", {}, log=log, workers=1, gates={"held.qmd": gate})
     assert rendered == ["one.qmd"]
+
+
+def test_page_imports_are_the_top_level_imports_of_the_cells():
+    from molp2s_stats.report import render
+
+    cells = [
+        "import polars as pl, json\nfrom molp2s_stats.report import context, tables\n",
+        "%matplotlib inline\nimport math",  # a magic: not Python, passed over
+        "def f():\n    import tabnanny\nfrom . import here\nfrom os.path import *\nimport json",
+    ]
+    assert render.page_imports(cells) == [
+        "polars",
+        "json",
+        "molp2s_stats.report",
+        "molp2s_stats.report.context",
+        "molp2s_stats.report.tables",
+        "os.path",
+    ]
+
+
+FIRST_SEEN_PAGE = """---
+title: "first"
+---
+
+```{python}
+import sys
+print("imported before the page:", "tabnanny" in sys.modules)
+```
+
+```{python}
+import tabnanny
+```
+"""
+
+
+def test_with_begin_the_kernels_import_the_pages_modules_before_the_first_page(tmp_path, warm_kernels):
+    from molp2s_stats.report import render
+
+    project = stub_project(tmp_path / "project", ["first"])
+    (project / "first.qmd").write_text(FIRST_SEEN_PAGE)
+    begin, rendered = render.Gate(), []
+    render_thread = threading.Thread(
+        target=render.render_with_jupyter,
+        args=(project, tmp_path / "site", {}),
+        kwargs={"log": rendered.append, "workers": 1, "begin": begin},
+    )
+    render_thread.start()
+    time.sleep(0.5)
+    assert rendered == []  # no page before the gate opens
+    begin.open()
+    render_thread.join(timeout=120)
+    assert "imported before the page: True" in (tmp_path / "site" / "first.html").read_text()
+    # the same page without a begin gate: its kernel imports the module only when the page does
+    render.render_with_jupyter(project, tmp_path / "site2", {}, log=lambda _: None, workers=1)
+    assert "imported before the page: False" in (tmp_path / "site2" / "first.html").read_text()
+
+
+def test_a_failed_begin_stops_the_render_before_any_page(tmp_path, warm_kernels):
+    from molp2s_stats.report import render
+
+    project = stub_project(tmp_path / "project", ["one", "two"])
+    begin, rendered = render.Gate(), []
+    begin.fail(RuntimeError("the database could not be built"))
+    with pytest.raises(render.RenderError, match="the database could not be built"):
+        render.render_with_jupyter(project, tmp_path / "site", {}, log=rendered.append, begin=begin)
+    assert rendered == []

@@ -8,6 +8,7 @@ adds nothing. Every problem is an :class:`InputError` naming the file and line.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -19,7 +20,7 @@ import duckdb
 import polars as pl
 
 from ..store import fetch_one
-from .answers import CandidateIndex, parse_answer
+from .answers import CandidateIndex, parse_answers
 from .batches import batch_format, stage_batch_results
 from .errors import InputError, more
 from .files import (
@@ -42,6 +43,21 @@ KEY = ("model", "task_id", "sample", "attempt")
 # Parses kept across the batches of one streamed file; past this many distinct
 # (family, text) pairs the cache starts again, so memory stays flat.
 MAX_KNOWN_PARSES = 1_000_000
+
+
+@dataclass
+class _KnownParses:
+    """The parses of one file so far: by (family, text), and ``parse_answers``' own by (labels, text)."""
+
+    by_pair: dict[tuple[str, str], tuple[str | None, str | None]] = dataclasses.field(default_factory=dict)
+    by_labels: dict = dataclasses.field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.by_pair) + len(self.by_labels)
+
+    def clear(self) -> None:
+        self.by_pair.clear()
+        self.by_labels.clear()
 
 
 @dataclass(frozen=True)
@@ -410,13 +426,13 @@ def _check_against_database(
 def _parse_responses(
     con: duckdb.DuckDBPyConnection,
     frame: pl.DataFrame,
-    known: dict[tuple[str, str], tuple[str | None, str | None]] | None = None,
+    known: _KnownParses | None = None,
 ) -> pl.DataFrame:
     """Parse each distinct (family, response text) once; rows with a given choice keep it.
 
     ``known`` carries parses across the batches of one file, and gains this batch's.
     """
-    known = {} if known is None else known
+    known = _KnownParses() if known is None else known
     if len(known) > MAX_KNOWN_PARSES:
         known.clear()  # a file of mostly distinct texts: keep memory flat, parse again
     todo = frame.filter(pl.col("choice").is_null()).select("family_id", "response").unique()
@@ -428,7 +444,7 @@ def _parse_responses(
             pl.lit(None, pl.String).alias("_parsed_reason"),
         )
     pairs = todo.rows()
-    new_pairs = [pair for pair in pairs if pair not in known]
+    new_pairs = [pair for pair in pairs if pair not in known.by_pair]
     families = sorted({family for family, _ in new_pairs})
     candidates = (
         []
@@ -442,12 +458,11 @@ def _parse_responses(
     for family_id, label, fragment, molecule in candidates:
         by_family.setdefault(family_id, {})[label] = (fragment, molecule)
     indexes = {f: CandidateIndex(c) for f, c in by_family.items()}
-    for family, text in new_pairs:
-        parsed = parse_answer(text, indexes[family])
-        known[(family, text)] = (parsed.choice, parsed.reason)
+    parsed = parse_answers(((text, indexes[family]) for family, text in new_pairs), known.by_labels)
+    known.by_pair.update((pair, (answer.choice, answer.reason)) for pair, answer in zip(new_pairs, parsed))
     answers = todo.with_columns(
-        pl.Series("parsed_choice", [known[pair][0] for pair in pairs], pl.String),
-        pl.Series("invalid_reason", [known[pair][1] for pair in pairs], pl.String),
+        pl.Series("parsed_choice", [known.by_pair[pair][0] for pair in pairs], pl.String),
+        pl.Series("invalid_reason", [known.by_pair[pair][1] for pair in pairs], pl.String),
     )
     joined = frame.join(answers, on=["family_id", "response"], how="left", nulls_equal=True)
     given = pl.col("choice").is_not_null()
@@ -499,7 +514,7 @@ def load_response_file(
     else:
         batches = iter([stage_file(path, data if fmt != "inspect" else None, fmt=fmt, model=model, task_ids=task_ids)])
     rows = parsed = invalid = count = 0
-    known: dict = {}
+    known = _KnownParses()
     truncated: dict[str, tuple[int, int]] = {}  # model -> (cut answers, answers)
     for count, staged in enumerate(batches, start=1):  # noqa: B007 (count is read after the loop)
         checked = _check_against_database(con, path, staged, check_loaded=not streamed)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from molp2s_stats.ingest.answers import INVALID_REASONS, CandidateIndex, ParsedAnswer, parse_answer
+from molp2s_stats.ingest.answers import INVALID_REASONS, CandidateIndex, ParsedAnswer, parse_answer, parse_answers
 
 # Scaffold c1ccccc1[*]: four substituents, fragment and completed molecule each.
 BASIC = CandidateIndex(
@@ -483,6 +483,49 @@ _PIECES = st.sampled_from(
 def test_structured_noise_never_raises(text):
     for index in (BASIC, STEREO, DUPLICATE):
         _assert_well_formed(parse_answer(text, index), index)
+
+
+# BASIC's labels with other candidates: a letter means the same in both, a SMILES does not.
+SAME_LABELS = CandidateIndex(
+    {
+        "A": ("[*]OC", "COc1ccccc1"),
+        "B": ("[*]CCC", "CCCc1ccccc1"),
+        "C": ("[*]C(=O)C", "CC(=O)c1ccccc1"),
+        "D": ("[*]CC", "CCc1ccccc1"),
+    }
+)
+_SMILES_PIECES = st.sampled_from(["`[*]CCC`", "`[*]OC`", "CCCc1ccccc1", "`CCc1ccccc1`", " [*]C(C)C ", "`C1CC`"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_PIECES | _SMILES_PIECES, max_size=12).map("".join), min_size=1, max_size=6))
+def test_parse_answers_is_parse_answer_of_each_pair(texts):
+    """A text read once per set of labels only where its parse compares no SMILES: families that
+    share the labels but not the candidates still get their own reading of a SMILES."""
+    pairs = [(text, index) for text in texts for index in (BASIC, SAME_LABELS, STEREO, BASIC)]
+    memo: dict = {}
+    assert parse_answers(pairs, memo) == [parse_answer(text, index) for text, index in pairs]
+    assert parse_answers(pairs, memo) == [parse_answer(text, index) for text, index in pairs]  # from the memo
+
+
+def test_a_letter_is_read_once_per_set_of_labels_and_a_smiles_once_per_family():
+    memo: dict = {}
+    parsed = parse_answers(
+        [
+            ("Answer: B", BASIC),
+            ("Answer: B", SAME_LABELS),
+            ("Answer: `[*]CCC`", BASIC),
+            ("Answer: `[*]CCC`", SAME_LABELS),
+        ],
+        memo,
+    )
+    assert parsed == [
+        ParsedAnswer("B", None),
+        ParsedAnswer("B", None),
+        ParsedAnswer("A", None),
+        ParsedAnswer("B", None),
+    ]
+    assert list(memo) == [(BASIC.labels, "Answer: B")]
 
 
 # Reasoning text built from the pieces above, without backticks (text in backticks is SMILES and

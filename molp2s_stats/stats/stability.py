@@ -400,7 +400,7 @@ def _channel_tests(outcomes, channel, models, score, draws, seed, conf_level) ->
     estimates = resample.ratio_of_sums(np.ones((1, len(a))), a, b)[0]
     ranked = np.flatnonzero(~np.isnan(estimates))  # the models with a score on this cohort
     # the same replicates as the metric intervals for this seed (the stream is the channel's)
-    weights = resample.family_weights(len(a), draws, resample.rng_for(seed, channel))
+    weights = resample.stream_weights(len(a), draws, seed, channel)
     replicate_scores = resample.ratio_of_sums(weights, a, b)[:, ranked]
     p = np.ones((len(ranked), len(ranked)))
     separated = np.zeros((len(ranked), len(ranked)), dtype=bool)

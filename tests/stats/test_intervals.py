@@ -308,3 +308,18 @@ def test_the_quantiles_are_scipy_stats_own(probability, dof):
     many = np.array([0.5, 1.0, 2.0, 7.5, 300.0])
     np.testing.assert_array_equal(intervals.chi2_quantile(0.025, many), stats.chi2.ppf(0.025, many))
     np.testing.assert_array_equal(intervals.t_quantile(0.975, many), stats.t.ppf(0.975, many))
+
+
+def test_a_streams_replicates_are_drawn_once_and_shared_read_only(monkeypatch):
+    """The same (families, draws, seed, stream) gives the same array, read-only, equal to a fresh draw
+    from the stream; one too large for the cache is drawn afresh each time."""
+    first = resample.stream_weights(12, 50, 3, "ir")
+    assert resample.stream_weights(12, 50, 3, "ir") is first and not first.flags.writeable
+    np.testing.assert_array_equal(first, resample.family_weights(12, 50, resample.rng_for(3, "ir")))
+    assert resample.bootstrap_weights(12, draws=50, seed=3, key="ir", conf_level=0.95) is first
+    with pytest.raises(ValueError, match="read-only"):
+        first[0, 0] = 2.0
+    monkeypatch.setattr(resample, "WEIGHTS_CACHE_BYTES", first.nbytes)  # a quarter of it is too small
+    big = resample.stream_weights(12, 50, 3, "a stream too large to keep")
+    assert resample.stream_weights(12, 50, 3, "a stream too large to keep") is not big
+    np.testing.assert_array_equal(resample.stream_weights(12, 50, 3, "a stream too large to keep"), big)

@@ -346,6 +346,27 @@ def _warm_up_cell(modules: list[str]) -> nbformat.NotebookNode:
     )
 
 
+# How much lower a page kernel's CPU priority is while the caller's own work goes first (nice +10: on
+# Linux's scheduler a tenth of the CPU share of a process at the default priority).
+YIELDING_NICENESS = 10
+
+
+def _set_niceness(kernel, niceness: int) -> bool:
+    """Set every thread of ``kernel``'s process to ``niceness`` (Linux counts a priority per thread);
+    False where the system refuses (a raise back needs the privilege) or there is no process."""
+    pid = getattr(getattr(kernel, "provisioner", None), "pid", None)
+    if pid is None or not hasattr(os, "setpriority"):
+        return False
+    tasks = Path(f"/proc/{pid}/task")
+    threads = [int(t.name) for t in tasks.iterdir()] if tasks.is_dir() else [pid]
+    try:
+        for thread in threads:
+            os.setpriority(os.PRIO_PROCESS, thread, niceness)
+    except (PermissionError, ProcessLookupError):
+        return False
+    return True
+
+
 def _stop_kernel(kernel) -> None:
     """Shut a worker's kernel down (nbclient's own clean-up, for a kernel it does not own)."""
     from jupyter_core.utils import ensure_async, run_sync
@@ -374,6 +395,11 @@ class Gate:
     def fail(self, error: BaseException) -> None:
         self.error = error
         self._settled.set()
+
+    @property
+    def settled(self) -> bool:
+        """Opened or failed."""
+        return self._settled.is_set()
 
     @property
     def opened(self) -> bool:
@@ -405,6 +431,7 @@ def render_with_jupyter(
     gates: dict[str, Gate] | None = None,
     pre_render: bool = True,
     begin: Gate | None = None,
+    yield_until: Gate | None = None,
 ) -> list[Path]:
     """Execute each page on a Python kernel and write self-contained HTML into ``out``.
 
@@ -426,6 +453,12 @@ def render_with_jupyter(
     (``page_imports``), then waits for this gate before its first page; a caller that is still
     making what the pages read (the fit) opens it when that is done, and a failed gate stops
     the render before any page.
+
+    ``yield_until``: until this gate settles, the workers' kernels run at a lower CPU priority
+    (``YIELDING_NICENESS``), so that the caller's own work goes first (the end of the fit, which
+    the Posterior page waits for, rather than the pages that can wait); back at this process's
+    priority once it settles, where the system allows (it may not let an unprivileged user raise
+    a priority again: the kernels then stay lower).
     """
     from jupyter_client import AsyncKernelManager
     from nbclient import NotebookClient
@@ -543,7 +576,23 @@ def render_with_jupyter(
                     return pending.pop(position)
             return pending.pop(0)
 
+    own_niceness = os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else 0
+    yielding: set[int] = set()  # the workers whose kernel yields now
+
+    def settle_priority(worker: int, kernel) -> None:
+        """The worker's kernel yields while ``yield_until`` has not settled, and no longer once it has."""
+        if kernel is None or yield_until is None:
+            return
+        settled = yield_until.settled
+        if not settled and worker not in yielding:
+            if _set_niceness(kernel, own_niceness + YIELDING_NICENESS):
+                yielding.add(worker)
+        elif settled and worker in yielding:
+            _set_niceness(kernel, own_niceness)
+            yielding.discard(worker)
+
     def work(sockets: Path) -> None:
+        worker = int(sockets.name)
         kernel = None
         try:
             if begin is not None:
@@ -571,6 +620,8 @@ def render_with_jupyter(
                         return
                 if kernel is None:
                     kernel = start_kernel(sockets)
+                if kernel is not None:
+                    settle_priority(worker, kernel)
                 try:
                     results[index] = render_page(page, kernel)
                 except BaseException as exc:  # raised once every page has had its turn, as a pool's map would

@@ -88,6 +88,7 @@ def _render_beside_the_fit(prepare_fit: Callable, render_site: Callable) -> str:
             outcome["engine"] = render_site(
                 gates={page: fit_made for page in prepare.PAGES_READING_THE_FIT},
                 begin=sampled,
+                yield_until=fit_made,  # the fit's last part (LOO, the saving) before the pages that can wait
                 pre_render=False,  # the prepare step is this function's own
             )
         except BaseException as exc:  # raised in the caller's thread below

@@ -4,6 +4,7 @@ and a fit made on other data than its database holds is refitted (ours) or flagg
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import time
@@ -292,7 +293,9 @@ def pages_of(monkeypatch):
 
     seen = {}
 
-    def fake_render(project, out, env, *, engine="auto", log=print, gates=None, begin=None, pre_render=True):
+    def fake_render(
+        project, out, env, *, engine="auto", log=print, gates=None, begin=None, yield_until=None, pre_render=True
+    ):
         seen["pre_render"] = pre_render
         seen["fit"].render_called.set()
         begin.wait()
@@ -450,3 +453,48 @@ def test_a_failed_begin_stops_the_render_before_any_page(tmp_path, warm_kernels)
     with pytest.raises(render.RenderError, match="the database could not be built"):
         render.render_with_jupyter(project, tmp_path / "site", {}, log=rendered.append, begin=begin)
     assert rendered == []
+
+
+def test_kernels_yield_the_cpu_until_the_gate_settles_then_take_their_own_priority_back(tmp_path):
+    """While the fit finishes, the page kernels run at a lower priority; once it is made they run at this
+    process's again, where the system lets it raise a priority back. On ipykernel's own kernels: the
+    warm server's are forked from it, not the process the kernel manager started."""
+    from molp2s_stats.report import render
+
+    project = stub_project(tmp_path / "project", ["one", "two"])
+    for name in ("one", "two"):
+        (project / f"{name}.qmd").write_text(
+            f'---\ntitle: "{name}"\n---\n\n```{{python}}\nimport os\nprint("niceness", os.getpriority(os.PRIO_PROCESS, 0))\n```\n'
+        )
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    made = render.Gate()
+
+    def log(line: str) -> None:
+        made.open()  # the fit is made once the first page is done
+
+    begin = render.Gate()
+    begin.open()
+    render.render_with_jupyter(project, tmp_path / "site", {}, log=log, workers=1, begin=begin, yield_until=made)
+    first, second = ((tmp_path / "site" / f"{n}.html").read_text() for n in ("one", "two"))
+    assert f"niceness {own + render.YIELDING_NICENESS}" in first
+    if _may_raise_a_priority():
+        assert f"niceness {own}" in second
+    else:
+        assert f"niceness {own + render.YIELDING_NICENESS}" in second
+
+
+def _may_raise_a_priority() -> bool:
+    """Whether this user may raise a process's priority back (root, or RLIMIT_NICE allows it)."""
+    import subprocess
+
+    child = subprocess.Popen(["sleep", "10"])
+    try:
+        own = os.getpriority(os.PRIO_PROCESS, 0)
+        os.setpriority(os.PRIO_PROCESS, child.pid, own + 1)
+        os.setpriority(os.PRIO_PROCESS, child.pid, own)
+        return True
+    except PermissionError:
+        return False
+    finally:
+        child.kill()
+        child.wait()

@@ -17,6 +17,11 @@ import (a second core is free while the database is built), so the first pages b
 end of sampling without a kernel's start and the pages' imports. From the end of sampling to
 the site: 69.5, 57.4, 55.7 s before, 64.6, 54.9, 51.6 s after (three rounds alternated, the
 default database built and the fit made each run, 2026-12-07).
+
+Until the fit is made, the page kernels run at a lower CPU priority (``render.YIELDING_NICENESS``):
+the LOO comparison, which the Posterior page waits for, took about 20 s beside two page kernels
+instead of 9 s alone. From the end of sampling to the site: 51.9, 50.4, 52.0 s before, 47.1, 45.5,
+51.3 s after (three rounds alternated, 2026-12-08).
 """
 
 from __future__ import annotations

@@ -26,7 +26,6 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -225,22 +224,6 @@ def pandoc_identifier(text: str) -> str:
     return kept or "section"
 
 
-@contextmanager
-def environment(values: dict[str, str]):
-    """``values`` set in ``os.environ`` for the block, the earlier values (or their absence) put back after
-    it: how a page's variables (MOLP2S_DB, MOLP2S_FIT …) reach the code that reads them."""
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 FALLBACK_CLASS = "molp2s-fallback"  # styles.css scopes the page-frame rules to it: Quarto draws its own frame
 
 
@@ -337,6 +320,7 @@ def _warm_up_cell(modules: list[str]) -> nbformat.NotebookNode:
     import is passed over: the page that imports it fails there, with the page named."""
     return nbformat.v4.new_code_cell(
         "import importlib as _importlib\n"
+        "_name = None\n"
         f"for _name in {modules!r}:\n"
         "    try:\n"
         "        _importlib.import_module(_name)\n"
@@ -359,12 +343,16 @@ def _set_niceness(kernel, niceness: int) -> bool:
         return False
     tasks = Path(f"/proc/{pid}/task")
     threads = [int(t.name) for t in tasks.iterdir()] if tasks.is_dir() else [pid]
-    try:
-        for thread in threads:
+    done = False
+    for thread in threads:
+        try:
             os.setpriority(os.PRIO_PROCESS, thread, niceness)
-    except (PermissionError, ProcessLookupError):
-        return False
-    return True
+            done = True
+        except ProcessLookupError:  # a thread that has ended since
+            continue
+        except PermissionError:
+            return False
+    return done
 
 
 def _stop_kernel(kernel) -> None:
@@ -489,6 +477,10 @@ def render_with_jupyter(
     if pre_render:
         run_pre_render(project, config, env, [page.source for page in chosen], log=log)
     gates = gates or {}
+    # the pages' variables reach the kernels as their environment, not through os.environ: the caller's
+    # other threads (the database build, the fit) run meanwhile, and setting os.environ beside them is
+    # not thread-safe
+    kernel_env = {**os.environ, **env}
     if begin is not None:
         warm_up = nbformat.v4.new_notebook(
             cells=[_warm_up_cell(page_imports([c.source for p in chosen for c in _code_of(project / p.source)]))]
@@ -509,7 +501,7 @@ def render_with_jupyter(
             resources={"metadata": {"path": str(project.resolve())}},
         )
         try:
-            client.execute()
+            client.execute(env=kernel_env)
         finally:
             if client.kc is not None:
                 client.kc.stop_channels()
@@ -533,7 +525,7 @@ def render_with_jupyter(
             resources={"metadata": {"path": str(folder)}},
         )
         try:
-            client.execute()
+            client.execute(env=kernel_env)  # where nbclient starts the kernel (it has none yet)
         except CellExecutionError as exc:
             raise RenderError(f"{project / page.source}: a cell failed: {exc.ename}: {exc.evalue}") from exc
         finally:
@@ -599,7 +591,10 @@ def render_with_jupyter(
                 kernel = start_kernel(sockets)
                 try:
                     warm(kernel)
-                except Exception:  # the first page starts a kernel afresh, and its error names the page
+                except Exception as exc:  # the first page starts a kernel afresh, and its error names the page
+                    log(
+                        f"a page kernel did not start ahead of the pages ({type(exc).__name__}: {exc}); starting another"
+                    )
                     _stop_kernel(kernel)
                     kernel = None
                 try:
@@ -629,11 +624,12 @@ def render_with_jupyter(
                     if not isinstance(exc, RenderError):  # a dead or timed-out kernel: the next page gets a new one
                         _stop_kernel(kernel)
                         kernel = None
+                        yielding.discard(worker)
         finally:
             if kernel is not None:
                 _stop_kernel(kernel)
 
-    with environment(env), tempfile.TemporaryDirectory(prefix="molp2s-kernel-") as socket_folder:
+    with tempfile.TemporaryDirectory(prefix="molp2s-kernel-") as socket_folder:
         count = max(1, min(workers, len(chosen)))
         folders = [Path(socket_folder) / str(i) for i in range(count)]
         for folder in folders:

@@ -103,13 +103,14 @@ def _render_beside_the_fit(prepare_fit: Callable, render_site: Callable) -> str:
     renderer.start()
     try:
         prepare_fit(on_sampled=sampled.open)
-    except BaseException as exc:
-        sampled.fail(exc)  # no page starts, if none has
-        fit_made.fail(exc)  # the pages under way finish; no other starts
+        fit_made.open()  # first: a worker woken by `sampled` (no fit was made) finds nothing to yield to
+        sampled.open()
+    except BaseException as exc:  # an interrupt included: no worker is left waiting on a gate
+        for gate in (sampled, fit_made):  # no page starts, if none has; the pages under way finish
+            if not gate.settled:
+                gate.fail(exc)
         renderer.join()
         raise
-    sampled.open()  # where no fit was made
-    fit_made.open()
     renderer.join()
     if "error" in outcome:
         raise outcome["error"]

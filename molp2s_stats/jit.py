@@ -10,11 +10,17 @@ it anew rather than failing.
 from __future__ import annotations
 
 
-def compiled(function):
-    """``function`` compiled by numba (``njit``, GIL released, cached on disk where it can be)."""
+def compiled(function, *, c_signature=None):
+    """``function`` compiled by numba (``njit``, GIL released, cached on disk where it can be); with
+    ``c_signature``, as a C callback of that signature (``numba.cfunc``), cached the same way."""
     import numba
 
+    def compile_with(**cache):
+        if c_signature is not None:
+            return numba.cfunc(c_signature, **cache)(function)
+        return numba.njit(nogil=True, **cache)(function)
+
     try:
-        return numba.njit(cache=True, nogil=True)(function)
+        return compile_with(cache=True)
     except RuntimeError:  # numba: "cannot cache function …: no locator available"
-        return numba.njit(nogil=True)(function)
+        return compile_with()

@@ -111,10 +111,7 @@ def _copy(dim, expanded, x_, out_, table_):
 @cache
 def _compiled() -> tuple:
     """Both C functions, compiled on first use (cached on disk by numba where it can write)."""
-    try:
-        return numba.cfunc(_LOGP_SIGNATURE, cache=True)(_logp), numba.cfunc(_EXPAND_SIGNATURE, cache=True)(_copy)
-    except RuntimeError:  # numba: "cannot cache function …: no locator available"
-        return numba.cfunc(_LOGP_SIGNATURE)(_logp), numba.cfunc(_EXPAND_SIGNATURE)(_copy)
+    return compiled(_logp, c_signature=_LOGP_SIGNATURE), compiled(_copy, c_signature=_EXPAND_SIGNATURE)
 
 
 @cache

@@ -310,9 +310,11 @@ def page_imports(sources: list[str]) -> list[str]:
     return list(modules)
 
 
-def _code_of(path: Path) -> list[nbformat.NotebookNode]:
-    """The cells of the page at ``path`` that run (code, not ``eval: false``)."""
-    return [c for c in read_qmd(path).cells if c.cell_type == "code" and c.metadata["molp2s"]["eval"]]
+def _code_of(path: Path, config: dict) -> list[nbformat.NotebookNode]:
+    """The cells of the page at ``path`` that run (code, not ``eval: false`` by its own options, the
+    page's or the project's ``config``)."""
+    notebook = read_qmd(path, execute=config.get("execute"))
+    return [c for c in notebook.cells if c.cell_type == "code" and c.metadata["molp2s"]["eval"]]
 
 
 def _warm_up_cell(modules: list[str]) -> nbformat.NotebookNode:
@@ -483,7 +485,9 @@ def render_with_jupyter(
     kernel_env = {**os.environ, **env}
     if begin is not None:
         warm_up = nbformat.v4.new_notebook(
-            cells=[_warm_up_cell(page_imports([c.source for p in chosen for c in _code_of(project / p.source)]))]
+            cells=[
+                _warm_up_cell(page_imports([c.source for p in chosen for c in _code_of(project / p.source, config)]))
+            ]
         )
 
     def start_kernel(sockets: Path):
@@ -569,23 +573,18 @@ def render_with_jupyter(
             return pending.pop(0)
 
     own_niceness = os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else 0
-    yielding: set[int] = set()  # the workers whose kernel yields now
 
-    def settle_priority(worker: int, kernel) -> None:
-        """The worker's kernel yields while ``yield_until`` has not settled, and no longer once it has."""
-        if kernel is None or yield_until is None:
-            return
-        settled = yield_until.settled
-        if not settled and worker not in yielding:
-            if _set_niceness(kernel, own_niceness + YIELDING_NICENESS):
-                yielding.add(worker)
-        elif settled and worker in yielding:
-            _set_niceness(kernel, own_niceness)
-            yielding.discard(worker)
+    def yields(kernel, yielding: bool) -> bool:
+        """Whether ``kernel`` yields from now on (``yielding``: it did): while ``yield_until`` has not
+        settled, and no longer once it has (a priority the system will not raise back is left)."""
+        wanted = yield_until is not None and not yield_until.settled
+        if wanted == yielding:
+            return yielding
+        changed = _set_niceness(kernel, own_niceness + (YIELDING_NICENESS if wanted else 0))
+        return wanted and changed
 
     def work(sockets: Path) -> None:
-        worker = int(sockets.name)
-        kernel = None
+        kernel, yielding = None, False
         try:
             if begin is not None:
                 kernel = start_kernel(sockets)
@@ -614,9 +613,8 @@ def render_with_jupyter(
                         errors[index] = exc
                         return
                 if kernel is None:
-                    kernel = start_kernel(sockets)
-                if kernel is not None:
-                    settle_priority(worker, kernel)
+                    kernel, yielding = start_kernel(sockets), False
+                yielding = yields(kernel, yielding)
                 try:
                     results[index] = render_page(page, kernel)
                 except BaseException as exc:  # raised once every page has had its turn, as a pool's map would
@@ -624,7 +622,6 @@ def render_with_jupyter(
                     if not isinstance(exc, RenderError):  # a dead or timed-out kernel: the next page gets a new one
                         _stop_kernel(kernel)
                         kernel = None
-                        yielding.discard(worker)
         finally:
             if kernel is not None:
                 _stop_kernel(kernel)

@@ -51,7 +51,7 @@ def report_command(
 ) -> None:
     """Render the report site (reports/*.qmd) for a database: with Quarto if installed, else on a Jupyter kernel.
 
-    Example: molp2s report --db molp2s.duckdb --fit fit.nc --bootstrap 100 --out site
+    Example: molp2s report --db molp2s.duckdb --fit fit.nc --bootstrap 200 --out site
     """
     from ..report import render, site
     from ..report.environment import given_path

@@ -3,8 +3,9 @@ default data, the examples run (in a fresh folder, as a user at the checkout's r
 them, after `molp2s load`; each a process forked from a warm interpreter,
 tests/support/warm_cli.py), and the common mistakes get one line that says what to type instead.
 
-The examples that fit the model and render the report (20 s and 45–80 s on two busy cores) are
-marked slow: ``-m "not slow"`` leaves them out (about 70 s for the rest; 2.5 min in all).
+An example that a page of the docs types as it stands (the fit and the posterior on the Model page,
+the report in the README) runs there, in the same kind of folder after the same load, and is not
+run a second time here (about 40 s of the suite): the docs test fails if it does not run.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typer.testing import CliRunner
 
 from molp2s_stats.cli import app
 from tests.support import DATA
+from tests.support.docs_blocks import documents_run, read_blocks, typed_commands
 from tests.support.warm_cli import warm_jupyter_path
 
 MOLP2S = Path(sys.executable).parent / "molp2s"
@@ -57,8 +59,6 @@ ORDER = [
     "estimate",
 ]
 NEEDS = {"posterior": ["fit"], "report": ["fit"], "estimate": ["plan"]}
-# measured on 2 busy cores: fit 20 s (one channel), report 80 s; posterior needs fit's file
-SLOW = {"fit", "posterior", "report"}
 runner = CliRunner()
 
 
@@ -140,7 +140,28 @@ def folder(tmp_path_factory, warm_commands):
     return Folder(tmp_path_factory.mktemp("examples"), warm_commands / "molp2s")
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in ORDER])
+def run_by_the_docs() -> dict[str, str]:
+    """{command: where a document the docs test runs types its example, word for word}."""
+    typed = {}
+    for document in documents_run():
+        for block in read_blocks(document):
+            if block.language == "bash" and not block.skipped:
+                typed.update({tuple(words): block.where for words in typed_commands(block)})
+    return {name: typed[words] for name in ORDER if (words := tuple(shlex.split(example(name)))) in typed}
+
+
+# the examples run here: the load as well, which every other one reads
+RUN_HERE = [name for name in ORDER if name == "load" or name not in run_by_the_docs()]
+
+
+def test_the_examples_the_docs_run_are_the_slow_ones():
+    """The fit and the report (20 s and 25–80 s on two busy cores) and the posterior after the fit
+    run in the docs test; a change to their examples or to those pages that parts them brings them
+    back here, where this test asks for a look (they are the minute of this file)."""
+    assert {"fit", "posterior", "report"} <= set(run_by_the_docs()), run_by_the_docs()
+
+
+@pytest.mark.parametrize("name", RUN_HERE)
 def test_the_example_runs(folder, name):
     result = folder.example(name)
     assert result.returncode == 0

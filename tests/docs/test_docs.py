@@ -20,7 +20,6 @@ tests/cli/test_cli_help.py in the order they depend on one another.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import io
 import os
@@ -35,58 +34,8 @@ import pytest
 from molp2s_stats.cli import reference
 from molp2s_stats.report import render
 from tests.support import ROOT
+from tests.support.docs_blocks import DOCS, DOCUMENTS, Block, documents_run, read_blocks
 from tests.support.warm_cli import warm_jupyter_path
-
-DOCS = ROOT / "docs"
-DOCUMENTS = [ROOT / "README.md", *sorted(DOCS.glob("*.qmd"))]
-SKIP = "# not run by the docs test:"
-_FENCE = re.compile(r"^(`{3,})\s*(\{?[\w.-]*\}?)[^\n]*$")
-
-
-@dataclasses.dataclass
-class Block:
-    document: Path
-    line: int  # 1-based line of the opening fence
-    language: str  # bash | python | cell (a page's ```{python}) | text | other
-    text: str
-    output: str | None = None  # the ```text block shown right after it
-
-    @property
-    def where(self) -> str:
-        return f"{self.document.relative_to(ROOT)}:{self.line}"
-
-    @property
-    def skipped(self) -> str | None:
-        first = self.text.lstrip().splitlines()[0] if self.text.strip() else ""
-        return first[len(SKIP) :].strip() if first.startswith(SKIP) else None
-
-
-def read_blocks(path: Path) -> list[Block]:
-    """Fenced blocks in order; a ```text block directly after another block is that block's output."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    blocks: list[Block] = []
-    index, last_end = 0, -10
-    while index < len(lines):
-        match = _FENCE.match(lines[index])
-        if not match:
-            index += 1
-            continue
-        fence, info = match.group(1), match.group(2).strip("{}").lower()
-        end = index + 1
-        while end < len(lines) and lines[end].strip() != fence:
-            end += 1
-        body = "\n".join(lines[index + 1 : end])
-        language = {"bash": "bash", "sh": "bash", "shell": "bash", "text": "text"}.get(info, "other")
-        if info == "python":
-            language = "cell" if match.group(2).startswith("{") else "python"
-        only_blank_between = all(not line.strip() for line in lines[last_end + 1 : index])
-        if language == "text" and blocks and only_blank_between and blocks[-1].language in ("bash", "python"):
-            blocks[-1].output = body
-        else:
-            blocks.append(Block(path, index + 1, language, body))
-        last_end = end
-        index = end + 1
-    return blocks
 
 
 def _normal(line: str) -> str:
@@ -206,9 +155,7 @@ def _cell_options(text: str) -> dict[str, str]:
     return dict(re.findall(r"^#\|\s*([\w-]+):\s*(.+?)\s*$", text, flags=re.MULTILINE))
 
 
-@pytest.mark.parametrize(
-    "document", [d for d in DOCUMENTS if d.name != "reference.qmd"], ids=lambda d: str(d.relative_to(ROOT))
-)
+@pytest.mark.parametrize("document", documents_run(), ids=lambda d: str(d.relative_to(ROOT)))
 def test_every_block_runs_and_shows_what_it_prints(document, tmp_path, monkeypatch, request, warm_commands):
     folder, env = _session(tmp_path, warm_commands)
     monkeypatch.setenv("PATH", env["PATH"])

@@ -337,9 +337,25 @@ def _warm_up_cell(modules: list[str]) -> nbformat.NotebookNode:
 YIELDING_NICENESS = 10
 
 
-def _set_niceness(kernel, niceness: int) -> bool:
+def _autogroup(pid: int | str) -> tuple[str, int] | None:
+    """(name, nice) of the scheduler group of process ``pid`` ("self": this one) where Linux groups
+    processes by session (``/proc/<pid>/autogroup``, present where autogrouping is on); else None."""
+    try:
+        name, _, nice = Path(f"/proc/{pid}/autogroup").read_text().split()
+        return name, int(nice)
+    except (OSError, ValueError):
+        return None
+
+
+def _set_niceness(kernel, niceness: int, own_niceness: int = 0) -> bool:
     """Set every thread of ``kernel``'s process to ``niceness`` (Linux counts a priority per thread);
-    False where the system refuses (a raise back needs the privilege) or there is no process."""
+    False where the system refuses (a raise back needs the privilege) or there is no process.
+
+    A kernel runs in a session of its own (jupyter_client starts it so), and where Linux groups
+    processes by session, a thread's priority counts only against the other threads of its group:
+    the groups share the CPU by their own priorities. The kernel's group is set ``niceness −
+    own_niceness`` from this process's group, too; without it a yielding kernel still took a third
+    of the CPU (the LOO comparison after the fit's sampling, 6.5 s alone, took 13–17 s beside two)."""
     pid = getattr(getattr(kernel, "provisioner", None), "pid", None)
     if pid is None or not hasattr(os, "setpriority"):
         return False
@@ -354,6 +370,14 @@ def _set_niceness(kernel, niceness: int) -> bool:
             continue
         except PermissionError:
             return False
+    ours, theirs = _autogroup("self"), _autogroup(pid)
+    if done and ours is not None and theirs is not None and theirs[0] != ours[0]:
+        try:
+            Path(f"/proc/{pid}/autogroup").write_text(str(max(-20, min(19, ours[1] + niceness - own_niceness))))
+        except PermissionError:
+            return False
+        except OSError:  # the kernel has ended since
+            pass
     return done
 
 
@@ -495,8 +519,10 @@ def render_with_jupyter(
         # socket path is absolute: the kernel runs in the page's folder (as under Quarto), not in ours.
         return AsyncKernelManager(kernel_name="python3", transport="ipc", ip=str(sockets / "kernel"))
 
-    def warm(kernel) -> None:
-        """Start ``kernel`` and import the pages' modules on it (what a worker's first page would)."""
+    def warm(kernel) -> bool:
+        """Start ``kernel`` and import the pages' modules on it (what a worker's first page would), at the
+        yielding priority while the caller's work goes on (``yields``): the imports take a core the
+        caller leaves idle rather than one it samples on. Whether the kernel yields."""
         client = NotebookClient(
             nbformat.from_dict(warm_up),
             km=kernel,
@@ -505,10 +531,13 @@ def render_with_jupyter(
             resources={"metadata": {"path": str(project.resolve())}},
         )
         try:
-            client.execute(env=kernel_env)
+            client.start_new_kernel(env=kernel_env)
+            yielding = yields(kernel, False)
+            client.execute(env=kernel_env)  # on the kernel just started
         finally:
             if client.kc is not None:
                 client.kc.stop_channels()
+        return yielding
 
     def render_page(page: Page, kernel) -> Path:
         started = time.perf_counter()
@@ -580,7 +609,7 @@ def render_with_jupyter(
         wanted = yield_until is not None and not yield_until.settled
         if wanted == yielding:
             return yielding
-        changed = _set_niceness(kernel, own_niceness + (YIELDING_NICENESS if wanted else 0))
+        changed = _set_niceness(kernel, own_niceness + (YIELDING_NICENESS if wanted else 0), own_niceness)
         return wanted and changed
 
     def work(sockets: Path) -> None:
@@ -589,7 +618,7 @@ def render_with_jupyter(
             if begin is not None:
                 kernel = start_kernel(sockets)
                 try:
-                    warm(kernel)
+                    yielding = warm(kernel)
                 except Exception as exc:  # the first page starts a kernel afresh, and its error names the page
                     log(
                         f"a page kernel did not start ahead of the pages ({type(exc).__name__}: {exc}); starting another"

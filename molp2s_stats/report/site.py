@@ -18,10 +18,13 @@ end of sampling without a kernel's start and the pages' imports. From the end of
 the site: 69.5, 57.4, 55.7 s before, 64.6, 54.9, 51.6 s after (three rounds alternated, the
 default database built and the fit made each run, 2026-12-07).
 
-Until the fit is made, the page kernels run at a lower CPU priority (``render.YIELDING_NICENESS``):
-the LOO comparison, which the Posterior page waits for, took about 20 s beside two page kernels
-instead of 9 s alone. From the end of sampling to the site: 51.9, 50.4, 52.0 s before, 47.1, 45.5,
-51.3 s after (three rounds alternated, 2026-12-08).
+Until the fit is made, the page kernels run at a lower CPU priority (``render.YIELDING_NICENESS``),
+their scheduler group too where Linux groups processes by session (each kernel has a session of
+its own, so a thread's priority alone counted only inside it): the LOO comparison, which the
+Posterior page waits for, took 13–23 s beside two page kernels at the kernels' own lower thread
+priority, 7.4 s with their group's, and 6.5 s alone. From the end of sampling to the site: 49.3,
+52.6, 54.1 s with the threads' priority only, 48.6, 42.7, 42.6 s with the group's (three rounds
+alternated, 2026-12-08).
 """
 
 from __future__ import annotations

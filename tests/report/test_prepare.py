@@ -479,15 +479,22 @@ def test_a_failed_begin_stops_the_render_before_any_page(tmp_path, warm_kernels)
 
 
 def test_kernels_yield_the_cpu_until_the_gate_settles_then_take_their_own_priority_back(tmp_path):
-    """While the fit finishes, the page kernels run at a lower priority; once it is made they run at this
-    process's again, where the system lets it raise a priority back. On ipykernel's own kernels: the
-    warm server's are forked from it, not the process the kernel manager started."""
+    """While the fit finishes, the page kernels run at a lower priority, from their start (the imports of
+    the warm-up included); once it is made they run at this process's again, where the system lets it
+    raise a priority back. The same for the kernel's scheduler group where Linux groups processes by
+    session (a kernel has a session of its own; a thread's priority counts only within its group). On
+    ipykernel's own kernels: the warm server's are forked from it, not the process the kernel manager
+    started."""
     from molp2s_stats.report import render
 
     project = stub_project(tmp_path / "project", ["one", "two"])
+    # imported by the warm-up, before any page: what priority the kernel had then
+    (project / "probe_priority.py").write_text("import os\nAT_IMPORT = os.getpriority(os.PRIO_PROCESS, 0)\n")
     for name in ("one", "two"):
         (project / f"{name}.qmd").write_text(
-            f'---\ntitle: "{name}"\n---\n\n```{{python}}\nimport os\nprint("niceness", os.getpriority(os.PRIO_PROCESS, 0))\n```\n'
+            f'---\ntitle: "{name}"\n---\n\n```{{python}}\nimport os\nimport probe_priority\n'
+            'print("niceness", os.getpriority(os.PRIO_PROCESS, 0), "at import", probe_priority.AT_IMPORT)\n'
+            'print("group", *(open("/proc/self/autogroup").read().split() if os.path.exists("/proc/self/autogroup") else []))\n```\n'
         )
     own = os.getpriority(os.PRIO_PROCESS, 0)
     made = render.Gate()
@@ -500,11 +507,16 @@ def test_kernels_yield_the_cpu_until_the_gate_settles_then_take_their_own_priori
     render.render_with_jupyter(project, tmp_path / "site", {}, log=log, workers=1, begin=begin, yield_until=made)
     first, second = ((tmp_path / "site" / f"{n}.html").read_text() for n in ("one", "two"))
     lowered = min(own + render.YIELDING_NICENESS, 19)  # Linux's lowest priority is nice 19
-    assert f"niceness {lowered}" in first
-    if _may_raise_a_priority():
-        assert f"niceness {own}" in second
-    else:
-        assert f"niceness {lowered}" in second
+    raised = own if _may_raise_a_priority() else lowered
+    assert f"niceness {lowered} at import {lowered}" in first
+    assert f"niceness {raised} at import {lowered}" in second
+    ours = render._autogroup("self")
+    theirs = [re.search(r"group (\S+) nice (-?\d+)", page) for page in (first, second)]
+    if ours is not None:  # where the kernel has a group of its own (not under the warm server's kernels)
+        assert all(theirs), "the kernels print their scheduler group"
+    if ours is not None and theirs[0].group(1) != ours[0]:
+        assert int(theirs[0].group(2)) == min(ours[1] + render.YIELDING_NICENESS, 19)
+        assert int(theirs[1].group(2)) == (ours[1] if raised == own else min(ours[1] + render.YIELDING_NICENESS, 19))
 
 
 def _may_raise_a_priority() -> bool:

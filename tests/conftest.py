@@ -9,6 +9,7 @@ before changing it (``copy_of``).
 
 from __future__ import annotations
 
+import gc
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -42,6 +43,25 @@ SLOWEST_FIRST = [
     "tests/report/test_quarto_route.py",
     "tests/store/test_store_faults.py",
 ]
+
+
+# A worker's heap holds what every module before imported (JAX, PyMC, ArviZ, polars: millions of
+# objects), and each full collection of Python's cyclic garbage collector walks all of it again:
+# about 0.3 s each, 50–80 a worker, plus the tests' own gc.collect() that release DuckDB files. At
+# the start of each test module what is alive is collected once and then frozen (``gc.freeze``: left
+# out of every later collection); the module's own objects, its fixtures' included, stay
+# collectable. On tests/ingest, tests/stats and tests/bayes with two workers: full collections
+# took 8.2 s instead of 24.4 s, the run 240 CPU-s instead of 264 (one run each, side by side).
+_module_now: dict[str, str | None] = {"module": None}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item) -> None:
+    module = item.nodeid.split("::", 1)[0]
+    if module != _module_now["module"]:
+        _module_now["module"] = module
+        gc.collect()  # what the modules before left in cycles goes now, not into the frozen heap
+        gc.freeze()
 
 
 def pytest_collection_modifyitems(config, items) -> None:

@@ -319,7 +319,12 @@ def _code_of(path: Path, config: dict) -> list[nbformat.NotebookNode]:
 
 def _warm_up_cell(modules: list[str]) -> nbformat.NotebookNode:
     """A cell that imports ``modules`` on a kernel before its first page. A module that fails to
-    import is passed over: the page that imports it fails there, with the page named."""
+    import is passed over: the page that imports it fails there, with the page named.
+
+    What it imported is then frozen (``gc.freeze``: left out of Python's later garbage collections,
+    which would otherwise walk ArviZ's, Altair's and polars' millions of objects again each time;
+    the pages' own objects stay collectable). The default data's eight pages in one process:
+    full collections took 0.4 s instead of 6.3 s, the pages 27.0 CPU-s instead of 31.2."""
     return nbformat.v4.new_code_cell(
         "import importlib as _importlib\n"
         "_name = None\n"
@@ -328,7 +333,9 @@ def _warm_up_cell(modules: list[str]) -> nbformat.NotebookNode:
         "        _importlib.import_module(_name)\n"
         "    except Exception:\n"
         "        pass\n"
-        "del _importlib, _name"
+        "del _importlib, _name\n"
+        "__import__('gc').collect()\n"
+        "__import__('gc').freeze()"
     )
 
 

@@ -543,3 +543,21 @@ def test_the_warm_up_cell_runs_with_no_module_and_passes_over_one_that_fails(mod
     namespace: dict = {}
     exec(render._warm_up_cell(modules).source, namespace)  # as the kernel runs it: no error either way
     assert "_name" not in namespace and "_importlib" not in namespace  # it leaves no name behind
+
+
+def test_the_warm_up_cell_freezes_what_it_imported():
+    """Left out of the page kernel's later garbage collections (in a fresh process: none is frozen there)."""
+    import subprocess
+    import sys
+
+    from molp2s_stats.report import render
+
+    code = (
+        "import gc, sys\n"
+        "before = gc.get_freeze_count()\n"
+        f"exec({render._warm_up_cell(['fractions']).source!r}, {{}})\n"
+        "print(before, gc.get_freeze_count(), 'fractions' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    before, after, imported = done.stdout.split()
+    assert before == "0" and int(after) > 0 and imported == "True"

@@ -42,7 +42,7 @@ import polars as pl
 from .. import units
 from ..errors import UsageError
 from . import intervals
-from .resample import family_weights, rng_for
+from .resample import stream_weights
 
 CONDITIONS = ("none", "source", "shuffled", "cf")
 # metrics that are a family mean of condition means, with each condition's weight
@@ -308,7 +308,7 @@ def variance_components(
     """
     cells, chosen = checked_cells(tasks, metrics, channels, sample_share)
     point = np.ones((1, len(cells.families)))
-    replicates = family_weights(len(cells.families), draws, rng_for(seed, "variance")) if draws else None
+    replicates = stream_weights(len(cells.families), draws, seed, "variance") if draws else None
     if cells.answered_repeatedly:
         sample_source = "repeated answers"
     elif sample_share is not None:

@@ -310,11 +310,15 @@ def page_imports(sources: list[str]) -> list[str]:
     return list(modules)
 
 
-def _code_of(path: Path, config: dict) -> list[nbformat.NotebookNode]:
-    """The cells of the page at ``path`` that run (code, not ``eval: false`` by its own options, the
-    page's or the project's ``config``)."""
-    notebook = read_qmd(path, execute=config.get("execute"))
+def _runnable(notebook: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    """The cells of a page read by ``read_qmd`` that run: code, not ``eval: false`` by its own options,
+    the page's or the project's."""
     return [c for c in notebook.cells if c.cell_type == "code" and c.metadata["molp2s"]["eval"]]
+
+
+def _code_of(path: Path, config: dict) -> list[nbformat.NotebookNode]:
+    """The cells of the page at ``path`` that run (``_runnable``), under the project's ``config``."""
+    return _runnable(read_qmd(path, execute=config.get("execute")))
 
 
 def _warm_up_cell(modules: list[str]) -> nbformat.NotebookNode:
@@ -554,7 +558,7 @@ def render_with_jupyter(
         # `eval: false` cells are shown (if echoed) but not run: the kernel sees only the others,
         # after the cell that gives it a fresh namespace in the page's folder
         runnable = nbformat.v4.new_notebook(
-            cells=[_fresh_page_cell(folder.resolve())] + [c for c in code if c.metadata["molp2s"]["eval"]],
+            cells=[_fresh_page_cell(folder.resolve()), *_runnable(notebook)],
             metadata=notebook.metadata,
         )
         client = NotebookClient(

@@ -156,8 +156,8 @@ RUN_HERE = [name for name in ORDER if name == "load" or name not in run_by_the_d
 
 def test_the_examples_the_docs_run_are_the_slow_ones():
     """The fit and the report (20 s and 25–80 s on two busy cores) and the posterior after the fit
-    run in the docs test; a change to their examples or to those pages that parts them brings them
-    back here, where this test asks for a look (they are the minute of this file)."""
+    run in the docs test. Where an edit to an example or to the page that types it makes the two
+    differ, the example runs here again, and this test asks for a look (they are this file's minute)."""
     assert {"fit", "posterior", "report"} <= set(run_by_the_docs()), run_by_the_docs()
 
 

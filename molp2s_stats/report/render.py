@@ -393,13 +393,19 @@ def _set_niceness(kernel, niceness: int, own_niceness: int = 0) -> bool:
 
 
 def _stop_kernel(kernel) -> None:
-    """Shut a worker's kernel down (nbclient's own clean-up, for a kernel it does not own)."""
+    """Stop a worker's kernel (nbclient's own clean-up, for a kernel it does not own), at once.
+
+    Not by a shutdown request: ipykernel answers one on its control channel and then publishes its
+    status while its sockets close, and that race (ipykernel 7.4, ``_publish_status_and_flush`` on
+    the closed control stream; its iopub half was mended in ipython/ipykernel#1518) now and then
+    printed a ZMQError traceback on the report's stderr. A page kernel holds nothing to save when it
+    is stopped: its last page's output is read and its files are written."""
     from jupyter_core.utils import ensure_async, run_sync
 
     async def stop() -> None:
         try:
             if await ensure_async(kernel.is_alive()):
-                await ensure_async(kernel.shutdown_kernel(now=False))
+                await ensure_async(kernel.shutdown_kernel(now=True))
         finally:
             await ensure_async(kernel.cleanup_resources())
 

@@ -563,3 +563,24 @@ def test_the_warm_up_cell_freezes_what_it_imported():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     before, after, imported = done.stdout.split()
     assert before == "0" and int(after) > 0 and imported == "True"
+
+
+def test_a_page_kernel_is_stopped_at_once_and_its_files_cleaned_up():
+    """Not by a shutdown request, whose answer races with the kernel's closing sockets (ipykernel 7.4)
+    and now and then printed a ZMQError traceback on the report's stderr."""
+    from molp2s_stats.report import render
+
+    calls = []
+
+    class Kernel:
+        def is_alive(self):
+            return True
+
+        def shutdown_kernel(self, now=False):
+            calls.append(("shutdown", now))
+
+        def cleanup_resources(self):
+            calls.append(("cleanup",))
+
+    render._stop_kernel(Kernel())
+    assert calls == [("shutdown", True), ("cleanup",)]
